@@ -1,0 +1,1 @@
+"""kafka-chaos checkers."""

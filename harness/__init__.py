@@ -1,0 +1,1 @@
+"""kafka-chaos harness: cluster backends, Kafka lifecycle, run orchestration and CLI."""

@@ -1,0 +1,1 @@
+"""Node backends: local network namespaces, Vagrant VMs, SSH inventory."""

@@ -1,0 +1,70 @@
+"""``kafka-chaos`` command line.
+
+Each area registers its own subcommands (``add_commands(subparsers)``) so the
+CLI stays a thin index: cluster commands live with the cluster code, ``check``
+with the checkers, ``heal`` with the nemeses, ``run``/``suite``/``reproduce``
+with the run orchestration.
+
+Exit codes: 0 valid, 1 invalid, 2 unknown, 3 or more a harness error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+from harness.errors import HarnessError
+
+EXIT_HARNESS_ERROR = 3
+
+# Modules providing ``add_commands(subparsers)``; missing ones are skipped so
+# partial installs still offer what they have.
+COMMAND_MODULES = (
+    "harness.cluster_cli",
+    "harness.run_cli",
+    "checkers.cli",
+    "nemeses.cli",
+    "reports.cli",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kafka-chaos", description="Jepsen-style chaos and correctness testing for Kafka."
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name == name:
+                continue
+            raise
+        module.add_commands(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    for noisy in ("paramiko", "py4j", "invoke", "fabric"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    try:
+        return int(args.handler(args) or 0)
+    except HarnessError as e:
+        print(f"kafka-chaos: error: {e}", file=sys.stderr)
+        return EXIT_HARNESS_ERROR
+    except KeyboardInterrupt:
+        print("kafka-chaos: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

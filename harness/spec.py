@@ -1,0 +1,177 @@
+"""The test specification: one plain-data description of a chaos run.
+
+Jepsen treats a test as a map of its parts; this is the same idea as nested
+dataclasses.  A spec round-trips through JSON (``config.json`` in every run
+directory), which is what makes ``--replay`` and ``reproduce`` possible and
+what the checkers read to decide the severity of an anomaly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from harness.errors import ConfigError
+
+NEWEST_KAFKA = "4.4.0"
+KAFKA_39 = "3.9.2"
+SUPPORTED_KAFKA = (KAFKA_39, NEWEST_KAFKA)
+
+
+@dataclass
+class ClusterSpec:
+    """Where the brokers run and which Kafka they run."""
+
+    backend: str = "local"  # local | vagrant | ssh
+    name: str = "default"  # several local clusters may coexist under distinct names
+    nodes: int = 3
+    kafka_version: str = NEWEST_KAFKA
+    mode: str = "kraft"  # kraft | zk (zk only on 3.9)
+    inventory: str | None = None  # ssh backend: TOML/YAML file of hosts
+    vagrant_dir: str | None = None  # vagrant backend: directory holding the Vagrantfile
+    kafka_tarball: str | None = None  # use an official tarball instead of Maven Central
+    broker_heap_mb: int = 512
+    broker_config: dict[str, str] = field(default_factory=dict)  # extra server.properties
+
+
+@dataclass
+class TopicSpec:
+    name: str = "chaos"
+    partitions: int = 6
+    replication_factor: int = 3
+    min_insync_replicas: int = 2
+    unclean_leader_election: bool = False
+    config: dict[str, str] = field(default_factory=dict)  # any other topic config
+
+
+@dataclass
+class ProducerSpec:
+    workers: int = 2
+    acks: str = "all"  # "0" | "1" | "all"
+    enable_idempotence: bool = True
+    retries: int | None = None  # None: librdkafka default
+    max_in_flight: int = 5
+    linger_ms: int = 5
+    message_bytes: int = 100
+    rate: float = 1000.0  # target acked+attempted sends per second, all workers together
+    request_timeout_ms: int = 5000
+    delivery_timeout_ms: int = 15000
+
+
+@dataclass
+class ConsumerSpec:
+    groups: int = 1
+    workers_per_group: int = 2
+    mode: str = "subscribe"  # subscribe | assign
+    commit: str = "auto"  # auto | manual
+    crash_interval_s: float | None = None  # consumer failover: crash a consumer this often
+    session_timeout_ms: int = 10000
+
+
+@dataclass
+class NemesisSpec:
+    faults: list[str] = field(default_factory=lambda: ["kill", "partition"])
+    interval_s: float = 10.0  # quiet time between faults
+    duration_s: float = 8.0  # how long a fault lasts before it is healed
+    targets: str = "random"  # random | leader | controller
+    schedule: list[dict[str, Any]] | None = None  # explicit/replayed schedule overrides generation
+
+
+@dataclass
+class CheckerSpec:
+    spark_master: str = "local[*]"
+    examples: int = 10  # examples kept per anomaly
+    availability_min_rate: float | None = None  # msg/s that must hold during faults
+    ownership_grace_s: float = 10.0  # double ownership tolerated this long (rebalances)
+    unowned_threshold_s: float = 30.0  # a partition may go unowned this long
+
+
+@dataclass
+class TestSpec:
+    """A whole run. ``asdict(spec)`` is written to ``config.json``."""
+
+    name: str = "queue"
+    workload: str = "queue"
+    seed: int = field(default_factory=lambda: random.SystemRandom().randrange(2**31))
+    time_limit_s: float = 60.0
+    final_drain_timeout_s: float = 60.0
+    scenario: str | None = None
+    expected_verdict: str | None = None  # set by scenario presets: valid | invalid
+    cluster: ClusterSpec = field(default_factory=ClusterSpec)
+    topic: TopicSpec = field(default_factory=TopicSpec)
+    producer: ProducerSpec = field(default_factory=ProducerSpec)
+    consumer: ConsumerSpec = field(default_factory=ConsumerSpec)
+    nemesis: NemesisSpec = field(default_factory=NemesisSpec)
+    checker: CheckerSpec = field(default_factory=CheckerSpec)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def save(self, path: Path, extra: dict[str, Any] | None = None) -> None:
+        data = self.to_dict()
+        data.update(extra or {})
+        path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TestSpec:
+        return _build(cls, data, "config")
+
+    @classmethod
+    def load(cls, path: Path) -> TestSpec:
+        try:
+            data = json.loads(Path(path).read_text())
+        except FileNotFoundError as e:
+            raise ConfigError(f"{path}: no such config file") from e
+        except json.JSONDecodeError as e:
+            raise ConfigError(f"{path}: line {e.lineno}: not valid JSON: {e.msg}") from e
+        return cls.from_dict(data)
+
+
+def _build(cls: type, data: Any, where: str) -> Any:
+    """Build dataclass ``cls`` from ``data``, naming the bad key on error.
+
+    Unknown keys are rejected rather than ignored: a misspelt option silently
+    falling back to a default would make a chaos run test something else.
+    Keys outside the dataclass that a run adds (``versions``...) are allowed
+    only at the top level.
+    """
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: expected a mapping, got {type(data).__name__}")
+    known = {f.name: f for f in fields(cls)}
+    kwargs: dict[str, Any] = {}
+    for key, value in data.items():
+        if key not in known:
+            if cls is TestSpec and key in RUN_METADATA_KEYS:
+                continue
+            raise ConfigError(f"{where}.{key}: unknown option (known: {', '.join(sorted(known))})")
+        sub = _nested_type(cls, key)
+        kwargs[key] = _build(sub, value, f"{where}.{key}") if sub else value
+    try:
+        return cls(**kwargs)
+    except TypeError as e:  # pragma: no cover - defensive
+        raise ConfigError(f"{where}: {e}") from e
+
+
+RUN_METADATA_KEYS = {"versions", "started_at", "run_dir", "harness_version"}
+
+_NESTED = {
+    "cluster": ClusterSpec,
+    "topic": TopicSpec,
+    "producer": ProducerSpec,
+    "consumer": ConsumerSpec,
+    "nemesis": NemesisSpec,
+    "checker": CheckerSpec,
+}
+
+
+def _nested_type(cls: type, key: str) -> type | None:
+    return _NESTED.get(key) if cls is TestSpec else None
+
+
+def replace(spec: TestSpec, **changes: Any) -> TestSpec:
+    """``dataclasses.replace`` re-exported so callers need one import."""
+    return dataclasses.replace(spec, **changes)

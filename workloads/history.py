@@ -1,0 +1,138 @@
+"""Writing and reading histories (see docs/history.md for the contract).
+
+The writer is the single place that assigns ``index`` and ``time`` so that
+both are strictly ordered across threads, and it flushes every line so that a
+SIGKILLed harness still leaves a valid prefix.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, TextIO
+
+from harness.errors import HistoryError
+
+TYPES = ("invoke", "ok", "fail", "info")
+NEMESIS = "nemesis"
+
+
+class HistoryWriter:
+    """Append-only, thread-safe JSONL history writer.
+
+    ``time`` is nanoseconds since ``start_ns`` on the monotonic clock.  The
+    lock covers both stamping and writing, so line order equals index order
+    equals time order.
+    """
+
+    def __init__(self, path: Path, start_ns: int | None = None) -> None:
+        self.path = Path(path)
+        self.start_ns = time.monotonic_ns() if start_ns is None else start_ns
+        self._lock = threading.Lock()
+        self._index = _next_index(self.path)
+        self._file: TextIO = open(self.path, "a", encoding="utf-8", buffering=1)
+
+    def append(self, process: int | str, type_: str, f: str, value: Any) -> dict[str, Any]:
+        """Record one operation and return it as written."""
+        if type_ not in TYPES:
+            raise ValueError(f"unknown op type {type_!r}")
+        with self._lock:
+            op = {
+                "index": self._index,
+                "time": time.monotonic_ns() - self.start_ns,
+                "process": process,
+                "type": type_,
+                "f": f,
+                "value": value,
+            }
+            self._file.write(json.dumps(op, separators=(",", ":")) + "\n")
+            self._file.flush()
+            self._index += 1
+        return op
+
+    def elapsed_ns(self) -> int:
+        return time.monotonic_ns() - self.start_ns
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._file.closed:
+                self._file.flush()
+                self._file.close()
+
+    def __enter__(self) -> HistoryWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _next_index(path: Path) -> int:
+    """Continue numbering after an existing history (e.g. a resumed drain)."""
+    if not path.exists() or path.stat().st_size == 0:
+        return 0
+    last = None
+    for last in read_history(path):
+        pass
+    return 0 if last is None else last["index"] + 1
+
+
+def parse_line(line: str, lineno: int, path: Path | str = "history") -> dict[str, Any]:
+    """Parse and validate one history line; errors name the line and the problem."""
+    try:
+        op = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise HistoryError(f"{path}: line {lineno}: not valid JSON ({e.msg})") from e
+    if not isinstance(op, dict):
+        raise HistoryError(f"{path}: line {lineno}: expected a JSON object")
+    for key, kinds in _REQUIRED.items():
+        if key not in op:
+            raise HistoryError(f"{path}: line {lineno}: missing field {key!r}")
+        if not isinstance(op[key], kinds) or isinstance(op[key], bool):
+            raise HistoryError(
+                f"{path}: line {lineno}: field {key!r} has wrong type {type(op[key]).__name__}"
+            )
+    if op["type"] not in TYPES:
+        raise HistoryError(f"{path}: line {lineno}: unknown type {op['type']!r}")
+    if isinstance(op["process"], str) and op["process"] != NEMESIS:
+        raise HistoryError(f"{path}: line {lineno}: process must be an int or 'nemesis'")
+    return op
+
+
+_REQUIRED: dict[str, type | tuple[type, ...]] = {
+    "index": int,
+    "time": int,
+    "process": (int, str),
+    "type": str,
+    "f": str,
+}
+
+
+def read_history(path: Path | str) -> Iterator[dict[str, Any]]:
+    """Yield validated ops; indices must strictly increase.
+
+    A final line without its newline is a write cut short by a crash; it is
+    skipped if it does not parse, since the prefix before it is still valid.
+    """
+    path = Path(path)
+    previous = -1
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            if not line.endswith("\n"):
+                try:
+                    op = parse_line(line, lineno, path)
+                except HistoryError:
+                    return
+            else:
+                op = parse_line(line, lineno, path)
+            if op["index"] <= previous:
+                raise HistoryError(
+                    f"{path}: line {lineno}: index {op['index']} does not increase "
+                    f"(previous {previous})"
+                )
+            previous = op["index"]
+            yield op
