@@ -79,7 +79,9 @@ class Cluster:
     def load(cls, name: str) -> Cluster:
         path = cluster_dir(name) / "cluster.json"
         if not path.exists():
-            raise HarnessError(f"no cluster named {name!r} (no {path}); run `kafka-chaos cluster up`")
+            raise HarnessError(
+                f"no cluster named {name!r} (no {path}); run `kafka-chaos cluster up`"
+            )
         data = json.loads(path.read_text())
         return cls(
             name=data["name"],

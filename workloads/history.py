@@ -73,10 +73,10 @@ def _next_index(path: Path) -> int:
     """Continue numbering after an existing history (e.g. a resumed drain)."""
     if not path.exists() or path.stat().st_size == 0:
         return 0
-    last = None
-    for last in read_history(path):
-        pass
-    return 0 if last is None else last["index"] + 1
+    last_index = -1
+    for op in read_history(path):
+        last_index = op["index"]
+    return last_index + 1
 
 
 def parse_line(line: str, lineno: int, path: Path | str = "history") -> dict[str, Any]:
