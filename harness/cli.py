@@ -23,6 +23,7 @@ EXIT_HARNESS_ERROR = 3
 # partial installs still offer what they have.
 COMMAND_MODULES = (
     "harness.cluster_cli",
+    "harness.dist_cli",
     "harness.run_cli",
     "checkers.cli",
     "nemeses.cli",
