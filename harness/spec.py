@@ -94,6 +94,8 @@ class CheckerSpec:
 class TestSpec:
     """A whole run. ``asdict(spec)`` is written to ``config.json``."""
 
+    __test__ = False  # not a pytest class, despite the name
+
     name: str = "queue"
     workload: str = "queue"
     seed: int = field(default_factory=lambda: random.SystemRandom().randrange(2**31))
@@ -156,7 +158,7 @@ def _build(cls: type, data: Any, where: str) -> Any:
         raise ConfigError(f"{where}: {e}") from e
 
 
-RUN_METADATA_KEYS = {"versions", "started_at", "run_dir", "harness_version"}
+RUN_METADATA_KEYS = {"versions", "started_at", "run_dir", "harness_version", "topic_name_used"}
 
 _NESTED = {
     "cluster": ClusterSpec,

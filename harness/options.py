@@ -1,0 +1,199 @@
+"""Run options: one table maps CLI flags and suite keys onto the TestSpec.
+
+A spec is built in layers, each overriding the last: defaults, a scenario
+preset, a config file, then command-line flags.  Keeping the flag table in
+one place means the CLI, suites and the README describe the same options.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.errors import ConfigError
+from harness.spec import TestSpec
+
+
+def _bool(text: str) -> bool:
+    lowered = text.lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def _faults(text: str) -> list[str]:
+    return [] if text in ("", "none") else [f.strip() for f in text.split(",") if f.strip()]
+
+
+@dataclass(frozen=True)
+class Option:
+    flag: str
+    path: str  # dotted path into TestSpec.to_dict()
+    type: Any
+    help: str
+    choices: tuple[str, ...] | None = None
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("--name", "name", str, "test name (the store directory)"),
+    Option("--time-limit", "time_limit_s", float, "seconds of workload and faults"),
+    Option("--seed", "seed", int, "seed for the fault schedule and consumer crashes"),
+    Option("--backend", "cluster.backend", str, "node backend", ("local", "vagrant", "ssh")),
+    Option("--cluster-name", "cluster.name", str, "cluster to create or reuse"),
+    Option("--nodes", "cluster.nodes", int, "number of nodes (3 or 5)"),
+    Option("--kafka-version", "cluster.kafka_version", str, "Kafka version from Maven Central"),
+    Option("--mode", "cluster.mode", str, "metadata mode", ("kraft", "zk")),
+    Option("--inventory", "cluster.inventory", str, "ssh backend: TOML/YAML host inventory"),
+    Option("--vagrant-dir", "cluster.vagrant_dir", str, "vagrant backend: Vagrantfile dir"),
+    Option("--kafka-tarball", "cluster.kafka_tarball", str, "official Kafka tarball to use"),
+    Option("--partitions", "topic.partitions", int, "topic partitions"),
+    Option("--replication-factor", "topic.replication_factor", int, "topic replication"),
+    Option("--min-insync-replicas", "topic.min_insync_replicas", int, "min.insync.replicas"),
+    Option(
+        "--unclean-leader-election",
+        "topic.unclean_leader_election",
+        _bool,
+        "unclean.leader.election.enable (true/false)",
+    ),
+    Option("--producers", "producer.workers", int, "producer workers"),
+    Option("--acks", "producer.acks", str, "producer acks", ("0", "1", "all")),
+    Option("--idempotence", "producer.enable_idempotence", _bool, "enable.idempotence"),
+    Option("--retries", "producer.retries", int, "producer retries"),
+    Option("--max-in-flight", "producer.max_in_flight", int, "max in-flight requests"),
+    Option("--linger-ms", "producer.linger_ms", int, "producer linger.ms"),
+    Option("--message-bytes", "producer.message_bytes", int, "message size in bytes"),
+    Option("--rate", "producer.rate", float, "target sends per second, all producers"),
+    Option("--groups", "consumer.groups", int, "consumer groups"),
+    Option("--consumers-per-group", "consumer.workers_per_group", int, "consumers per group"),
+    Option("--consumer-mode", "consumer.mode", str, "group mode", ("subscribe", "assign")),
+    Option("--commit", "consumer.commit", str, "commit policy", ("auto", "manual")),
+    Option(
+        "--consumer-crash-interval",
+        "consumer.crash_interval_s",
+        float,
+        "crash and restart a consumer this often (seconds)",
+    ),
+    Option("--faults", "nemesis.faults", _faults, "comma-separated fault kinds, or none"),
+    Option("--fault-interval", "nemesis.interval_s", float, "quiet seconds between faults"),
+    Option("--fault-duration", "nemesis.duration_s", float, "seconds each fault lasts"),
+    Option(
+        "--targets", "nemesis.targets", str, "fault targets", ("random", "leader", "controller")
+    ),
+    Option("--spark-master", "checker.spark_master", str, "Spark master for the checkers"),
+    Option(
+        "--availability-min-rate",
+        "checker.availability_min_rate",
+        float,
+        "msg/s that must hold while a fault is active",
+    ),
+)
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("run options (override scenario and config file)")
+    for opt in OPTIONS:
+        group.add_argument(
+            opt.flag,
+            dest=_dest(opt),
+            type=opt.type,
+            choices=opt.choices,
+            default=None,
+            help=opt.help,
+        )
+
+
+def _dest(opt: Option) -> str:
+    return "opt__" + opt.path.replace(".", "__")
+
+
+def cli_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The options the user actually gave, as a nested mapping."""
+    nested: dict[str, Any] = {}
+    for opt in OPTIONS:
+        value = getattr(args, _dest(opt), None)
+        if value is not None:
+            set_path(nested, opt.path, value)
+    return nested
+
+
+def set_path(mapping: dict[str, Any], dotted: str, value: Any) -> None:
+    *parents, leaf = dotted.split(".")
+    for part in parents:
+        mapping = mapping.setdefault(part, {})
+    mapping[leaf] = value
+
+
+def merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """Deep-merge ``override`` onto a copy of ``base``."""
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def load_mapping(path: Path) -> dict[str, Any]:
+    """Read a JSON or YAML file of options, naming the file on error."""
+    try:
+        text = Path(path).read_text()
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read: {e.strerror}") from e
+    try:
+        data = json.loads(text) if str(path).endswith(".json") else yaml.safe_load(text)
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{path}: line {e.lineno}: not valid JSON: {e.msg}") from e
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark else ""
+        raise ConfigError(f"{path}: {where}not valid YAML: {getattr(e, 'problem', e)}") from e
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of options at the top level")
+    return data
+
+
+def build_spec(*layers: dict[str, Any]) -> TestSpec:
+    """Defaults, then each layer in order; validates the result."""
+    data = TestSpec().to_dict()
+    for layer in layers:
+        data = merge(data, layer)
+    spec = TestSpec.from_dict(data)
+    validate(spec)
+    return spec
+
+
+def validate(spec: TestSpec) -> None:
+    """Reject contradictory settings before any node is touched."""
+    c = spec.cluster
+    if c.nodes < 1:
+        raise ConfigError("cluster.nodes must be at least 1")
+    if c.mode not in ("kraft", "zk"):
+        raise ConfigError(f"cluster.mode must be kraft or zk, not {c.mode!r}")
+    if c.mode == "zk" and not c.kafka_version.startswith("3."):
+        raise ConfigError(f"ZooKeeper mode needs Kafka 3.x; {c.kafka_version} is KRaft-only")
+    if c.backend == "ssh" and not c.inventory:
+        raise ConfigError("the ssh backend needs --inventory FILE")
+    t = spec.topic
+    if t.replication_factor > c.nodes:
+        raise ConfigError(
+            f"topic.replication_factor {t.replication_factor} exceeds cluster.nodes {c.nodes}"
+        )
+    if not 1 <= t.min_insync_replicas <= t.replication_factor:
+        raise ConfigError("topic.min_insync_replicas must be between 1 and the replication factor")
+    if spec.producer.acks not in ("0", "1", "all", "-1"):
+        raise ConfigError(f"producer.acks must be 0, 1 or all, not {spec.producer.acks!r}")
+    if spec.time_limit_s <= 0:
+        raise ConfigError("time_limit_s must be positive")
+    if spec.producer.rate <= 0:
+        raise ConfigError("producer.rate must be positive")

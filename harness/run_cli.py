@@ -1,0 +1,152 @@
+"""``kafka-chaos run``, ``suite``, ``reproduce`` and ``scenarios``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from harness import store as store_mod
+from harness.errors import ConfigError, HarnessError
+from harness.options import add_run_options, build_spec, cli_overrides, load_mapping
+from harness.run import RunOutcome, run_test
+from harness.scenarios import describe, scenario_layer
+from harness.spec import TestSpec
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    run = sub.add_parser(
+        "run",
+        help="run a chaos test and write its report",
+        description="Bring up (or reuse) a cluster, run the workload under faults, heal, "
+        "drain, check and report. Exit 0 valid, 1 invalid, 2 unknown, 3+ harness error.",
+    )
+    run.add_argument("--scenario", help="a built-in preset (see `kafka-chaos scenarios`)")
+    run.add_argument("--config", type=Path, help="JSON/YAML file of run options")
+    run.add_argument(
+        "--replay",
+        type=Path,
+        metavar="RUN_DIR",
+        help="replay the fault schedule recorded in RUN_DIR",
+    )
+    run.add_argument("--store", type=Path, default=store_mod.DEFAULT_STORE)
+    add_run_options(run)
+    run.set_defaults(handler=_run)
+
+    suite = sub.add_parser("suite", help="run a list of scenarios; write JUnit XML")
+    suite.add_argument("suite_file", type=Path, metavar="SUITE.yaml")
+    suite.add_argument("--store", type=Path, default=None)
+    suite.add_argument("--junit", type=Path, default=None, help="JUnit XML path")
+    suite.set_defaults(handler=_suite)
+
+    rep = sub.add_parser("reproduce", help="re-run a recorded run with its config and schedule")
+    rep.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    rep.add_argument("--repeat", type=int, default=1)
+    rep.add_argument("--store", type=Path, default=store_mod.DEFAULT_STORE)
+    rep.set_defaults(handler=_reproduce)
+
+    sc = sub.add_parser("scenarios", help="list the built-in scenario presets")
+    sc.set_defaults(handler=_scenarios)
+
+
+def spec_from_args(args: argparse.Namespace) -> TestSpec:
+    layers: list[dict[str, Any]] = []
+    if args.scenario:
+        layers.append(scenario_layer(args.scenario))
+    if args.config:
+        layers.append(load_mapping(args.config))
+    if args.replay:
+        layers.append(replay_layer(args.replay))
+    layers.append(cli_overrides(args))
+    return build_spec(*layers)
+
+
+def replay_layer(run_dir: Path) -> dict[str, Any]:
+    """The recorded fault schedule of ``run_dir``, to be replayed exactly."""
+    run = store_mod.resolve_run_dir(run_dir)
+    schedule = run.read_json(store_mod.SCHEDULE)
+    ops = schedule.get("ops")
+    if not isinstance(ops, list):
+        raise ConfigError(f"{run.file(store_mod.SCHEDULE)}: no 'ops' list")
+    return {"nemesis": {"schedule": ops}, "seed": schedule.get("seed", 0)}
+
+
+def _print_outcome(outcome: RunOutcome) -> None:
+    if outcome.interrupted:
+        print(f"interrupted; cluster healed. Partial run: {outcome.run_dir.path}")
+        return
+    print(f"verdict: {outcome.verdict}")
+    if outcome.expectation_held is not None:
+        print("expectation held" if outcome.expectation_held else "expectation NOT held")
+    print(f"report: {outcome.report}")
+
+
+def _run(args: argparse.Namespace) -> int:
+    spec = spec_from_args(args)
+    outcome = run_test(spec, store=args.store)
+    _print_outcome(outcome)
+    return outcome.exit_code
+
+
+def _scenarios(_args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("scenario", "expects", "what it shows")
+    for name, expected, text in describe():
+        table.add_row(name, expected, text)
+    Console().print(table)
+    return 0
+
+
+def _suite(args: argparse.Namespace) -> int:
+    from harness.suite import run_suite
+
+    return run_suite(args.suite_file, store=args.store, junit=args.junit)
+
+
+def _reproduce(args: argparse.Namespace) -> int:
+    """Re-run with the recorded config, seed and fault schedule, N times."""
+    run = store_mod.resolve_run_dir(args.run_dir)
+    if args.repeat < 1:
+        raise ConfigError("--repeat must be at least 1")
+    config = run.read_json(store_mod.CONFIG)
+    layers = [config, replay_layer(run.path)]
+    spec = build_spec(*layers)
+    original = _anomalies(run)
+    if not original:
+        print(f"{run.path} recorded no anomaly; reproducing its verdict instead")
+    reproduced = 0
+    for i in range(args.repeat):
+        outcome = run_test(spec, store=args.store)
+        if outcome.interrupted:
+            return outcome.exit_code
+        found = _anomalies(outcome.run_dir)
+        hit = bool(found & original) if original else outcome.verdict == config_verdict(run)
+        reproduced += hit
+        print(
+            f"run {i + 1}/{args.repeat}: {outcome.verdict} "
+            f"({'reproduced' if hit else 'not reproduced'}) {outcome.report}"
+        )
+    print(f"reproduced {reproduced} of {args.repeat} runs")
+    return 0 if reproduced == args.repeat else 1
+
+
+def _anomalies(run: store_mod.RunDir) -> set[str]:
+    try:
+        results = run.read_json(store_mod.RESULTS)
+    except HarnessError:
+        return set()
+    return {
+        name
+        for name, check in results.get("checks", {}).items()
+        if check.get("count", 0) > 0 and check.get("severity") == "error"
+    }
+
+
+def config_verdict(run: store_mod.RunDir) -> str | None:
+    try:
+        return json.loads(run.file(store_mod.RESULTS).read_text()).get("verdict")
+    except (OSError, ValueError):
+        return None

@@ -1,0 +1,106 @@
+"""Built-in scenario presets: named bundles of cluster, topic, client and fault settings.
+
+Each preset is a layer of options (see harness/options.py) plus the verdict
+it expects.  The report states whether the expectation held, so a nightly
+suite can keep a known-broken configuration (unclean leader election) next to
+the safe one and notice when either changes behaviour.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.errors import ConfigError
+
+# The seed labs run 13 partitions at RF=3 and 1000 msg/s.
+SEED_LAB_TOPIC = {"partitions": 13, "replication_factor": 3, "min_insync_replicas": 2}
+
+UNCLEAN_FAULTS: dict[str, Any] = {
+    # The classic reproduction, as one scripted fault (nemeses.unclean): cut the
+    # leader of partition 0 off from the other brokers until the ISR shrinks to
+    # it, keep writing, then cut it off from clients too so a stale follower is
+    # elected uncleanly, then heal.
+    "faults": ["unclean-election"],
+    "interval_s": 5.0,
+    "duration_s": 40.0,
+    "targets": "leader",
+}
+
+SCENARIOS: dict[str, dict[str, Any]] = {
+    "broker-failover": {
+        "description": "Kill the leader of a partition; leadership moves, nothing acked is lost.",
+        "expected_verdict": "valid",
+        "time_limit_s": 45.0,
+        "topic": SEED_LAB_TOPIC,
+        "nemesis": {"faults": ["kill"], "targets": "leader", "interval_s": 8.0, "duration_s": 12.0},
+    },
+    "consumer-failover": {
+        "description": "One group of 3 consumers; one crashes and restarts, coverage holds.",
+        "expected_verdict": "valid",
+        "time_limit_s": 40.0,
+        "topic": SEED_LAB_TOPIC,
+        "consumer": {"groups": 1, "workers_per_group": 3, "crash_interval_s": 12.0},
+        "nemesis": {"faults": []},
+    },
+    "pubsub-vs-queue": {
+        "description": "Two groups each read every message; within a group, each once.",
+        "expected_verdict": "valid",
+        "time_limit_s": 30.0,
+        "topic": SEED_LAB_TOPIC,
+        "consumer": {"groups": 2, "workers_per_group": 2},
+        "nemesis": {"faults": []},
+    },
+    "rate-under-failure": {
+        "description": "1000 msg/s must hold while one node is down.",
+        "expected_verdict": "valid",
+        "time_limit_s": 45.0,
+        "topic": SEED_LAB_TOPIC,
+        "producer": {"rate": 1000.0},
+        "nemesis": {"faults": ["kill"], "targets": "random", "interval_s": 8.0, "duration_s": 15.0},
+        "checker": {"availability_min_rate": 800.0},
+    },
+    "unclean-leader-election": {
+        "description": "ISR shrinks to the leader, which acks alone, then a stale follower "
+        "is elected uncleanly: acknowledged writes are lost.",
+        "expected_verdict": "invalid",
+        "time_limit_s": 75.0,
+        "topic": {
+            "partitions": 3,
+            "replication_factor": 3,
+            "min_insync_replicas": 1,
+            "unclean_leader_election": True,
+        },
+        "producer": {"acks": "all", "enable_idempotence": False, "rate": 500.0, "workers": 2},
+        "nemesis": UNCLEAN_FAULTS,
+    },
+    "unclean-leader-election-safe": {
+        "description": "The same faults with min.insync.replicas=2 and unclean election "
+        "off: writes may fail, but no acknowledged write may be lost.",
+        "expected_verdict": "valid",
+        "time_limit_s": 75.0,
+        "topic": {
+            "partitions": 3,
+            "replication_factor": 3,
+            "min_insync_replicas": 2,
+            "unclean_leader_election": False,
+        },
+        "producer": {"acks": "all", "enable_idempotence": False, "rate": 500.0, "workers": 2},
+        "nemesis": UNCLEAN_FAULTS,
+    },
+}
+
+
+def scenario_layer(name: str) -> dict[str, Any]:
+    """The option layer for a preset; the test is named after it."""
+    try:
+        preset = dict(SCENARIOS[name])
+    except KeyError as e:
+        raise ConfigError(
+            f"unknown scenario {name!r}; known: {', '.join(sorted(SCENARIOS))}"
+        ) from e
+    preset.pop("description", None)
+    return {"name": name, "scenario": name, **preset}
+
+
+def describe() -> list[tuple[str, str, str]]:
+    return [(n, s["expected_verdict"], s["description"]) for n, s in SCENARIOS.items()]

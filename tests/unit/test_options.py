@@ -1,0 +1,81 @@
+"""Run options: layering, validation and the errors users see."""
+
+import argparse
+
+import pytest
+
+from harness.errors import ConfigError
+from harness.options import add_run_options, build_spec, cli_overrides, load_mapping
+from harness.scenarios import SCENARIOS, scenario_layer
+from harness.spec import TestSpec
+
+
+def parse(argv):
+    parser = argparse.ArgumentParser()
+    add_run_options(parser)
+    return parser.parse_args(argv)
+
+
+def test_flags_override_scenario_and_defaults():
+    args = parse(["--acks", "1", "--faults", "kill,pause", "--nodes", "5", "--idempotence", "no"])
+    spec = build_spec(scenario_layer("broker-failover"), cli_overrides(args))
+    assert spec.producer.acks == "1"
+    assert spec.producer.enable_idempotence is False
+    assert spec.nemesis.faults == ["kill", "pause"]
+    assert spec.cluster.nodes == 5
+    assert spec.topic.partitions == 13  # from the preset
+    assert spec.scenario == "broker-failover"
+    assert spec.expected_verdict == "valid"
+
+
+def test_no_faults_flag():
+    spec = build_spec(cli_overrides(parse(["--faults", "none"])))
+    assert spec.nemesis.faults == []
+
+
+def test_unknown_option_in_config_is_named(tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_text("producer:\n  akcs: all\n")
+    with pytest.raises(ConfigError, match=r"config\.producer\.akcs: unknown option"):
+        build_spec(load_mapping(path))
+
+
+def test_malformed_yaml_names_file_and_line(tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_text("producer:\n  acks: [all\n")
+    with pytest.raises(ConfigError, match=r"run\.yaml: line \d+: not valid YAML"):
+        load_mapping(path)
+
+
+@pytest.mark.parametrize(
+    "layer, message",
+    [
+        ({"cluster": {"mode": "zk", "kafka_version": "4.4.0"}}, "ZooKeeper mode needs Kafka 3"),
+        ({"topic": {"replication_factor": 5}}, "exceeds cluster.nodes"),
+        ({"topic": {"min_insync_replicas": 4}}, "min_insync_replicas"),
+        ({"producer": {"acks": "2"}}, "acks must be"),
+        ({"cluster": {"backend": "ssh"}}, "needs --inventory"),
+    ],
+)
+def test_contradictions_are_rejected(layer, message):
+    with pytest.raises(ConfigError, match=message):
+        build_spec(layer)
+
+
+def test_every_scenario_builds_and_declares_an_expectation():
+    for name in SCENARIOS:
+        spec = build_spec(scenario_layer(name))
+        assert spec.expected_verdict in ("valid", "invalid")
+        assert spec.name == name
+
+
+def test_unknown_scenario_lists_known_ones():
+    with pytest.raises(ConfigError, match="broker-failover"):
+        scenario_layer("nope")
+
+
+def test_config_round_trips_with_run_metadata(tmp_path):
+    spec = build_spec(scenario_layer("unclean-leader-election"))
+    path = tmp_path / "config.json"
+    spec.save(path, extra={"versions": {"kafka": "4.4.0"}, "topic_name_used": "x"})
+    assert TestSpec.load(path) == spec
