@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs everything kafka-chaos needs on a fresh Debian machine, idempotently:
+# system packages, the Python package and its dependencies, and the Kafka
+# distributions from Maven Central. Needs root (the local backend creates
+# network namespaces, bridges and iptables rules).
+set -euo pipefail
+cd "$(dirname "$0")"
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "setup.sh: must run as root (network namespaces, bridges, iptables need it)" >&2
+  exit 1
+fi
+
+APT_PACKAGES=(openssh-server iptables iproute2 procps chromium default-jre-headless maven)
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  # java and mvn may come from elsewhere (e.g. a preinstalled JDK); only install what is absent.
+  case "$p" in
+    default-jre-headless) command -v java >/dev/null && continue ;;
+    maven) command -v mvn >/dev/null && continue ;;
+  esac
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup.sh: installing ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+python3 -m pip install -q -e '.[dev]'
+
+# Warm the Kafka cache: the newest 4.x (default) and 3.9 (ZooKeeper mode).
+kafka-chaos dist fetch 4.4.0 3.9.2

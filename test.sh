@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Runs every test: unit, property, integration (real local Kafka clusters)
+# and browser tests. pytest's "no tests collected" (exit 5) counts as failure.
+set -uo pipefail
+cd "$(dirname "$0")"
+./setup.sh || exit 1
+ruff check . || exit 1
+python3 -m pytest -p no:cacheprovider --timeout=900 "$@" tests
+rc=$?
+# Never leave a test cluster behind, whatever happened.
+kafka-chaos cluster down --all >/dev/null 2>&1 || true
+if [ "$rc" -eq 5 ]; then
+  echo "test.sh: pytest collected no tests" >&2
+  exit 1
+fi
+exit "$rc"
