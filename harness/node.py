@@ -59,7 +59,6 @@ class Node:
         with self._lock:
             if self._conn is None:
                 connect_kwargs: dict[str, Any] = {
-                    "timeout": CONNECT_TIMEOUT_S,
                     "banner_timeout": CONNECT_TIMEOUT_S,
                     "auth_timeout": CONNECT_TIMEOUT_S,
                     "allow_agent": False,
