@@ -1,1 +1,117 @@
-"""Node backends: local network namespaces, Vagrant VMs, SSH inventory."""
+"""Node backends: local network namespaces, Vagrant VMs, SSH inventory.
+
+This facade is all the rest of the harness uses: it turns a ``ClusterSpec``
+into a ``Cluster`` of SSH-reachable nodes (no Kafka yet) and removes it again.
+Backends are imported lazily so that, say, the ssh backend works on a machine
+without the local backend's kernel features.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+
+from harness.cluster import Cluster, cluster_dir, home
+from harness.errors import ConfigError, HarnessError
+from harness.spec import ClusterSpec
+
+log = logging.getLogger(__name__)
+
+BACKENDS = ("local", "vagrant", "ssh")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$")
+
+
+def validate_name(name: str) -> None:
+    """Cluster names become directory names and link aliases, so keep them plain."""
+    if not _NAME.match(name or ""):
+        raise ConfigError(
+            f"cluster name {name!r} is invalid: use 1-32 letters, digits, '-' or '_', "
+            "starting with a letter or digit"
+        )
+
+
+def cluster_exists(name: str) -> bool:
+    return (cluster_dir(name) / "cluster.json").exists()
+
+
+def create_cluster(spec: ClusterSpec) -> Cluster:
+    """Provision the nodes of ``spec`` (no Kafka yet), save cluster.json, return the handle."""
+    validate_name(spec.name)
+    if spec.backend not in BACKENDS:
+        raise ConfigError(f"unknown backend {spec.backend!r} (known: {', '.join(BACKENDS)})")
+    if cluster_exists(spec.name):
+        raise HarnessError(
+            f"cluster {spec.name!r} already exists ({cluster_dir(spec.name)}); "
+            f"remove it with `kafka-chaos cluster down --name {spec.name}`"
+        )
+    if spec.backend == "local":
+        from harness.backends import local
+
+        return local.create(spec)
+    if spec.backend == "vagrant":
+        from harness.backends import vagrant
+
+        return vagrant.create(spec)
+    from harness.backends import ssh_inventory
+
+    return ssh_inventory.create(spec)
+
+
+def load_cluster(name: str) -> Cluster:
+    return Cluster.load(name)
+
+
+def destroy_cluster(name: str) -> list[str]:
+    """Remove cluster ``name``; idempotent. Returns what was removed (empty: nothing there)."""
+    validate_name(name)
+    if not cluster_exists(name):
+        from harness.backends import local
+
+        return local.destroy_orphan(name) if _can_probe_local() else []
+    cluster = Cluster.load(name)
+    try:
+        if cluster.backend == "local":
+            from harness.backends import local
+
+            return local.destroy(cluster)
+        if cluster.backend == "vagrant":
+            from harness.backends import vagrant
+
+            return vagrant.destroy(cluster)
+        from harness.backends import ssh_inventory
+
+        return ssh_inventory.destroy(cluster)
+    finally:
+        cluster.close()
+
+
+def list_clusters() -> list[str]:
+    """Names of the clusters with a cluster.json under KAFKA_CHAOS_HOME."""
+    root = home() / "clusters"
+    names = []
+    for path in sorted(root.glob("*/cluster.json")):
+        try:
+            names.append(json.loads(path.read_text())["name"])
+        except (OSError, json.JSONDecodeError, KeyError):
+            names.append(path.parent.name)
+    return names
+
+
+def destroy_all() -> dict[str, list[str]]:
+    """Destroy every cluster under KAFKA_CHAOS_HOME; one failure does not stop the rest."""
+    results: dict[str, list[str]] = {}
+    errors = []
+    for name in list_clusters():
+        try:
+            results[name] = destroy_cluster(name)
+        except HarnessError as e:
+            errors.append(str(e))
+    if errors:
+        raise HarnessError("; ".join(errors))
+    return results
+
+
+def _can_probe_local() -> bool:
+    return os.geteuid() == 0

@@ -1,0 +1,335 @@
+"""The local backend: each node is a network namespace on this machine.
+
+Node ``n<i>`` of the cluster in slot ``s`` is namespace ``kc<s>-n<i>`` with
+address 10.251.<s>.<10+i>, a veth into bridge ``kcbr<s>`` (10.251.<s>.1,
+through which the harness reaches it) and its own sshd.  Nodes share the
+filesystem and PID namespace with the host, so every node has its own
+root_dir and teardown ends processes on the host by pid, which keeps working
+when a node is partitioned or paused.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from harness.backends import local_net as net
+from harness.backends.hostcmd import host_run
+from harness.backends.keys import (
+    generate_keypair,
+    known_hosts_line,
+    public_key,
+    write_known_hosts,
+)
+from harness.backends.local_plan import (
+    MAX_NODES,
+    LocalPlan,
+    choose_slot,
+    plan_cluster,
+    slots_from_links,
+    slots_from_namespaces,
+    slots_from_routes,
+    slots_from_states,
+)
+from harness.backends.local_sshd import (
+    SSHD,
+    config_path,
+    host_key_path,
+    render_sshd_config,
+    start_sshd,
+)
+from harness.backends.procs import owned_pids_from_files, terminate
+from harness.cluster import Cluster, cluster_dir, home
+from harness.errors import HarnessError, NodeUnreachable, PrivilegeError
+from harness.node import Node, SSHTarget
+from harness.spec import ClusterSpec
+
+log = logging.getLogger(__name__)
+
+NODE_SUBDIRS = ("run", "data", "logs", "config")
+SLOT_LOCK_TIMEOUT_S = 60.0
+SSH_READY_TIMEOUT_S = 30.0
+
+
+def check_prerequisites() -> None:
+    """Fail early, naming exactly what this machine lacks for the local backend."""
+    if os.geteuid() != 0:
+        raise PrivilegeError(
+            "the local backend needs root (network namespaces, bridges, iptables); "
+            "run as root or use --backend ssh|vagrant"
+        )
+    for args, what in (
+        (["ip", "netns", "list"], "network namespaces (`ip netns list`)"),
+        (["iptables", "-S", "FORWARD"], "iptables (`iptables -S FORWARD`)"),
+    ):
+        try:
+            host_run(args, timeout=10)
+        except HarnessError as e:
+            raise PrivilegeError(f"the local backend needs {what}: {e}") from e
+    if not Path(SSHD).exists():
+        raise HarnessError(f"{SSHD} is missing; install it with `apt-get install openssh-server`")
+    for tool, package in (("java", "openjdk-17-jre-headless"), ("ssh-keygen", "openssh-client")):
+        if shutil.which(tool) is None:
+            raise HarnessError(f"`{tool}` is not on PATH; install {package}")
+
+
+def create(spec: ClusterSpec) -> Cluster:
+    """Provision ``spec.nodes`` namespaces with sshd; no Kafka yet."""
+    check_prerequisites()
+    if not 1 <= spec.nodes <= MAX_NODES:
+        raise HarnessError(f"the local backend supports 1..{MAX_NODES} nodes, not {spec.nodes}")
+    cluster, plan = _claim_slot(spec)
+    try:
+        _build(cluster, plan)
+        verify(cluster)
+    except BaseException:
+        log.error("cluster %s: creation failed; removing what was created", spec.name)
+        try:
+            destroy(cluster)
+        except HarnessError as e:
+            log.error("cluster %s: cleanup after failed creation incomplete: %s", spec.name, e)
+        raise
+    _record(cluster, "ready")
+    return cluster
+
+
+def _claim_slot(spec: ClusterSpec) -> tuple[Cluster, LocalPlan]:
+    """Pick a free slot, save cluster.json, add the guard route - all under the slot lock.
+
+    The lock plus the host-resource scan keep two concurrent ``up``s (even
+    with different KAFKA_CHAOS_HOMEs) from taking the same subnet.
+    """
+    with _slot_lock():
+        slot = choose_slot(_used_slots())
+        root = cluster_dir(spec.name)
+        plan = plan_cluster(spec.name, slot, spec.nodes, root)
+        state = root / "id_ed25519"
+        nodes = [
+            Node(
+                name=n.name,
+                node_id=n.node_id,
+                address=n.address,
+                ssh=SSHTarget(
+                    host=n.address,
+                    key_file=str(state),
+                    known_hosts=str(root / "known_hosts"),
+                ),
+                root_dir=n.root_dir,
+            )
+            for n in plan.nodes
+        ]
+        cluster = Cluster(
+            name=spec.name,
+            backend="local",
+            nodes=nodes,
+            kafka_version=spec.kafka_version,
+            mode=spec.mode,
+            backend_state={"slot": slot, "plan": plan.to_state(), "progress": []},
+        )
+        _record(cluster, "planned")
+        net.add_guard_route(plan)
+        _record(cluster, "guard-route")
+    return cluster, plan
+
+
+@contextmanager
+def _slot_lock() -> Iterator[None]:
+    home().mkdir(parents=True, exist_ok=True)
+    with open(home() / "slots.lock", "a+") as f:
+        deadline = time.monotonic() + SLOT_LOCK_TIMEOUT_S
+        while True:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise HarnessError(
+                        f"{home() / 'slots.lock'}: held by another `cluster up` for "
+                        f"{SLOT_LOCK_TIMEOUT_S:.0f}s"
+                    ) from None
+                time.sleep(0.2)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _used_slots() -> set[int]:
+    states = []
+    for path in (home() / "clusters").glob("*/cluster.json"):
+        try:
+            states.append(json.loads(path.read_text()))
+        except (OSError, json.JSONDecodeError):
+            log.warning("%s: unreadable, ignoring for slot choice", path)
+    return (
+        slots_from_states(states)
+        | slots_from_links(net.links())
+        | slots_from_namespaces(net.namespaces())
+        | slots_from_routes(net.route_lines())
+    )
+
+
+def _record(cluster: Cluster, step: str) -> None:
+    """Note progress in cluster.json so a crash leaves an honest record."""
+    cluster.backend_state.setdefault("progress", []).append(step)
+    cluster.save()
+
+
+def _build(cluster: Cluster, plan: LocalPlan) -> None:
+    net.add_bridge(plan)
+    _record(cluster, "bridge")
+    if net.forward_blocked():
+        net.allow_bridge_forward(plan, _tag(cluster.name))
+        _record(cluster, "iptables-forward")
+    for node in plan.nodes:
+        net.add_node_netns(plan, node)
+        _record(cluster, f"netns:{node.name}")
+    key = generate_keypair(cluster.state_dir / "id_ed25519", f"kafka-chaos:{cluster.name}")
+    authorized = cluster.state_dir / "authorized_keys"
+    authorized.write_text(public_key(key) + "\n")
+    entries = []
+    for node in plan.nodes:
+        for sub in NODE_SUBDIRS:
+            Path(node.root_dir, sub).mkdir(parents=True, exist_ok=True)
+        host_key = generate_keypair(host_key_path(node), f"kafka-chaos:{cluster.name}:{node.name}")
+        config_path(node).write_text(render_sshd_config(node, str(authorized)))
+        entries.append(known_hosts_line(node.address, 22, public_key(host_key)))
+    write_known_hosts(cluster.state_dir / "known_hosts", entries)
+    for node in plan.nodes:
+        start_sshd(node)
+        _record(cluster, f"sshd:{node.name}")
+
+
+def verify(cluster: Cluster) -> None:
+    """Every node answers over SSH (pinned key) and reaches every other node over TCP."""
+    deadline = time.monotonic() + SSH_READY_TIMEOUT_S
+    for node in cluster.nodes:
+        while True:
+            try:
+                node.run("true", timeout=10)
+                break
+            except NodeUnreachable:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.3)
+    for node in cluster.nodes:
+        others = " ".join(n.address for n in cluster.nodes if n is not node)
+        if not others:
+            continue
+        probe = (
+            f'for ip in {others}; do timeout 5 bash -c "exec 3<>/dev/tcp/$ip/22" '
+            '2>/dev/null || echo "$ip"; done'
+        )
+        failed = node.run(probe, timeout=30).stdout.split()
+        if failed:
+            raise HarnessError(
+                f"cluster {cluster.name}: {node.name} cannot reach {', '.join(failed)} over TCP "
+                "(bridged traffic blocked? check `iptables -S FORWARD` and br_netfilter)"
+            )
+
+
+def destroy(cluster: Cluster) -> list[str]:
+    """Remove everything of ``cluster`` that exists; safe to repeat and after a crash.
+
+    Steps are individually guarded; the cluster dir (our record) and finally the
+    guard route are only removed once everything before them succeeded.
+    """
+    plan = LocalPlan.from_state(cluster.backend_state["plan"])
+    return _teardown(plan, cluster.state_dir)
+
+
+def find_orphan(name: str) -> LocalPlan | None:
+    """Rebuild the plan of a cluster whose cluster.json is gone, from its bridge alias."""
+    alias = f"kafka-chaos:{name}"
+    for bridge in net.bridges_with_alias(alias):
+        slot = bridge.removeprefix("kcbr")
+        if slot.isdigit():
+            return plan_cluster(name, int(slot), MAX_NODES, cluster_dir(name))
+    return None
+
+
+def destroy_orphan(name: str) -> list[str]:
+    plan = find_orphan(name)
+    return _teardown(plan, cluster_dir(name)) if plan else []
+
+
+def _teardown(plan: LocalPlan, state_dir: Path) -> list[str]:
+    removed: list[str] = []
+    errors: list[str] = []
+
+    def step(what: str, fn) -> None:
+        try:
+            result = fn()
+        except (HarnessError, OSError) as e:
+            errors.append(f"{what}: {e}")
+            return
+        if isinstance(result, list):
+            removed.extend(result)
+        elif result:
+            removed.append(what)
+
+    step("processes", lambda: _stop_processes(plan))
+    for node in plan.nodes:
+        step(f"namespace {node.namespace}", lambda ns=node.namespace: net.delete_namespace(ns))
+    for node in plan.nodes:
+        step(f"veth {node.veth_host}", lambda v=node.veth_host: net.delete_link(v))
+        step(f"veth {node.veth_peer}", lambda v=node.veth_peer: net.delete_link(v))
+    step(f"bridge {plan.bridge}", lambda: net.delete_link(plan.bridge))
+    step("iptables rules", lambda: net.delete_tagged_rules(_tag(plan.cluster)))
+    if not errors:
+        step(f"cluster dir {state_dir}", lambda: _remove_dir(state_dir))
+    if not errors:
+        step(f"route {plan.route}", lambda: net.remove_guard_route(plan))
+    if errors:
+        raise HarnessError(
+            f"cluster {plan.cluster}: teardown incomplete ({'; '.join(errors)}); "
+            f"already removed: {', '.join(removed) or 'nothing'}; rerun `cluster down`"
+        )
+    return removed
+
+
+def _stop_processes(plan: LocalPlan) -> list[str]:
+    """End the nodes' processes: pid-file owners first, then anything left in their namespaces.
+
+    Pid files are the primary record (kafka, zookeeper, sshd...).  A process
+    whose pid file was never written - the harness died between spawn and
+    write - still lives in one of our namespaces, which only this cluster uses.
+    """
+    removed = []
+    owned: dict[int, Path] = {}
+    for node in plan.nodes:
+        owned.update(owned_pids_from_files(Path(node.root_dir) / "run", node.root_dir))
+    killed = terminate(owned)
+    for pid, pid_file in owned.items():
+        how = "SIGKILL" if pid in killed else "SIGTERM"
+        removed.append(f"process {pid} ({pid_file.name}, {how})")
+    present = net.namespaces()
+    leftover = {
+        pid: node.namespace
+        for node in plan.nodes
+        if node.namespace in present
+        for pid in net.namespace_pids(node.namespace)
+    }
+    killed = terminate(leftover, grace_s=3.0)
+    for pid, ns in leftover.items():
+        how = "SIGKILL" if pid in killed else "SIGTERM"
+        removed.append(f"process {pid} (in namespace {ns}, {how})")
+    return removed
+
+
+def _remove_dir(path: Path) -> bool:
+    if not path.exists():
+        return False
+    shutil.rmtree(path)
+    return True
+
+
+def _tag(name: str) -> str:
+    return f"kafka-chaos:{name}"

@@ -1,0 +1,137 @@
+"""Network plumbing of the local backend: namespaces, veths, a bridge, routes.
+
+Each function does one idempotent step with host tools (``ip``, ``iptables``)
+so that creation can be resumed and teardown can be repeated after a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+from harness.backends.hostcmd import host_ok, host_run
+from harness.backends.local_plan import LocalNodePlan, LocalPlan
+
+
+def namespaces() -> set[str]:
+    out = host_run(["ip", "netns", "list"]).stdout
+    return {line.split()[0] for line in out.splitlines() if line.strip()}
+
+
+def links() -> dict[str, dict]:
+    """Root-namespace links by name (``ip -j -d link``), including their alias."""
+    out = host_run(["ip", "-j", "-d", "link", "show"]).stdout
+    return {link["ifname"]: link for link in json.loads(out or "[]")}
+
+
+def route_lines() -> list[str]:
+    lines = host_run(["ip", "route", "show", "table", "all"]).stdout.splitlines()
+    return [line for line in lines if "10.251." in line]
+
+
+def bridges_with_alias(alias: str) -> list[str]:
+    return [name for name, link in links().items() if link.get("ifalias") == alias]
+
+
+def add_guard_route(plan: LocalPlan) -> bool:
+    """Make the whole subnet unreachable except via the bridge; False if already there."""
+    if _guard_route_present(plan):
+        return False
+    host_run(["ip", "route", "add", *plan.route.split()])
+    return True
+
+
+def remove_guard_route(plan: LocalPlan) -> bool:
+    if not _guard_route_present(plan):
+        return False
+    host_run(["ip", "route", "del", *plan.route.split()])
+    return True
+
+
+def _guard_route_present(plan: LocalPlan) -> bool:
+    out = host_run(["ip", "route", "show", "table", "main", plan.subnet]).stdout
+    return any(line.startswith("unreachable") for line in out.splitlines())
+
+
+def add_bridge(plan: LocalPlan) -> None:
+    if plan.bridge not in links():
+        host_run(["ip", "link", "add", plan.bridge, "type", "bridge", "stp_state", "0"])
+    host_run(["ip", "link", "set", plan.bridge, "alias", plan.bridge_alias])
+    host_run(["ip", "addr", "replace", f"{plan.gateway}/24", "dev", plan.bridge])
+    host_run(["ip", "link", "set", plan.bridge, "up"])
+
+
+def add_node_netns(plan: LocalPlan, node: LocalNodePlan) -> None:
+    """Namespace + veth pair: host end on the bridge, peer as ``eth0`` inside."""
+    if node.namespace not in namespaces():
+        host_run(["ip", "netns", "add", node.namespace])
+    ns = ["ip", "-n", node.namespace]
+    host_run([*ns, "link", "set", "lo", "up"])
+    if not host_ok([*ns, "link", "show", "eth0"]):
+        if node.veth_host not in links():
+            veth = ["ip", "link", "add", node.veth_host, "type", "veth"]
+            host_run([*veth, "peer", "name", node.veth_peer])
+        host_run(["ip", "link", "set", node.veth_peer, "netns", node.namespace])
+        host_run([*ns, "link", "set", node.veth_peer, "name", "eth0"])
+    host_run(["ip", "link", "set", node.veth_host, "master", plan.bridge, "up"])
+    host_run([*ns, "addr", "replace", f"{node.address}/24", "dev", "eth0"])
+    host_run([*ns, "link", "set", "eth0", "up"])
+    host_run([*ns, "route", "replace", "default", "via", plan.gateway])
+
+
+def namespace_pids(namespace: str) -> list[int]:
+    proc = host_run(["ip", "netns", "pids", namespace], check=False)
+    return [int(p) for p in proc.stdout.split() if p.isdigit()]
+
+
+def delete_namespace(namespace: str) -> bool:
+    if namespace not in namespaces():
+        return False
+    host_run(["ip", "netns", "del", namespace])
+    return True
+
+
+def delete_link(name: str) -> bool:
+    if name not in links():
+        return False
+    host_run(["ip", "link", "del", name])
+    return True
+
+
+def forward_blocked() -> bool:
+    """True when bridged frames go through an iptables FORWARD chain that drops them.
+
+    With br_netfilter loaded and ``bridge-nf-call-iptables=1``, traffic between
+    two namespaces on our bridge traverses the root FORWARD chain.
+    """
+    flag = Path("/proc/sys/net/bridge/bridge-nf-call-iptables")
+    if not flag.exists() or flag.read_text().strip() != "1":
+        return False
+    policy = host_run(["iptables", "-S", "FORWARD"]).stdout.splitlines()[0]
+    return policy.strip() != "-P FORWARD ACCEPT"
+
+
+def allow_bridge_forward(plan: LocalPlan, tag: str) -> None:
+    """Accept bridged traffic of this cluster only, tagged so teardown finds it."""
+    host_run(
+        ["iptables", "-I", "FORWARD", "-i", plan.bridge, "-o", plan.bridge]
+        + ["-m", "comment", "--comment", tag, "-j", "ACCEPT"]
+    )
+
+
+def delete_tagged_rules(tag: str) -> list[str]:
+    """Delete root-namespace iptables rules carrying comment ``tag``."""
+    removed = []
+    for line in host_run(["iptables", "-S"]).stdout.splitlines():
+        args = shlex.split(line)
+        if line.startswith("-A ") and _has_comment(args, tag):
+            host_run(["iptables", "-D", *args[1:]])
+            removed.append(f"iptables rule: {line}")
+    return removed
+
+
+def _has_comment(args: list[str], tag: str) -> bool:
+    return any(
+        a == "--comment" and i + 1 < len(args) and args[i + 1] == tag for i, a in enumerate(args)
+    )
