@@ -1,0 +1,258 @@
+"""Rendering of every file a Kafka or ZooKeeper node needs: pure functions.
+
+Nothing here touches a node; ``kafka_db`` uploads what these return.  Keeping
+rendering pure makes the configs unit-testable and lets a run record exactly
+what the brokers were given.
+
+Test-oriented defaults: session timeouts are short (~6 s) so failover tests
+see leadership move quickly, internal topics are sized for small clusters,
+topic auto-creation is off (a typo must not silently create a topic), and the
+KRaft unclean-election sweep runs every second instead of every 5 minutes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from harness.cluster import BROKER_PORT, CONTROLLER_PORT, ZOOKEEPER_PORT
+from harness.distribution import major
+from harness.errors import ConfigError
+from harness.node import Node, quote
+
+MODES = ("kraft", "zk")
+ZOOKEEPER_HEAP_MB = 128
+ZK_PEER_PORT = 2888
+ZK_ELECTION_PORT = 3888
+MIN_HEAP_MB = 128
+
+KAFKA_MAIN = "kafka.Kafka"
+ZOOKEEPER_MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+
+
+def validate(version: str, mode: str, nodes: int, heap_mb: int) -> None:
+    """Reject cluster shapes Kafka cannot run, naming the offending option."""
+    if mode not in MODES:
+        raise ConfigError(f"cluster.mode {mode!r}: must be one of {', '.join(MODES)}")
+    if mode == "zk" and major(version) >= 4:
+        raise ConfigError(
+            f"cluster.mode 'zk' needs Kafka 3.x; Kafka {version} removed ZooKeeper (use kraft)"
+        )
+    if nodes < 1:
+        raise ConfigError(f"cluster.nodes {nodes}: need at least one node")
+    if heap_mb < MIN_HEAP_MB:
+        raise ConfigError(f"cluster.broker_heap_mb {heap_mb}: at least {MIN_HEAP_MB} MB needed")
+
+
+def render_properties(props: Mapping[str, object]) -> str:
+    """Java properties text, one ``key=value`` per line in insertion order."""
+    lines = []
+    for key, value in props.items():
+        text = str(value).lower() if isinstance(value, bool) else str(value)
+        if "\n" in text or "\n" in key:
+            raise ConfigError(f"broker config {key!r}: values must be single-line")
+        lines.append(f"{key}={text}")
+    return "\n".join(lines) + "\n"
+
+
+def _common_broker_props(node: Node, n_nodes: int) -> dict[str, object]:
+    rf = min(3, n_nodes)
+    return {
+        "listeners": f"PLAINTEXT://{node.address}:{BROKER_PORT}",
+        "advertised.listeners": f"PLAINTEXT://{node.address}:{BROKER_PORT}",
+        "log.dirs": node.path("data", "kafka"),
+        "num.partitions": 1,
+        "default.replication.factor": rf,
+        "offsets.topic.replication.factor": rf,
+        "offsets.topic.num.partitions": 10,
+        "transaction.state.log.replication.factor": rf,
+        "transaction.state.log.min.isr": min(2, rf),
+        "transaction.state.log.num.partitions": 10,
+        "group.initial.rebalance.delay.ms": 0,
+        "auto.create.topics.enable": False,
+        "replica.lag.time.max.ms": 10000,
+        "num.network.threads": 2,
+        "num.io.threads": 4,
+        "num.replica.fetchers": 1,
+        "log.cleaner.dedupe.buffer.size": 16 * 1024 * 1024,
+    }
+
+
+def kraft_server_properties(
+    node: Node, nodes: Sequence[Node], overrides: Mapping[str, str] | None = None
+) -> str:
+    """Combined broker+controller node with a static quorum of all nodes."""
+    voters = ",".join(f"{n.node_id}@{n.address}:{CONTROLLER_PORT}" for n in nodes)
+    props: dict[str, object] = {
+        "process.roles": "broker,controller",
+        "node.id": node.node_id,
+        "controller.quorum.voters": voters,
+        **_common_broker_props(node, len(nodes)),
+        "listeners": (
+            f"PLAINTEXT://{node.address}:{BROKER_PORT},CONTROLLER://{node.address}:{CONTROLLER_PORT}"
+        ),
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "broker.session.timeout.ms": 6000,
+        "broker.heartbeat.interval.ms": 1000,
+        "unclean.leader.election.interval.ms": 1000,
+    }
+    props.update(overrides or {})
+    return render_properties(props)
+
+
+def zk_server_properties(
+    node: Node, nodes: Sequence[Node], overrides: Mapping[str, str] | None = None
+) -> str:
+    """A ZooKeeper-mode broker talking to the ensemble on the same nodes."""
+    props: dict[str, object] = {
+        "broker.id": node.node_id,
+        **_common_broker_props(node, len(nodes)),
+        "zookeeper.connect": zookeeper_connect(nodes),
+        "zookeeper.session.timeout.ms": 6000,
+        "zookeeper.connection.timeout.ms": 10000,
+    }
+    props.update(overrides or {})
+    return render_properties(props)
+
+
+def zookeeper_connect(nodes: Sequence[Node]) -> str:
+    return ",".join(f"{n.address}:{ZOOKEEPER_PORT}" for n in nodes)
+
+
+def zookeeper_myid(node: Node, nodes: Sequence[Node]) -> int:
+    """ZooKeeper ids must be 1..255; use the node's 1-based position."""
+    for i, n in enumerate(nodes, start=1):
+        if n.name == node.name:
+            return i
+    raise ConfigError(f"node {node.name!r} is not one of the cluster's nodes")
+
+
+def zookeeper_properties(node: Node, nodes: Sequence[Node]) -> str:
+    """One member of a ZooKeeper ensemble spanning all nodes."""
+    props: dict[str, object] = {
+        "dataDir": node.path("data", "zookeeper"),
+        "clientPort": ZOOKEEPER_PORT,
+        "clientPortAddress": node.address,
+        "tickTime": 1000,
+        "initLimit": 10,
+        "syncLimit": 5,
+        "maxClientCnxns": 0,
+        "admin.enableServer": False,
+        "4lw.commands.whitelist": "ruok,srvr,stat,mntr",
+    }
+    for i, n in enumerate(nodes, start=1):
+        props[f"server.{i}"] = f"{n.address}:{ZK_PEER_PORT}:{ZK_ELECTION_PORT}"
+    return render_properties(props)
+
+
+def logging_config(version: str, log_file: str | None) -> str:
+    """Log config for the Kafka release line: to ``log_file``, or WARN to stderr.
+
+    3.x reads log4j 1 properties (reload4j); 4.x reads log4j2 properties.
+    """
+    if major(version) < 4:
+        if log_file is None:
+            return render_properties(
+                {
+                    "log4j.rootLogger": "WARN, stderr",
+                    "log4j.appender.stderr": "org.apache.log4j.ConsoleAppender",
+                    "log4j.appender.stderr.Target": "System.err",
+                    "log4j.appender.stderr.layout": "org.apache.log4j.PatternLayout",
+                    "log4j.appender.stderr.layout.ConversionPattern": "[%d] %p %m (%c)%n",
+                }
+            )
+        return render_properties(
+            {
+                "log4j.rootLogger": "INFO, file",
+                "log4j.appender.file": "org.apache.log4j.RollingFileAppender",
+                "log4j.appender.file.File": log_file,
+                "log4j.appender.file.MaxFileSize": "50MB",
+                "log4j.appender.file.MaxBackupIndex": 2,
+                "log4j.appender.file.layout": "org.apache.log4j.PatternLayout",
+                "log4j.appender.file.layout.ConversionPattern": "[%d] %p %m (%c)%n",
+                "log4j.logger.kafka.request.logger": "WARN",
+            }
+        )
+    if log_file is None:
+        return render_properties(
+            {
+                "status": "warn",
+                "appender.err.type": "Console",
+                "appender.err.name": "err",
+                "appender.err.target": "SYSTEM_ERR",
+                "appender.err.layout.type": "PatternLayout",
+                "appender.err.layout.pattern": "[%d] %p %m (%c)%n",
+                "rootLogger.level": "warn",
+                "rootLogger.appenderRef.err.ref": "err",
+            }
+        )
+    return render_properties(
+        {
+            "status": "warn",
+            "appender.file.type": "RollingFile",
+            "appender.file.name": "file",
+            "appender.file.fileName": log_file,
+            "appender.file.filePattern": f"{log_file}.%i",
+            "appender.file.layout.type": "PatternLayout",
+            "appender.file.layout.pattern": "[%d] %p %m (%c)%n",
+            "appender.file.policies.type": "Policies",
+            "appender.file.policies.size.type": "SizeBasedTriggeringPolicy",
+            "appender.file.policies.size.size": "50MB",
+            "appender.file.strategy.type": "DefaultRolloverStrategy",
+            "appender.file.strategy.max": 2,
+            "rootLogger.level": "info",
+            "rootLogger.appenderRef.file.ref": "file",
+            "logger.request.name": "kafka.request.logger",
+            "logger.request.level": "warn",
+        }
+    )
+
+
+def logging_flag(version: str, config_path: str) -> str:
+    """The JVM system property that points the logging backend at its config."""
+    if major(version) < 4:
+        return f"-Dlog4j.configuration=file:{config_path}"
+    return f"-Dlog4j2.configurationFile={config_path}"
+
+
+def jvm_flags(root_dir: str, heap_mb: int) -> list[str]:
+    """Flags for every JVM we start on a node.
+
+    ``-Dkafka.chaos.root`` tags the process with its node so pid-file checks
+    can verify a pid is ours.  Serial GC and C1-only JIT keep CPU use low on
+    small shared machines and shorten startup.
+    """
+    return [
+        f"-Dkafka.chaos.root={root_dir}",
+        f"-Xms{heap_mb}m",
+        f"-Xmx{heap_mb}m",
+        "-XX:+UseSerialGC",
+        "-XX:TieredStopAtLevel=1",
+        "-XX:-UsePerfData",
+        "-XX:+ExitOnOutOfMemoryError",
+        "-Djava.awt.headless=true",
+    ]
+
+
+def java_command(
+    root_dir: str,
+    heap_mb: int,
+    classpath: str,
+    log_flag: str,
+    main: str,
+    args: Sequence[str],
+) -> str:
+    """A shell-quoted ``java`` command line (the classpath glob stays literal)."""
+
+    parts = ["java", *jvm_flags(root_dir, heap_mb), log_flag, "-cp", classpath, main, *args]
+    return " ".join(quote(p) for p in parts)
+
+
+def launcher_script(pid_file: str, command: str) -> str:
+    """A shell script that records its own pid and becomes the JVM.
+
+    Writing ``$$`` then ``exec`` makes the pid file hold the JVM's pid no
+    matter how ``setsid``/``nohup`` fork on the way.
+    """
+    return f"#!/bin/sh\n# written by kafka-chaos\necho $$ > {pid_file}\nexec {command}\n"
