@@ -1,0 +1,269 @@
+"""Network partitions: grudge topologies (pure) and iptables rules on the nodes.
+
+A *grudge* maps each node to the nodes whose traffic it drops.  A node with a
+grudge against a peer drops packets from it (INPUT -s) and to it (OUTPUT -d),
+so either side's grudge cuts the link both ways; topologies are therefore
+reasoned about as undirected connectivity (``sees``).
+
+Rules are only ever added for peer *node* addresses and every rule carries the
+comment ``kafka-chaos:<cluster>:<fault id>``: the harness's own address is
+never dropped (it must always be able to reach a node to heal it), and healing
+deletes exactly the rules the harness added, found by their tag.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import shlex
+from collections.abc import Callable, Sequence
+
+from harness.cluster import Cluster
+from harness.errors import ConfigError
+from harness.node import Node
+from nemeses.base import NEMESIS_COMMAND_TIMEOUT_S, NemesisError, on_nodes
+
+Grudge = dict[str, list[str]]
+
+TAG_PREFIX = "kafka-chaos:"
+IPTABLES = "iptables -w 5"
+_TAG_SAFE = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+# --- topologies (pure) -------------------------------------------------------
+
+
+def majority(n: int) -> int:
+    return n // 2 + 1
+
+
+def from_components(components: Sequence[Sequence[str]]) -> Grudge:
+    """Each node drops every node outside its own component."""
+    everyone = [n for comp in components for n in comp]
+    grudge: Grudge = {}
+    for comp in components:
+        for node in comp:
+            grudge[node] = sorted(n for n in everyone if n not in comp)
+    return grudge
+
+
+def isolate(nodes: Sequence[str], target: str) -> Grudge:
+    """``target`` alone on one side, everyone else on the other."""
+    if target not in nodes:
+        raise ConfigError(f"isolate: {target!r} is not one of the nodes {list(nodes)}")
+    return from_components([[target], [n for n in nodes if n != target]])
+
+
+def halves(nodes: Sequence[str]) -> Grudge:
+    """A minority (the first ``n // 2`` nodes) cut from the majority (the rest)."""
+    _need(nodes, 2, "halves")
+    cut = len(nodes) // 2
+    return from_components([list(nodes[:cut]), list(nodes[cut:])])
+
+
+def bridge(nodes: Sequence[str]) -> Grudge:
+    """Two halves that cannot see each other, joined by one node that sees both."""
+    _need(nodes, 3, "bridge")
+    mid = (len(nodes) - 1) // 2
+    left, hub, right = list(nodes[:mid]), nodes[mid], list(nodes[mid + 1 :])
+    grudge: Grudge = {n: sorted(right) for n in left}
+    grudge.update({n: sorted(left) for n in right})
+    grudge[hub] = []
+    return grudge
+
+
+def majorities_ring(nodes: Sequence[str]) -> Grudge:
+    """Every node sees a majority, and no two nodes see the same one.
+
+    Nodes sit on a ring in the given order and see the neighbours within
+    ring distance ``majority // 2``.  With three nodes a ring would connect
+    everyone, so they form a line instead (a-b-c: {a,b}, {a,b,c}, {b,c}).
+    """
+    _need(nodes, 3, "majorities-ring")
+    n = len(nodes)
+    if n == 3:
+        a, b, c = nodes
+        return {a: [c], b: [], c: [a]}
+    reach = majority(n) // 2
+    grudge: Grudge = {}
+    for i, node in enumerate(nodes):
+        grudge[node] = sorted(
+            other for j, other in enumerate(nodes) if min((i - j) % n, (j - i) % n) > reach
+        )
+    return grudge
+
+
+def topology(
+    name: str, nodes: Sequence[str], rng: random.Random, target: str | None = None
+) -> Grudge:
+    """Build a named topology over the nodes in an order drawn from ``rng``."""
+    order = list(nodes)
+    rng.shuffle(order)
+    if name == "isolate":
+        return isolate(nodes, target if target is not None else order[0])
+    builders: dict[str, Callable[[Sequence[str]], Grudge]] = {
+        "halves": halves,
+        "bridge": bridge,
+        "majorities-ring": majorities_ring,
+    }
+    if name not in builders:
+        raise ConfigError(
+            f"unknown partition topology {name!r} (known: isolate, {', '.join(builders)}, grudge)"
+        )
+    return builders[name](order)
+
+
+def topologies_for(n: int) -> list[str]:
+    """The generated topologies that make sense for ``n`` nodes."""
+    names = ["isolate", "halves"]
+    if n >= 3:
+        names += ["bridge", "majorities-ring"]
+    return names
+
+
+def validate_grudge(grudge: object, nodes: Sequence[str]) -> Grudge:
+    """Check an explicit grudge map {node: [nodes it drops]} and normalise it."""
+    if not isinstance(grudge, dict) or not grudge:
+        raise ConfigError("grudge: expected a non-empty mapping {node: [nodes it drops]}")
+    known = set(nodes)
+    out: Grudge = {}
+    for node, drops in grudge.items():
+        if node not in known:
+            raise ConfigError(f"grudge: unknown node {node!r} (nodes: {', '.join(nodes)})")
+        if not isinstance(drops, list | tuple) or not all(isinstance(d, str) for d in drops):
+            raise ConfigError(f"grudge[{node!r}]: expected a list of node names")
+        for d in drops:
+            if d not in known:
+                raise ConfigError(f"grudge[{node!r}]: unknown node {d!r}")
+            if d == node:
+                raise ConfigError(f"grudge[{node!r}]: a node cannot drop itself")
+        out[node] = sorted(set(drops))
+    if not any(out.values()):
+        raise ConfigError("grudge: drops nothing; a partition must cut at least one link")
+    return out
+
+
+def sees(grudge: Grudge, a: str, b: str) -> bool:
+    """Whether a and b can talk: neither drops the other."""
+    return b not in grudge.get(a, ()) and a not in grudge.get(b, ())
+
+
+def view(grudge: Grudge, node: str, nodes: Sequence[str]) -> frozenset[str]:
+    """The nodes ``node`` can talk to, itself included."""
+    return frozenset(n for n in nodes if n == node or sees(grudge, node, n))
+
+
+def involved(grudge: Grudge) -> list[str]:
+    """Nodes that carry rules: the fault's targets."""
+    return sorted(n for n, drops in grudge.items() if drops)
+
+
+def _need(nodes: Sequence[str], k: int, name: str) -> None:
+    if len(nodes) < k:
+        raise ConfigError(f"{name} needs at least {k} nodes, got {len(nodes)}")
+
+
+# --- iptables rendering (pure) -------------------------------------------------
+
+
+def tag(cluster: str, fault_id: int | str) -> str:
+    if not _TAG_SAFE.match(cluster):
+        raise ConfigError(f"cluster name {cluster!r} cannot be used in an iptables comment")
+    return f"{TAG_PREFIX}{cluster}:{fault_id}"
+
+
+def drop_commands(peer_addresses: Sequence[str], rule_tag: str) -> list[str]:
+    """iptables commands that cut this node off from each peer, both directions."""
+    cmds = []
+    for addr in peer_addresses:
+        for chain, flag in (("INPUT", "-s"), ("OUTPUT", "-d")):
+            cmds.append(
+                f"{IPTABLES} -A {chain} {flag} {shlex.quote(addr)} "
+                f"-m comment --comment {shlex.quote(rule_tag)} -j DROP"
+            )
+    return cmds
+
+
+def rule_comment(rule: str) -> str | None:
+    tokens = shlex.split(rule)
+    for i, tok in enumerate(tokens[:-1]):
+        if tok == "--comment":
+            return tokens[i + 1]
+    return None
+
+
+def delete_commands(listing: str, matches: Callable[[str], bool]) -> list[str]:
+    """Turn the ``iptables -S`` lines whose comment ``matches`` into deletions."""
+    cmds = []
+    for line in listing.splitlines():
+        if not line.startswith("-A "):
+            continue
+        comment = rule_comment(line)
+        if comment is not None and matches(comment):
+            tokens = shlex.split(line)
+            cmds.append(f"{IPTABLES} -D {shlex.join(tokens[1:])}")
+    return cmds
+
+
+def tag_matcher(cluster: str | None, fault_id: int | None = None) -> Callable[[str], bool]:
+    """Exactly one fault's rules, all of one cluster's, or every kafka-chaos rule."""
+    if cluster is None:
+        return lambda c: c.startswith(TAG_PREFIX)
+    if fault_id is None:
+        prefix = tag(cluster, "")
+        return lambda c: c.startswith(prefix)
+    exact = tag(cluster, fault_id)
+    return lambda c: c == exact
+
+
+# --- acting on nodes -------------------------------------------------------------
+
+
+def harness_address(node: Node) -> str:
+    """The address this harness reaches ``node`` from, as the node sees it."""
+    out = node.run('echo "$SSH_CONNECTION"', timeout=NEMESIS_COMMAND_TIMEOUT_S).stdout.split()
+    if not out:
+        raise NemesisError(f"{node.name}: cannot tell the harness's address (no SSH_CONNECTION)")
+    return out[0]
+
+
+def apply_grudge(cluster: Cluster, grudge: Grudge, rule_tag: str) -> None:
+    """Install the grudge's DROP rules on every node that holds one.
+
+    Refuses any rule that would drop the address the harness connects from,
+    so a partitioned node can always be healed.
+    """
+
+    def install(node: Node) -> None:
+        peers = [cluster.node(p).address for p in grudge[node.name]]
+        own = harness_address(node)
+        if own in peers:
+            raise NemesisError(
+                f"{node.name}: refusing to drop {own}, the address the harness reaches it from"
+            )
+        node.run(" && ".join(drop_commands(peers, rule_tag)), timeout=NEMESIS_COMMAND_TIMEOUT_S)
+
+    on_nodes([cluster.node(n) for n in involved(grudge)], install)
+
+
+def heal_node(node: Node, matches: Callable[[str], bool]) -> int:
+    """Delete this node's matching rules and check none is left; returns how many."""
+    listing = node.run(f"{IPTABLES} -S", timeout=NEMESIS_COMMAND_TIMEOUT_S).stdout
+    cmds = delete_commands(listing, matches)
+    if not cmds:
+        return 0
+    node.run("; ".join(cmds), timeout=NEMESIS_COMMAND_TIMEOUT_S, check=False)
+    left = delete_commands(
+        node.run(f"{IPTABLES} -S", timeout=NEMESIS_COMMAND_TIMEOUT_S).stdout, matches
+    )
+    if left:
+        raise NemesisError(f"{node.name}: {len(left)} partition rule(s) could not be removed")
+    return len(cmds)
+
+
+def heal(
+    cluster: Cluster, matches: Callable[[str], bool], nodes: Sequence[str] | None = None
+) -> int:
+    """Remove matching rules from the given nodes (default: all); returns the count."""
+    targets = cluster.nodes if nodes is None else [cluster.node(n) for n in nodes]
+    return sum(on_nodes(targets, lambda n: heal_node(n, matches)).values())

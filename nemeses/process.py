@@ -1,0 +1,132 @@
+"""Process faults: kill, pause, clean restart, rolling restarts.
+
+All signalling goes through ``harness.kafka_db`` (pid files verified against
+the node's root_dir, over SSH); nothing here matches processes by name.  In
+ZooKeeper mode a kill takes the node's ZooKeeper down with its broker, as a
+machine crash would, and a restart brings ZooKeeper back first.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+
+from harness.cluster import Cluster
+from harness.node import Node
+from nemeses.base import NemesisError
+
+log = logging.getLogger(__name__)
+
+BACK_IN_ISR_TIMEOUT_S = 120.0
+ADMIN_TIMEOUT_S = 10.0
+
+
+def _db():  # imported late: the pure parts of the nemeses need no Kafka modules
+    from harness import kafka_db
+
+    return kafka_db
+
+
+def _zk(cluster: Cluster) -> bool:
+    return cluster.mode == "zk"
+
+
+def kill(cluster: Cluster, node: Node) -> None:
+    """SIGKILL the broker (and ZooKeeper in zk mode): a crash, no clean shutdown."""
+    db = _db()
+    db.kill(node)
+    if _zk(cluster):
+        db.kill_zookeeper(node)
+
+
+def ensure_running(cluster: Cluster, node: Node) -> bool:
+    """Start whatever of this node's processes is down; True if anything was started."""
+    db = _db()
+    started = False
+    if _zk(cluster) and not db.zookeeper_running(node):
+        db.start_zookeeper(node)
+        started = True
+    if not db.is_running(node):
+        db.start(node)
+        started = True
+    return started
+
+
+def pause(cluster: Cluster, node: Node) -> None:
+    """SIGSTOP the broker: alive to the kernel, silent to everyone else."""
+    _db().pause(node)
+
+
+def resume(cluster: Cluster, node: Node) -> None:
+    _db().resume(node)
+
+
+def resume_all(cluster: Cluster, node: Node) -> None:
+    """SIGCONT the broker and (zk mode) ZooKeeper; harmless if none is paused."""
+    db = _db()
+    if db.is_running(node):
+        db.resume(node)
+    if _zk(cluster) and db.zookeeper_running(node):
+        db.resume_zookeeper(node)
+
+
+def stop(cluster: Cluster, node: Node) -> None:
+    """Clean shutdown (SIGTERM, wait, SIGKILL fallback inside kafka_db.stop)."""
+    _db().stop(node)
+
+
+def restart(cluster: Cluster, node: Node, hard: bool = False) -> None:
+    """Bounce one broker: SIGTERM (clean) or SIGKILL (hard), then start it again."""
+    db = _db()
+    if hard:
+        db.kill(node)
+    else:
+        db.stop(node)
+    db.start(node)
+
+
+def rolling_restart(
+    cluster: Cluster,
+    order: Sequence[str],
+    hard: bool,
+    timeout_s: float = BACK_IN_ISR_TIMEOUT_S,
+) -> list[dict[str, float]]:
+    """Bounce every node in turn, each only once the previous is back in every ISR.
+
+    Returns per node how long it took to rejoin, which the history records.
+    """
+    took = []
+    for name in order:
+        node = cluster.node(name)
+        t0 = time.monotonic()
+        restart(cluster, node, hard=hard)
+        wait_back_in_isr(cluster, node, timeout_s)
+        took.append({"node": name, "rejoin_s": round(time.monotonic() - t0, 3)})
+    return took
+
+
+def wait_back_in_isr(cluster: Cluster, node: Node, timeout_s: float) -> None:
+    """Until the broker is registered and in the ISR of every partition it replicates."""
+    from harness import admin
+
+    bootstrap = cluster.bootstrap_servers()
+    deadline = time.monotonic() + timeout_s
+    last = "not checked yet"
+    while time.monotonic() < deadline:
+        try:
+            if node.node_id not in admin.broker_ids(bootstrap, timeout_s=ADMIN_TIMEOUT_S):
+                last = "not registered with the cluster"
+            else:
+                behind = [
+                    f"{p.topic}-{p.partition}"
+                    for p in admin.describe_topics(bootstrap, None, timeout_s=ADMIN_TIMEOUT_S)
+                    if node.node_id in p.replicas and node.node_id not in p.isr
+                ]
+                if not behind:
+                    return
+                last = f"not in the ISR of {', '.join(behind[:5])}"
+        except Exception as e:  # admin errors while the cluster settles are expected
+            last = str(e)
+        time.sleep(1.0)
+    raise NemesisError(f"{node.name} did not rejoin within {timeout_s}s: {last}")

@@ -1,0 +1,262 @@
+"""Execute a fault schedule against a cluster in real time, recording every fault.
+
+One thread walks the schedule (``schedule.steps``): at each fault's time it
+resolves the target if needed, writes the history's start line, applies the
+fault, and at its end heals it and writes the end line.  ``schedule.json`` is
+rewritten after every step, so even a killed harness leaves the realised
+schedule of what it did.  Healing is guaranteed twice over: the thread heals
+whatever fault is active when it stops (try/finally), and ``heal_all`` sweeps
+every node for anything a fault could have left behind.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from harness.cluster import Cluster
+from harness.spec import TestSpec
+from nemeses import netem, partition, process, targeting
+from nemeses.base import FaultOp, NemesisError, on_nodes
+from nemeses.schedule import Schedule, for_spec, steps
+from workloads.history import NEMESIS, HistoryWriter
+
+log = logging.getLogger(__name__)
+
+SCHEDULE_FILE = "schedule.json"
+STOP_JOIN_TIMEOUT_S = 300.0
+
+
+class NemesisRunner:
+    """Runs ``spec``'s schedule (generated from the seed, or replayed)."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        spec: TestSpec,
+        history: HistoryWriter,
+        run_dir: Path,
+        schedule: Schedule | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.spec = spec
+        self.history = history
+        self.path = Path(run_dir) / SCHEDULE_FILE
+        self.schedule = schedule or for_spec(
+            spec.nemesis,
+            [n.name for n in cluster.nodes],
+            spec.time_limit_s,
+            spec.seed,
+            spec.topic.name,
+        )
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._active: FaultOp | None = None
+        self._t0 = 0.0
+        if any(op.f == "netem" for op in self.schedule.ops):
+            on_nodes(cluster.nodes, netem.check_available)  # refuse up front, never pretend
+        self.schedule.save(self.path)
+
+    # --- public API ------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._thread is not None:
+            raise NemesisError("nemesis runner already started")
+        self._t0 = time.monotonic()
+        self._thread = threading.Thread(target=self._run, name="nemesis", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout_s: float = STOP_JOIN_TIMEOUT_S) -> None:
+        """Stop scheduling; the active fault is healed before this returns."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+            if self._thread.is_alive():
+                log.error("nemesis thread still busy after %ss", timeout_s)
+
+    def join(self, timeout_s: float | None = None) -> None:
+        """Wait for the whole schedule to finish (used by tests and replays)."""
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+
+    def current_fault(self) -> str:
+        op = self._active
+        if op is None:
+            return ""
+        return f"{op.f} {','.join(op.targets) or op.target} (#{op.id})"
+
+    def heal_all(self) -> None:
+        """Remove every partition and packet fault, resume paused and restart killed processes."""
+        heal_cluster(self.cluster)
+
+    # --- the schedule thread ------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            for step in steps(self.schedule.ops):
+                if step.phase == "start":
+                    if self._wait_until(step.at_s):
+                        break
+                    self._begin(step.op)
+                else:
+                    self._wait_until(step.at_s)  # a stop request cuts the fault short
+                    self._finish(step.op)
+                    if self._stop.is_set():
+                        break
+        except Exception:
+            log.exception("nemesis schedule aborted")
+        finally:
+            if self._active is not None:
+                self._finish(self._active)
+            self._save()
+
+    def _wait_until(self, at_s: float) -> bool:
+        """Sleep until ``at_s`` after start; True if a stop was requested."""
+        return self._stop.wait(max(0.0, self._t0 + at_s - time.monotonic()))
+
+    def _now(self) -> float:
+        return time.monotonic() - self._t0
+
+    def _begin(self, op: FaultOp) -> None:
+        op.started_s = self._now()
+        with self._lock:
+            self._active = op
+        try:
+            if not op.targets:
+                op.resolved = targeting.resolve(
+                    self.cluster, op.target, op.params, self.spec.topic.name
+                )
+                op.targets = [op.resolved["node"]]
+            prepare(self.cluster, op)
+        except Exception as e:
+            op.error = f"{type(e).__name__}: {e}"
+        self._record(op, "start")
+        if op.error is None:
+            try:
+                apply(self.cluster, op)
+            except Exception as e:
+                op.error = f"{type(e).__name__}: {e}"
+                log.warning("fault %s #%s failed to start: %s", op.f, op.id, e)
+        self._save()
+
+    def _finish(self, op: FaultOp) -> None:
+        extra: dict[str, Any] = {}
+        try:
+            outcome = heal(self.cluster, op)
+            if outcome:
+                extra.update(outcome)
+        except Exception as e:
+            extra["heal_error"] = f"{type(e).__name__}: {e}"
+            log.warning("fault %s #%s failed to heal: %s", op.f, op.id, e)
+        op.ended_s = self._now()
+        self._record(op, "end", extra)
+        with self._lock:
+            self._active = None
+        self._save()
+
+    def _record(self, op: FaultOp, phase: str, extra: dict[str, Any] | None = None) -> None:
+        value: dict[str, Any] = {"phase": phase, "id": op.id, "targets": list(op.targets)}
+        value.update(op.params)
+        if op.resolved:
+            value["resolved"] = op.resolved
+        if op.error:
+            value["error"] = op.error
+        value.update(extra or {})
+        self.history.append(NEMESIS, "info", op.f, value)
+
+    def _save(self) -> None:
+        try:
+            self.schedule.save(self.path)
+        except OSError as e:
+            log.warning("cannot write %s: %s", self.path, e)
+
+
+# --- what each fault does -------------------------------------------------------------
+
+
+def prepare(cluster: Cluster, op: FaultOp) -> None:
+    """Fix everything still open (e.g. the grudge of a leader isolation) into params.
+
+    After this the op alone says exactly what is done, which is what replay
+    reads back.
+    """
+    if op.f == "isolate-from-brokers" or (
+        op.f == "partition" and op.params.get("topology") == "isolate" and "grudge" not in op.params
+    ):
+        names = [n.name for n in cluster.nodes]
+        op.params["grudge"] = partition.isolate(names, op.targets[0])
+    if "grudge" in op.params:
+        op.params["grudge"] = partition.validate_grudge(
+            op.params["grudge"], [n.name for n in cluster.nodes]
+        )
+
+
+def apply(cluster: Cluster, op: FaultOp) -> None:
+    nodes = [cluster.node(t) for t in op.targets]
+    if op.f == "kill":
+        on_nodes(nodes, lambda n: process.kill(cluster, n))
+    elif op.f == "pause":
+        on_nodes(nodes, lambda n: process.pause(cluster, n))
+    elif op.f == "restart":
+        on_nodes(nodes, lambda n: process.stop(cluster, n))
+    elif op.f in ("partition", "isolate-from-brokers"):
+        partition.apply_grudge(cluster, op.params["grudge"], partition.tag(cluster.name, op.id))
+    elif op.f in ("rolling-restart", "hard-rolling-restart"):
+        op.params["rejoined"] = process.rolling_restart(
+            cluster, op.targets, hard=op.f == "hard-rolling-restart"
+        )
+    elif op.f == "netem":
+        on_nodes(nodes, lambda n: netem.start(cluster, n, op.params))
+    else:
+        raise NemesisError(f"no nemesis implements fault {op.f!r}")
+
+
+def heal(cluster: Cluster, op: FaultOp) -> dict[str, Any] | None:
+    """Undo one fault; safe to call even if its start failed halfway."""
+    nodes = [cluster.node(t) for t in op.targets]
+    if op.f in ("kill", "restart"):
+        on_nodes(nodes, lambda n: process.ensure_running(cluster, n))
+    elif op.f == "pause":
+        on_nodes(nodes, lambda n: process.resume(cluster, n))
+    elif op.f in ("partition", "isolate-from-brokers"):
+        removed = partition.heal(cluster, partition.tag_matcher(cluster.name, op.id))
+        return {"rules_removed": removed}
+    elif op.f == "netem":
+        on_nodes(nodes, lambda n: netem.heal(cluster, n, op.params))
+    return None
+
+
+def heal_cluster(cluster: Cluster, every_tag: bool = False) -> list[str]:
+    """Undo anything any fault may have left, on every node; returns what was done.
+
+    Each step is attempted on every node even when another fails, and
+    failures are raised together at the end so none goes unnoticed.
+    """
+    done: list[str] = []
+    errors: list[str] = []
+    matcher = partition.tag_matcher(None if every_tag else cluster.name)
+    for node in cluster.nodes:
+        for what, fn in (
+            ("partition rules", lambda n=node: partition.heal_node(n, matcher)),
+            ("packet faults", lambda n=node: netem.heal(cluster, n)),
+            ("paused processes", lambda n=node: process.resume_all(cluster, n)),
+            ("stopped processes", lambda n=node: process.ensure_running(cluster, n)),
+        ):
+            try:
+                result = fn()
+            except Exception as e:
+                errors.append(f"{node.name}: {what}: {e}")
+                continue
+            if what == "partition rules" and result:
+                done.append(f"{node.name}: removed {result} partition rule(s)")
+            if what == "stopped processes" and result:
+                done.append(f"{node.name}: restarted Kafka")
+    if errors:
+        raise NemesisError("heal incomplete: " + "; ".join(errors))
+    for line in done:
+        log.info("heal: %s", line)
+    return done

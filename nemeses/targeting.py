@@ -1,0 +1,143 @@
+"""Which node a leader- or controller-targeted fault hits, decided when it starts.
+
+Leadership moves during a run, so the target is looked up at the moment the
+fault begins and the answer (node, partition, how it was found) goes into
+the history and the realised schedule; a replay then hits that recorded node
+instead of asking again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from harness.cluster import Cluster
+from harness.node import Node
+from nemeses.base import NEMESIS_COMMAND_TIMEOUT_S, NemesisError, on_nodes
+
+log = logging.getLogger(__name__)
+
+ADMIN_TIMEOUT_S = 10.0
+
+
+def resolve(
+    cluster: Cluster, mode: str, params: dict[str, Any], topic: str | None
+) -> dict[str, Any]:
+    """``{"node": name, ...how}`` for mode ``leader`` or ``controller``."""
+    if mode == "leader":
+        return leader_of(cluster, params.get("topic") or topic, params.get("partition"))
+    if mode == "controller":
+        return active_controller(cluster)
+    raise NemesisError(f"cannot resolve a target for mode {mode!r}")
+
+
+def leader_of(cluster: Cluster, topic: str | None, partition: int | None) -> dict[str, Any]:
+    """The leader of ``topic``/``partition``, or of the topic's busiest partition."""
+    from harness import admin
+
+    if not topic:
+        raise NemesisError("leader targeting needs a topic (params.topic or the run's topic)")
+    bootstrap = cluster.bootstrap_servers()
+    states = [
+        p
+        for p in admin.describe_topics(bootstrap, [topic], timeout_s=ADMIN_TIMEOUT_S)
+        if p.topic == topic
+    ]
+    if not states:
+        raise NemesisError(f"leader targeting: topic {topic!r} has no partitions")
+    how = "given"
+    if partition is None:
+        partition, how = busiest_partition(bootstrap, topic, [p.partition for p in states])
+    chosen = next((p for p in states if p.partition == partition), None)
+    if chosen is None:
+        raise NemesisError(f"leader targeting: {topic!r} has no partition {partition}")
+    if chosen.leader is None or chosen.leader < 0:
+        raise NemesisError(f"leader targeting: {topic}-{partition} has no leader right now")
+    node = cluster.node(chosen.leader)
+    return {
+        "node": node.name,
+        "topic": topic,
+        "partition": partition,
+        "partition_choice": how,
+        "leader_id": chosen.leader,
+        "isr": list(chosen.isr),
+    }
+
+
+def busiest_partition(bootstrap: str, topic: str, partitions: list[int]) -> tuple[int, str]:
+    """The partition with the highest high watermark (most writes so far)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "kafka-chaos-nemesis-targeting",
+            "enable.auto.commit": False,
+            "socket.timeout.ms": int(ADMIN_TIMEOUT_S * 1000),
+        }
+    )
+    try:
+        best, best_high = partitions[0], -1
+        for p in sorted(partitions):
+            try:
+                _, high = consumer.get_watermark_offsets(
+                    TopicPartition(topic, p), timeout=ADMIN_TIMEOUT_S / len(partitions) + 1
+                )
+            except Exception as e:  # a partition without a leader has no watermark now
+                log.debug("watermark of %s-%s: %s", topic, p, e)
+                continue
+            if high > best_high:
+                best, best_high = p, high
+        return best, f"busiest (high watermark {best_high})"
+    finally:
+        consumer.close()
+
+
+def active_controller(cluster: Cluster) -> dict[str, Any]:
+    """The node that is the active controller right now.
+
+    In KRaft mode a client's metadata names a random broker as "controller",
+    so the quorum leader is read from each voter's ``quorum-state`` file (the
+    Raft state Kafka persists) and the highest epoch wins.  In ZooKeeper mode
+    the metadata's controller id is the real one.
+    """
+    if cluster.mode == "zk":
+        from harness import admin
+
+        cid = admin.controller_id(cluster.bootstrap_servers(), timeout_s=ADMIN_TIMEOUT_S)
+        if cid is None:
+            raise NemesisError("controller targeting: the cluster reports no controller")
+        return {"node": cluster.node(cid).name, "controller_id": cid, "source": "metadata"}
+    states = on_nodes(cluster.nodes, _quorum_state)
+    best = max(
+        (s for s in states.values() if s and s.get("leaderId", -1) >= 0),
+        key=lambda s: s.get("leaderEpoch", -1),
+        default=None,
+    )
+    if best is None:
+        raise NemesisError("controller targeting: no KRaft voter knows a quorum leader")
+    cid = best["leaderId"]
+    return {
+        "node": cluster.node(cid).name,
+        "controller_id": cid,
+        "leader_epoch": best.get("leaderEpoch"),
+        "source": "quorum-state",
+    }
+
+
+def _quorum_state(node: Node) -> dict[str, Any] | None:
+    out = node.run(
+        f"find {node.root_dir} -maxdepth 5 -path '*__cluster_metadata-0/quorum-state' "
+        "-exec cat {} \\; 2>/dev/null",
+        timeout=NEMESIS_COMMAND_TIMEOUT_S,
+        check=False,
+    ).stdout.strip()
+    if not out:
+        return None
+    try:
+        first = out.splitlines()[0]
+        data = json.loads(first)
+        return data.get("data", data) if isinstance(data, dict) else None
+    except json.JSONDecodeError:
+        return None
