@@ -1,0 +1,83 @@
+"""Is a node up, and which of its pid-file processes are alive?
+
+Used by ``cluster status`` and ``cluster up`` (reuse or recreate).  For the
+local backend, processes are inspected on the host, so a paused or
+partitioned node still reports truthfully; remote nodes are asked over SSH.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.backends.procs import alive, cmdline, read_pid
+from harness.cluster import Cluster
+from harness.errors import HarnessError
+from harness.node import Node, quote
+
+PROBE_TIMEOUT_S = 5.0
+
+
+@dataclass(frozen=True)
+class ProcessState:
+    name: str  # pid file stem: kafka, zookeeper, sshd...
+    pid: int | None
+    alive: bool
+
+
+def probe_nodes(cluster: Cluster, timeout: float = PROBE_TIMEOUT_S) -> dict[str, bool]:
+    """Node name -> answers ``true`` over SSH within ``timeout``; probed in parallel."""
+
+    def probe(node: Node) -> bool:
+        try:
+            node.run("true", timeout=timeout)
+            return True
+        except HarnessError:
+            return False
+
+    with ThreadPoolExecutor(max_workers=max(1, len(cluster.nodes))) as pool:
+        answers = pool.map(probe, cluster.nodes)
+        return dict(zip([n.name for n in cluster.nodes], answers, strict=True))
+
+
+def node_processes(
+    cluster: Cluster, node: Node, timeout: float = PROBE_TIMEOUT_S
+) -> list[ProcessState]:
+    """The processes recorded in ``<root_dir>/run/*.pid`` and whether each is ours and alive."""
+    if cluster.backend == "local":
+        return local_processes(node.root_dir)
+    out = node.run(remote_process_script(node.root_dir), timeout=timeout).stdout
+    states = []
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 3:
+            pid = int(parts[1]) if parts[1].isdigit() else None
+            states.append(ProcessState(parts[0], pid, parts[2] == "alive"))
+    return states
+
+
+def local_processes(root_dir: str) -> list[ProcessState]:
+    states = []
+    for pid_file in sorted((Path(root_dir) / "run").glob("*.pid")):
+        pid = read_pid(pid_file)
+        line = cmdline(pid) if pid else None
+        ours = bool(pid and line and root_dir in line and alive(pid))
+        states.append(ProcessState(pid_file.stem, pid, ours))
+    return states
+
+
+def remote_process_script(root_dir: str) -> str:
+    """Shell that prints ``<name> <pid> alive|dead`` per pid file under ``root_dir/run``.
+
+    "alive" requires the pid's command line to contain root_dir, the same
+    ownership proof teardown uses.
+    """
+    root = quote(root_dir)
+    return (
+        f"cd {root}/run 2>/dev/null || exit 0; "
+        'for f in *.pid; do [ -e "$f" ] || continue; p=$(cat "$f"); s=dead; '
+        'if [ -n "$p" ] && [ -r /proc/$p/cmdline ] && '
+        f"tr '\\0' ' ' < /proc/$p/cmdline | grep -qF -- {root}; then s=alive; fi; "
+        'echo "${f%.pid} ${p:-none} $s"; done'
+    )

@@ -1,0 +1,58 @@
+"""Teardown of nodes the harness does not own (Vagrant VMs, inventory hosts).
+
+Over SSH, and with the same rules as the local backend: only pids from our
+pid files whose command line contains root_dir are signalled (SIGCONT, TERM,
+then KILL), and only root_dir is deleted - the machine itself stays.
+"""
+
+from __future__ import annotations
+
+from harness.cluster import Cluster
+from harness.errors import HarnessError
+from harness.node import Node, quote
+
+TEARDOWN_TIMEOUT_S = 60.0
+
+
+def teardown_script(root_dir: str) -> str:
+    root = quote(root_dir)
+    return (
+        f'pids=; for f in {root}/run/*.pid; do [ -e "$f" ] || continue; p=$(cat "$f"); '
+        '[ -n "$p" ] && [ -r /proc/$p/cmdline ] && '
+        f"tr '\\0' ' ' < /proc/$p/cmdline | grep -qF -- {root} && pids=\"$pids $p\"; done; "
+        'if [ -n "$pids" ]; then kill -CONT $pids; kill -TERM $pids; '
+        "for i in $(seq 100); do live=; for p in $pids; do kill -0 $p 2>/dev/null && "
+        'live="$live $p"; done; [ -z "$live" ] && break; sleep 0.1; done; '
+        '[ -n "$live" ] && kill -KILL $live; echo "stopped:$pids"; fi; '
+        f"rm -rf {root}"
+    )
+
+
+def teardown_nodes(cluster: Cluster) -> list[str]:
+    """Stop our processes and remove root_dir on every node; report per node."""
+    removed, errors = [], []
+    for node in cluster.nodes:
+        try:
+            removed.extend(_teardown_node(node))
+        except HarnessError as e:
+            errors.append(f"{node.name}: {e}")
+    if errors:
+        raise HarnessError(
+            f"cluster {cluster.name}: could not clean {'; '.join(errors)}; "
+            "fix the hosts and rerun `cluster down`"
+        )
+    return removed
+
+
+def _teardown_node(node: Node) -> list[str]:
+    if "kafka-chaos" not in node.root_dir or node.root_dir.rstrip("/").count("/") < 3:
+        raise HarnessError(f"refusing to remove {node.root_dir!r}: not a kafka-chaos directory")
+    out = node.run(teardown_script(node.root_dir), timeout=TEARDOWN_TIMEOUT_S).stdout
+    removed = [
+        f"{node.name}: process {pid}"
+        for line in out.splitlines()
+        if line.startswith("stopped:")
+        for pid in line.removeprefix("stopped:").split()
+    ]
+    removed.append(f"{node.name}: {node.root_dir}")
+    return removed

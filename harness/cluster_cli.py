@@ -1,0 +1,244 @@
+"""``kafka-chaos cluster up|status|down``: manage a cluster by hand.
+
+Nodes come from the backends facade; Kafka on them from ``harness.kafka_db``
+and its state from ``harness.admin``.  Those two are imported when used so
+that the node-only commands keep working on an install without them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import threading
+from types import ModuleType
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from harness import backends
+from harness.backends.health import node_processes, probe_nodes
+from harness.cluster import Cluster
+from harness.errors import HarnessError
+from harness.spec import NEWEST_KAFKA, SUPPORTED_KAFKA, ClusterSpec
+
+log = logging.getLogger(__name__)
+
+STOP_KAFKA_TIMEOUT_S = 60.0
+ADMIN_TIMEOUT_S = 10.0
+
+
+def add_commands(subparsers: Any) -> None:
+    parser = subparsers.add_parser("cluster", help="bring a cluster up, inspect it, tear it down")
+    sub = parser.add_subparsers(dest="cluster_command", required=True, metavar="ACTION")
+
+    up = sub.add_parser("up", help="create (or reuse) a cluster and start Kafka on it")
+    _name_arg(up)
+    up.add_argument("--nodes", type=int, default=3, help="node count (default 3)")
+    up.add_argument(
+        "--kafka-version",
+        default=NEWEST_KAFKA,
+        help=f"Kafka version ({', '.join(SUPPORTED_KAFKA)}; default {NEWEST_KAFKA})",
+    )
+    up.add_argument("--mode", choices=("kraft", "zk"), default="kraft", help="default kraft")
+    up.add_argument("--backend", choices=backends.BACKENDS, default="local", help="default local")
+    up.add_argument("--inventory", help="ssh backend: TOML or YAML inventory of hosts")
+    up.add_argument("--vagrant-dir", help="vagrant backend: directory holding the Vagrantfile")
+    up.add_argument("--kafka-tarball", help="an official Kafka .tgz instead of Maven Central")
+    up.add_argument(
+        "--no-kafka", action="store_true", help="provision the nodes only, do not start Kafka"
+    )
+    up.set_defaults(handler=cmd_up)
+
+    status = sub.add_parser("status", help="nodes, processes, controller, partition leaders")
+    _name_arg(status)
+    status.set_defaults(handler=cmd_status)
+
+    down = sub.add_parser("down", help="stop Kafka and remove everything of a cluster")
+    group = down.add_mutually_exclusive_group()
+    group.add_argument("--name", default="default", help="cluster name (default: default)")
+    group.add_argument("--all", action="store_true", help="every cluster under KAFKA_CHAOS_HOME")
+    down.set_defaults(handler=cmd_down)
+
+
+def _name_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--name", default="default", help="cluster name (default: default)")
+
+
+def spec_from_args(args: argparse.Namespace) -> ClusterSpec:
+    """The ClusterSpec a ``cluster up`` invocation asks for."""
+    return ClusterSpec(
+        backend=args.backend,
+        name=args.name,
+        nodes=args.nodes,
+        kafka_version=args.kafka_version,
+        mode=args.mode,
+        inventory=args.inventory,
+        vagrant_dir=args.vagrant_dir,
+        kafka_tarball=args.kafka_tarball,
+    )
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    spec = spec_from_args(args)
+    console = Console()
+    cluster = _existing_or_new(spec, console)
+    try:
+        if not args.no_kafka:
+            kafka_db = _optional("harness.kafka_db")
+            if kafka_db is None:
+                console.print("[yellow]harness.kafka_db is not installed: nodes only[/]")
+            else:
+                console.print(f"starting Kafka {spec.kafka_version} ({spec.mode}) ...")
+                kafka_db.start_cluster(cluster, spec)
+        _print_nodes(console, cluster, probe_nodes(cluster))
+        console.print(f"bootstrap servers: {cluster.bootstrap_servers()}")
+    finally:
+        cluster.close()
+    return 0
+
+
+def _existing_or_new(spec: ClusterSpec, console: Console) -> Cluster:
+    """Reuse a reachable cluster of the same shape; otherwise (re)create it."""
+    if backends.cluster_exists(spec.name):
+        cluster = backends.load_cluster(spec.name)
+        same = (
+            cluster.backend == spec.backend
+            and len(cluster.nodes) == spec.nodes
+            and cluster.kafka_version == spec.kafka_version
+            and cluster.mode == spec.mode
+        )
+        reachable = same and all(probe_nodes(cluster).values())
+        if reachable:
+            console.print(f"reusing cluster [bold]{spec.name}[/]")
+            return cluster
+        why = "has another shape" if not same else "has unreachable nodes"
+        console.print(f"cluster [bold]{spec.name}[/] {why}; recreating it")
+        _stop_kafka(cluster)
+        cluster.close()
+        backends.destroy_cluster(spec.name)
+    console.print(f"creating {spec.backend} cluster [bold]{spec.name}[/] ({spec.nodes} nodes)")
+    return backends.create_cluster(spec)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    cluster = backends.load_cluster(args.name)
+    console = Console()
+    try:
+        up = probe_nodes(cluster)
+        _print_nodes(console, cluster, up)
+        _print_kafka_state(console, cluster)
+    finally:
+        cluster.close()
+    return 0
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    console = Console()
+    names = backends.list_clusters() if args.all else [args.name]
+    if args.all and not names:
+        console.print("no clusters: nothing to remove")
+    errors = []
+    for name in names:
+        if backends.cluster_exists(name):
+            cluster = backends.load_cluster(name)
+            _stop_kafka(cluster)
+            cluster.close()
+        try:
+            removed = backends.destroy_cluster(name)
+        except HarnessError as e:
+            errors.append(str(e))
+            continue
+        if removed:
+            console.print(f"cluster [bold]{name}[/]: removed")
+            for item in removed:
+                console.print(f"  {item}")
+        else:
+            console.print(f"cluster [bold]{name}[/]: nothing to remove")
+    if errors:
+        raise HarnessError("; ".join(errors))
+    return 0
+
+
+def _stop_kafka(cluster: Cluster) -> None:
+    """Best-effort graceful Kafka stop, bounded: teardown kills whatever is left anyway."""
+    kafka_db = _optional("harness.kafka_db")
+    if kafka_db is None:
+        return
+
+    def stop() -> None:
+        try:
+            kafka_db.stop_cluster(cluster)
+        except Exception as e:  # teardown must go on whatever Kafka does
+            log.warning("cluster %s: stopping Kafka failed: %s", cluster.name, e)
+
+    worker = threading.Thread(target=stop, daemon=True, name=f"stop-kafka-{cluster.name}")
+    worker.start()
+    worker.join(STOP_KAFKA_TIMEOUT_S)
+    if worker.is_alive():
+        log.warning(
+            "cluster %s: Kafka stop still running after %.0fs; tearing down anyway",
+            cluster.name,
+            STOP_KAFKA_TIMEOUT_S,
+        )
+
+
+def _print_nodes(console: Console, cluster: Cluster, up: dict[str, bool]) -> None:
+    table = Table(
+        title=f"cluster {cluster.name} ({cluster.backend}, Kafka "
+        f"{cluster.kafka_version} {cluster.mode})"
+    )
+    for column in ("node", "id", "address", "ssh", "processes", "root_dir"):
+        table.add_column(column)
+    for node in cluster.nodes:
+        try:
+            procs = node_processes(cluster, node)
+            shown = ", ".join(
+                f"{p.name}:{p.pid}" if p.alive else f"{p.name}:[red]dead[/]" for p in procs
+            )
+        except HarnessError:
+            shown = "[red]unknown[/]"
+        ssh = "[green]up[/]" if up.get(node.name) else "[red]down[/]"
+        table.add_row(node.name, str(node.node_id), node.address, ssh, shown or "-", node.root_dir)
+    console.print(table)
+
+
+def _print_kafka_state(console: Console, cluster: Cluster) -> None:
+    admin = _optional("harness.admin")
+    if admin is None:
+        console.print("[yellow]harness.admin is not installed: no Kafka state[/]")
+        return
+    bootstrap = cluster.bootstrap_servers()
+    try:
+        controller = admin.controller_id(bootstrap, ADMIN_TIMEOUT_S)
+        partitions = admin.describe_topics(bootstrap, ADMIN_TIMEOUT_S)
+    except Exception as e:  # an unhealthy cluster is a status, not a crash
+        console.print(f"[red]Kafka not answering within {ADMIN_TIMEOUT_S:.0f}s:[/] {e}")
+        return
+    console.print(f"active controller: {controller if controller is not None else 'none'}")
+    table = Table(title="partitions")
+    for column in ("topic", "partition", "leader", "replicas", "isr"):
+        table.add_column(column)
+    for p in partitions:
+        isr = ",".join(map(str, p["isr"]))
+        if len(p["isr"]) < len(p["replicas"]):
+            isr = f"[yellow]{isr}[/]"
+        table.add_row(
+            p["topic"],
+            str(p["partition"]),
+            str(p["leader"]) if p["leader"] is not None and p["leader"] >= 0 else "[red]none[/]",
+            ",".join(map(str, p["replicas"])),
+            isr,
+        )
+    console.print(table)
+
+
+def _optional(module: str) -> ModuleType | None:
+    """Import a sibling area's module if that area is installed."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        if e.name == module:
+            return None
+        raise
