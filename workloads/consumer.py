@@ -1,0 +1,344 @@
+"""Consumer workers: polls, commits and group membership, exactly as observed.
+
+Each worker is one slot of one consumer group.  An incarnation is one
+``Consumer`` under one process number; a crash (requested by the failover
+schedule, or an unexpected exception) records ``crash`` and continues under a
+new process number.  Every blocking call is bounded: ``consume`` has a
+timeout, and calls without one (synchronous commit, close) run through
+``bounded_call``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from confluent_kafka import OFFSET_STORED, Consumer, KafkaError, KafkaException, TopicPartition
+
+from harness.errors import ConfigError
+from harness.spec import TestSpec
+from workloads.delivery_errors import classify_commit, error_name
+from workloads.history import HistoryWriter
+from workloads.values import Counter, decode_key, decode_payload
+
+log = logging.getLogger(__name__)
+
+POLL_BATCH = 500
+POLL_TIMEOUT_S = 0.5
+COMMIT_TIMEOUT_S = 10.0
+CLOSE_TIMEOUT_S = 10.0
+SOCKET_TIMEOUT_MS = 10_000
+AUTO_COMMIT_INTERVAL_MS = 1000
+
+T = TypeVar("T")
+
+
+class CallTimedOut(Exception):
+    """A client call did not return within its bound; its outcome is unknown."""
+
+
+def bounded_call(fn: Callable[[], T], timeout_s: float, what: str) -> T:
+    """Run a client call that has no timeout of its own, giving up after ``timeout_s``.
+
+    The call continues in a daemon thread if it overruns; the caller treats the
+    client as wedged and never touches it again.
+    """
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["result"] = fn()
+        except BaseException as e:  # re-raised in the caller
+            box["error"] = e
+
+    t = threading.Thread(target=target, name=f"bounded-{what}", daemon=True)
+    t.start()
+    t.join(timeout_s)
+    if t.is_alive():
+        raise CallTimedOut(f"{what} did not return within {timeout_s:g}s")
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
+def group_name(spec: TestSpec, k: int) -> str:
+    """Per-topic group names: topics are unique per run, so groups never carry over."""
+    return f"{spec.topic.name}-g{k}"
+
+
+def consumer_config(spec: TestSpec, bootstrap: str, group: str, client_id: str) -> dict[str, Any]:
+    c = spec.consumer
+    if c.mode not in ("subscribe", "assign"):
+        raise ConfigError(f"consumer.mode: {c.mode!r} is not 'subscribe' or 'assign'")
+    if c.commit not in ("auto", "manual"):
+        raise ConfigError(f"consumer.commit: {c.commit!r} is not 'auto' or 'manual'")
+    if c.session_timeout_ms < 1000:
+        raise ConfigError(f"consumer.session_timeout_ms too small: {c.session_timeout_ms}")
+    return {
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "client.id": client_id,
+        "enable.auto.commit": c.commit == "auto",
+        "auto.commit.interval.ms": AUTO_COMMIT_INTERVAL_MS,
+        "auto.offset.reset": "earliest",
+        "enable.partition.eof": False,
+        "session.timeout.ms": c.session_timeout_ms,
+        "heartbeat.interval.ms": max(100, c.session_timeout_ms // 3),
+        # A worker never goes long without polling (bounded commits), so a
+        # short limit evicts a wedged member quickly instead of after 5 min.
+        "max.poll.interval.ms": max(c.session_timeout_ms, 30_000),
+        "socket.timeout.ms": SOCKET_TIMEOUT_MS,
+    }
+
+
+def tp_list(partitions: list[TopicPartition]) -> list[list[Any]]:
+    return [[tp.topic, tp.partition] for tp in partitions]
+
+
+def record_of(msg: Any) -> dict[str, Any]:
+    return {
+        "topic": msg.topic(),
+        "partition": msg.partition(),
+        "offset": msg.offset(),
+        "key": decode_key(msg.key()),
+        "value": decode_payload(msg.value()),
+    }
+
+
+def next_offsets(records: list[dict[str, Any]]) -> list[list[Any]]:
+    """The commit for a batch: one past the highest offset read per partition."""
+    top: dict[tuple[str, int], int] = {}
+    for r in records:
+        k = (r["topic"], r["partition"])
+        top[k] = max(top.get(k, -1), r["offset"])
+    return [[t, p, o + 1] for (t, p), o in sorted(top.items())]
+
+
+def poll_once(
+    consumer: Consumer, history: HistoryWriter, process: int, extra: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """One recorded, bounded poll.  Returns the records it read.
+
+    Errors delivered alongside records are added as ``errors`` on the ok
+    line; a poll that returned only errors read nothing, so it is a ``fail``.
+    """
+    history.append(process, "invoke", "poll", dict(extra) if extra else None)
+    try:
+        msgs = consumer.consume(num_messages=POLL_BATCH, timeout=POLL_TIMEOUT_S)
+    except KafkaException as e:
+        history.append(process, "info", "poll", {"error": _exc_name(e), **(extra or {})})
+        raise
+    records, errors = [], []
+    for m in msgs:
+        err = m.error()
+        if err is None:
+            records.append(record_of(m))
+        else:
+            errors.append(error_name(err))
+    if errors and not records:
+        history.append(process, "fail", "poll", {"error": ",".join(errors), **(extra or {})})
+        return []
+    value: dict[str, Any] = {"records": records, **(extra or {})}
+    if errors:
+        value["errors"] = errors
+    history.append(process, "ok", "poll", value)
+    return records
+
+
+def _exc_name(e: BaseException) -> str:
+    if isinstance(e, KafkaException) and e.args and isinstance(e.args[0], KafkaError):
+        return e.args[0].name()
+    return f"{type(e).__name__}: {e}"
+
+
+def close_quietly(consumer: Consumer, what: str) -> None:
+    try:
+        bounded_call(consumer.close, CLOSE_TIMEOUT_S, what)
+    except Exception as e:
+        log.debug("%s: %s", what, e)
+
+
+@dataclass
+class ConsumerStats:
+    polls: int = 0
+    records: int = 0
+    poll_errors: int = 0
+    commits_ok: int = 0
+    commits_failed: int = 0
+    rebalances: int = 0
+    crashes: int = 0
+
+
+class ConsumerWorker:
+    """One slot of a consumer group, running incarnations until stopped."""
+
+    def __init__(
+        self,
+        spec: TestSpec,
+        bootstrap: str,
+        history: HistoryWriter,
+        processes: Counter,
+        group: str,
+        slot: int,
+        stop: threading.Event,
+    ) -> None:
+        self.spec = spec
+        self.bootstrap = bootstrap
+        self.history = history
+        self.processes = processes
+        self.group = group
+        self.slot = slot
+        self.stop_event = stop
+        self.topic = spec.topic.name
+        self.stats = ConsumerStats()
+        self.process = -1
+        self._crash_reason: str | None = None
+        self._muted = False  # a crashed incarnation's late callbacks are not recorded
+        self.thread = threading.Thread(target=self._run, name=f"consumer-{group}", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def join(self, timeout: float) -> bool:
+        self.thread.join(timeout)
+        return not self.thread.is_alive()
+
+    def request_crash(self, reason: str) -> None:
+        """Ask the worker to crash at its next loop turn (within one poll timeout)."""
+        self._crash_reason = reason
+
+    def _run(self) -> None:
+        while not self.stop_event.is_set():
+            try:
+                self._incarnation()
+            except ValueError:  # history closed under us: the run is over
+                return
+            except Exception as e:
+                log.warning("consumer %s (%s) failed: %s", self.process, self.group, e)
+                self._crash(f"{type(e).__name__}: {e}")
+                self.stop_event.wait(1.0)
+
+    def _incarnation(self) -> None:
+        self.process = self.processes.next()
+        self._muted = False
+        self._crash_reason = None
+        conf = consumer_config(
+            self.spec, self.bootstrap, self.group, f"{self.spec.name}-c{self.process}"
+        )
+        if self.spec.consumer.commit == "auto":
+            conf["on_commit"] = self._committed
+        consumer = Consumer(conf)
+        try:
+            self._join(consumer)
+            while not self.stop_event.is_set():
+                if self._crash_reason is not None:
+                    self._crash(self._crash_reason)
+                    close_quietly(consumer, f"close crashed consumer {self.process}")
+                    return
+                records = poll_once(consumer, self.history, self.process)
+                self.stats.polls += 1
+                self.stats.records += len(records)
+                if records and self.spec.consumer.commit == "manual":
+                    self._commit(consumer, next_offsets(records))
+        except BaseException:
+            self._muted = True
+            close_quietly(consumer, f"close failed consumer {self.process}")
+            raise
+        close_quietly(consumer, f"close consumer {self.process}")
+
+    def _join(self, consumer: Consumer) -> None:
+        if self.spec.consumer.mode == "subscribe":
+            value = {"group": self.group, "topics": [self.topic]}
+            self.history.append(self.process, "invoke", "subscribe", value)
+            consumer.subscribe(
+                [self.topic], on_assign=self._assigned, on_revoke=self._revoked, on_lost=self._lost
+            )
+            self.history.append(self.process, "ok", "subscribe", value)
+            return
+        parts = assigned_partitions(
+            self.spec.topic.partitions, self.spec.consumer.workers_per_group, self.slot
+        )
+        value = {"group": self.group, "partitions": [[self.topic, p] for p in parts]}
+        self.history.append(self.process, "invoke", "assign", value)
+        consumer.assign([TopicPartition(self.topic, p, OFFSET_STORED) for p in parts])
+        self.history.append(self.process, "ok", "assign", value)
+
+    def _commit(self, consumer: Consumer, offsets: list[list[Any]]) -> None:
+        value = {"group": self.group, "offsets": offsets}
+        self.history.append(self.process, "invoke", "commit", value)
+        tps = [TopicPartition(t, p, o) for t, p, o in offsets]
+        try:
+            result = bounded_call(
+                lambda: consumer.commit(offsets=tps, asynchronous=False),
+                COMMIT_TIMEOUT_S,
+                "commit",
+            )
+        except CallTimedOut as e:
+            self.history.append(self.process, "info", "commit", {**value, "error": str(e)})
+            self.stats.commits_failed += 1
+            raise  # the consumer is wedged in commit: crash this incarnation
+        except KafkaException as e:
+            err = e.args[0] if e.args and isinstance(e.args[0], KafkaError) else None
+            type_ = classify_commit(err) if err is not None else "info"
+            self.history.append(self.process, type_, "commit", {**value, "error": _exc_name(e)})
+            self.stats.commits_failed += 1
+            return
+        errors = [tp.error for tp in (result or []) if tp.error is not None]
+        if errors:
+            kinds = {classify_commit(e) for e in errors}
+            type_ = "info" if "info" in kinds else "fail"
+            names = ",".join(sorted({error_name(e) for e in errors}))
+            self.history.append(self.process, type_, "commit", {**value, "error": names})
+            self.stats.commits_failed += 1
+        else:
+            self.history.append(self.process, "ok", "commit", value)
+            self.stats.commits_ok += 1
+
+    # -- callbacks: they run inside consume()/close() on this worker's thread
+
+    def _committed(self, err: KafkaError | None, partitions: list[TopicPartition]) -> None:
+        if self._muted:
+            return
+        offsets = [
+            [tp.topic, tp.partition, tp.offset]
+            for tp in partitions
+            if tp.error is None and tp.offset >= 0
+        ]
+        if err is None and offsets:
+            self.history.append(
+                self.process, "ok", "commit", {"group": self.group, "offsets": offsets}
+            )
+            self.stats.commits_ok += 1
+        elif err is not None and err.code() != KafkaError._NO_OFFSET:
+            self.stats.commits_failed += 1
+
+    def _rebalance(self, assigned: list[Any], revoked: list[Any], **extra: Any) -> None:
+        if self._muted:
+            return
+        value = {"group": self.group, "assigned": assigned, "revoked": revoked, **extra}
+        self.history.append(self.process, "ok", "rebalance", value)
+        self.stats.rebalances += 1
+
+    def _assigned(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self._rebalance(tp_list(partitions), [])
+
+    def _revoked(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self._rebalance([], tp_list(partitions))
+
+    def _lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self._rebalance([], tp_list(partitions), lost=True)
+
+    def _crash(self, reason: str) -> None:
+        self._muted = True
+        self.history.append(self.process, "info", "crash", {"reason": reason})
+        self.stats.crashes += 1
+
+
+def assigned_partitions(partitions: int, workers: int, slot: int) -> list[int]:
+    """Assign mode: worker ``slot`` owns every partition p with p % workers == slot."""
+    if not 0 <= slot < workers:
+        raise ConfigError(f"consumer slot {slot} outside 0..{workers - 1}")
+    return [p for p in range(partitions) if p % workers == slot]

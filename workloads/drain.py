@@ -1,0 +1,139 @@
+"""The final drain: read every partition from the beginning to its high watermark.
+
+After faults are healed, a fresh consumer outside every test group assigns
+all partitions at the beginning and polls until each partition's position
+reaches the high watermark.  Whatever the checkers call "lost" must survive
+this read, so the drain reports any partition it could not finish instead of
+pretending.  Its polls carry ``"final": true``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+from workloads.consumer import SOCKET_TIMEOUT_MS, close_quietly, poll_once
+from workloads.history import HistoryWriter
+
+log = logging.getLogger(__name__)
+
+WATERMARK_TIMEOUT_S = 5.0
+REQUERY_EVERY_S = 5.0
+FINAL = {"final": True}
+
+
+@dataclass
+class DrainResult:
+    complete: bool  # every partition reached its high watermark
+    reached: dict[int, int]  # partition -> next offset the drain would read
+    high_watermarks: dict[int, int | None]  # None: never obtained
+    unreached: list[int]  # partitions short of their watermark
+    records: int
+    elapsed_s: float
+    errors: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        state = "complete" if self.complete else f"INCOMPLETE (unreached {self.unreached})"
+        return f"drain {state}: {self.records} records in {self.elapsed_s:.1f}s"
+
+
+def drain_config(bootstrap: str, topic: str) -> dict[str, object]:
+    """A consumer in a group of its own, committing nothing."""
+    return {
+        "bootstrap.servers": bootstrap,
+        "group.id": f"{topic}-drain-{uuid.uuid4().hex[:8]}",
+        "client.id": f"{topic}-drain",
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "auto.offset.reset": "earliest",
+        "enable.partition.eof": False,
+        "socket.timeout.ms": SOCKET_TIMEOUT_MS,
+    }
+
+
+def final_drain(
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    history: HistoryWriter,
+    process: int,
+    timeout_s: float,
+) -> DrainResult:
+    """Poll until every partition is read up to its high watermark, or ``timeout_s``."""
+    started = time.monotonic()
+    deadline = started + timeout_s
+    conf = drain_config(bootstrap, topic)
+    consumer = Consumer(conf)
+    reached = dict.fromkeys(range(partitions), 0)
+    hw: dict[int, int | None] = dict.fromkeys(range(partitions))
+    errors: list[str] = []
+    total = 0
+    try:
+        value = {
+            "group": conf["group.id"],
+            "partitions": [[topic, p] for p in range(partitions)],
+            **FINAL,
+        }
+        history.append(process, "invoke", "assign", value)
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+        history.append(process, "ok", "assign", value)
+        last_query = 0.0
+        while True:
+            pending = [p for p in range(partitions) if hw[p] is None or reached[p] < hw[p]]
+            now = time.monotonic()
+            if pending and now - last_query >= REQUERY_EVERY_S:
+                _query_watermarks(consumer, topic, pending, hw, reached, errors, deadline)
+                last_query = time.monotonic()
+                pending = [p for p in range(partitions) if hw[p] is None or reached[p] < hw[p]]
+            if not pending or time.monotonic() >= deadline:
+                break
+            try:
+                records = poll_once(consumer, history, process, FINAL)
+            except Exception as e:  # recorded as info by poll_once; keep draining
+                errors.append(f"poll: {e}")
+                continue
+            total += len(records)
+            for r in records:
+                if r["topic"] == topic:
+                    reached[r["partition"]] = max(reached[r["partition"]], r["offset"] + 1)
+    finally:
+        close_quietly(consumer, "close drain consumer")
+    unreached = [p for p in range(partitions) if hw[p] is None or reached[p] < hw[p]]
+    return DrainResult(
+        complete=not unreached,
+        reached=reached,
+        high_watermarks=hw,
+        unreached=unreached,
+        records=total,
+        elapsed_s=time.monotonic() - started,
+        errors=errors[-10:],
+    )
+
+
+def _query_watermarks(
+    consumer: Consumer,
+    topic: str,
+    pending: list[int],
+    hw: dict[int, int | None],
+    reached: dict[int, int],
+    errors: list[str],
+    deadline: float,
+) -> None:
+    """Fetch high watermarks (bounded); an empty log's start counts as reached."""
+    for p in pending:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        try:
+            low, high = consumer.get_watermark_offsets(
+                TopicPartition(topic, p), timeout=min(WATERMARK_TIMEOUT_S, left), cached=False
+            )
+        except Exception as e:
+            errors.append(f"watermarks of partition {p}: {e}")
+            continue
+        hw[p] = high
+        reached[p] = max(reached[p], low)  # records below the log start are gone, not pending

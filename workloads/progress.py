@@ -1,0 +1,123 @@
+"""Live progress of a run: a rich table on a terminal, a log line per interval otherwise.
+
+CI logs cannot render a live display, and a silent 10-minute run looks hung,
+so without a TTY the same figures go to the log every few seconds.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Snapshot:
+    """The figures shown; produced by the workload on demand."""
+
+    elapsed_s: float
+    sends: int
+    ok: int
+    fail: int
+    info: int
+    polls: int
+    records: int
+    crashes: int
+    target_rate: float  # <= 0: unlimited
+    rate: float  # sends/s over the last display interval
+    fault: str
+
+    def line(self) -> str:
+        target = f"{self.target_rate:.0f}" if self.target_rate > 0 else "unlimited"
+        return (
+            f"t={self.elapsed_s:.0f}s sends={self.sends} ok={self.ok} fail={self.fail} "
+            f"info={self.info} rate={self.rate:.0f}/s (target {target}) polls={self.polls} "
+            f"records={self.records} crashes={self.crashes} fault={self.fault}"
+        )
+
+
+def _table(s: Snapshot) -> Any:
+    from rich.table import Table
+
+    table = Table(title="kafka-chaos queue workload", show_header=False, min_width=50)
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    target = f"{s.target_rate:.0f}/s" if s.target_rate > 0 else "unlimited"
+    short = s.target_rate > 0 and s.elapsed_s > 3 and s.rate < 0.9 * s.target_rate
+    rows = [
+        ("elapsed", f"{s.elapsed_s:.0f} s"),
+        ("sends ok", f"[green]{s.ok}[/]"),
+        ("sends failed", f"[red]{s.fail}[/]" if s.fail else "0"),
+        ("sends indeterminate", f"[yellow]{s.info}[/]" if s.info else "0"),
+        ("send rate", f"{'[red]' if short else ''}{s.rate:.0f}/s{'[/]' if short else ''}"),
+        ("target rate", target),
+        ("polls / records", f"{s.polls} / {s.records}"),
+        ("consumer crashes", str(s.crashes)),
+        ("current fault", f"[magenta]{s.fault}[/]" if s.fault != "none" else "none"),
+    ]
+    for k, v in rows:
+        table.add_row(k, v)
+    return table
+
+
+class ProgressDisplay:
+    """Refreshes from ``snapshot()`` in its own daemon thread until stopped."""
+
+    def __init__(
+        self,
+        snapshot: Callable[[], Snapshot],
+        interval_s: float | None = None,
+        live: bool | None = None,
+    ) -> None:
+        self.snapshot = snapshot
+        self.live = sys.stdout.isatty() if live is None else live
+        self.interval_s = interval_s if interval_s is not None else (0.5 if self.live else 5.0)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="progress", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5.0)
+
+    def _run(self) -> None:
+        try:
+            if self.live:
+                self._run_live()
+            else:
+                self._run_log()
+        except Exception:  # a display problem must never affect the run
+            log.exception("progress display failed")
+
+    def _run_live(self) -> None:
+        from rich.live import Live
+
+        with Live(_table(self.snapshot()), refresh_per_second=4, transient=False) as live:
+            while not self._stop.wait(self.interval_s):
+                live.update(_table(self.snapshot()))
+            live.update(_table(self.snapshot()))
+
+    def _run_log(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            log.info("%s", self.snapshot().line())
+
+
+class RateMeter:
+    """Sends per second between successive reads (for the display only)."""
+
+    def __init__(self) -> None:
+        self._last = (time.monotonic(), 0)
+
+    def rate(self, total: int) -> float:
+        now = time.monotonic()
+        t0, n0 = self._last
+        self._last = (now, total)
+        return (total - n0) / (now - t0) if now > t0 else 0.0

@@ -1,0 +1,244 @@
+"""The queue workload: producers, consumer groups, consumer failover, final drain.
+
+This is the API the run orchestration calls (start / stop / final_drain).  It
+only wires the pieces together: sends in workloads.producer, polls and
+commits in workloads.consumer, the drain in workloads.drain, leader/ISR
+samples in workloads.sampler and the display in workloads.progress.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.errors import ConfigError
+from harness.spec import TestSpec
+from workloads.consumer import CLOSE_TIMEOUT_S, COMMIT_TIMEOUT_S, ConsumerWorker, group_name
+from workloads.drain import DrainResult, final_drain
+from workloads.history import HistoryWriter
+from workloads.producer import ProducerWorker, producer_config, split_rate
+from workloads.progress import ProgressDisplay, RateMeter, Snapshot
+from workloads.sampler import CLUSTER_STATE, ClusterSampler, Probe, admin_probe
+from workloads.values import Counter
+
+log = logging.getLogger(__name__)
+
+RATE_TOLERANCE = 0.10  # achieved below (1 - this) x target is a reported shortfall
+
+
+@dataclass
+class WorkloadSummary:
+    duration_s: float
+    sends_invoked: int
+    sends_ok: int
+    sends_fail: int
+    sends_info: int
+    sends_unknown_at_shutdown: int  # counted in sends_info too
+    polls: int
+    records_read: int
+    commits_ok: int
+    commits_failed: int
+    rebalances: int
+    consumer_crashes: int
+    producer_crashes: int
+    target_rate: float  # <= 0: unlimited
+    achieved_rate: float  # sends invoked per second
+    acked_rate: float  # sends acknowledged per second
+    rate_shortfall: bool
+    rate_message: str
+    workers_stuck: list[str]  # threads that did not stop within their bound
+
+    def __str__(self) -> str:
+        return (
+            f"{self.sends_invoked} sends ({self.sends_ok} ok, {self.sends_fail} fail, "
+            f"{self.sends_info} info) in {self.duration_s:.1f}s; {self.polls} polls read "
+            f"{self.records_read} records; {self.consumer_crashes} consumer crashes; "
+            f"{self.rate_message}"
+        )
+
+
+def rate_verdict(target: float, achieved: float) -> tuple[bool, str]:
+    """Shortfall flag and a message that states the numbers either way."""
+    if target <= 0:
+        return False, f"achieved {achieved:.0f} sends/s (no target: unlimited)"
+    ratio = achieved / target
+    if ratio < 1 - RATE_TOLERANCE:
+        return True, (
+            f"RATE SHORTFALL: achieved {achieved:.0f} sends/s, {ratio:.0%} of the "
+            f"{target:.0f}/s target"
+        )
+    return False, f"achieved {achieved:.0f} sends/s ({ratio:.0%} of the {target:.0f}/s target)"
+
+
+class QueueWorkload:
+    def __init__(
+        self,
+        spec: TestSpec,
+        bootstrap: str,
+        history: HistoryWriter,
+        run_dir: Path,
+        fault_status: Callable[[], str] | None = None,
+        *,
+        probe: Probe | None = None,
+        sample_interval_s: float = 1.0,
+        live: bool | None = None,
+    ) -> None:
+        producer_config(spec.producer, bootstrap, "validate")  # ConfigError early, not in a thread
+        if spec.consumer.groups < 0 or spec.consumer.workers_per_group < 1:
+            raise ConfigError(
+                "consumer.groups must be >= 0 and consumer.workers_per_group >= 1, got "
+                f"{spec.consumer.groups} and {spec.consumer.workers_per_group}"
+            )
+        self.spec = spec
+        self.bootstrap = bootstrap
+        self.history = history
+        self.run_dir = Path(run_dir)
+        self.fault_status = fault_status or (lambda: "none")
+        self.processes = Counter()
+        self.values = Counter()
+        self._stop_producers = threading.Event()
+        self._stop_consumers = threading.Event()
+        self._stop_crasher = threading.Event()
+        flush_s = spec.producer.delivery_timeout_ms / 1000 + 2
+        self.producers = [
+            ProducerWorker(
+                spec, bootstrap, history, self.processes, self.values, rate,
+                self._stop_producers, flush_s,
+            )
+            for rate in split_rate(spec.producer.rate, spec.producer.workers)
+        ]  # fmt: skip
+        self.consumers = [
+            ConsumerWorker(
+                spec, bootstrap, history, self.processes, group_name(spec, k), slot,
+                self._stop_consumers,
+            )
+            for k in range(spec.consumer.groups)
+            for slot in range(spec.consumer.workers_per_group)
+        ]  # fmt: skip
+        self.sampler = ClusterSampler(
+            probe or admin_probe(bootstrap, spec.topic.name),
+            self.run_dir / CLUSTER_STATE,
+            history.elapsed_ns,
+            sample_interval_s,
+        )
+        self._meter = RateMeter()
+        self.display = ProgressDisplay(self._snapshot, live=live)
+        self._crasher = threading.Thread(target=self._crash_loop, name="crasher", daemon=True)
+        self._started = 0.0
+        self._send_duration = 0.0
+
+    def start(self) -> None:
+        """Start consumers first (so they are in their groups), then producers."""
+        self._started = time.monotonic()
+        self.sampler.start()
+        for c in self.consumers:
+            c.start()
+        for p in self.producers:
+            p.start()
+        if self.spec.consumer.crash_interval_s and self.consumers:
+            self._crasher.start()
+        self.display.start()
+
+    def stop(self) -> WorkloadSummary:
+        """Stop producers (bounded flush), then consumers (clean close), then the sampler."""
+        stuck: list[str] = []
+        self._stop_crasher.set()
+        self._stop_producers.set()
+        self._send_duration = time.monotonic() - self._started
+        flush_s = self.spec.producer.delivery_timeout_ms / 1000 + 2
+        deadline = time.monotonic() + flush_s + 5
+        for p in self.producers:
+            if not p.join(max(0.1, deadline - time.monotonic())):
+                stuck.append(f"producer {p.process}")
+        self._stop_consumers.set()
+        deadline = time.monotonic() + COMMIT_TIMEOUT_S + CLOSE_TIMEOUT_S + 2
+        for c in self.consumers:
+            if not c.join(max(0.1, deadline - time.monotonic())):
+                stuck.append(f"consumer {c.process}")
+        if self._crasher.is_alive():
+            self._crasher.join(2.0)
+        self.sampler.stop()
+        self.display.stop()
+        summary = self.summary(stuck)
+        (log.warning if summary.rate_shortfall else log.info)("workload: %s", summary)
+        return summary
+
+    def final_drain(self, timeout_s: float) -> DrainResult:
+        """Read every partition from the beginning to its high watermark (fresh consumer)."""
+        result = final_drain(
+            self.bootstrap,
+            self.spec.topic.name,
+            self.spec.topic.partitions,
+            self.history,
+            self.processes.next(),
+            timeout_s,
+        )
+        (log.info if result.complete else log.warning)("%s", result)
+        return result
+
+    # -- consumer failover ----------------------------------------------
+
+    def _crash_loop(self) -> None:
+        """Crash one consumer every crash_interval_s, chosen by the seeded RNG."""
+        rng = random.Random(self.spec.seed)
+        interval = float(self.spec.consumer.crash_interval_s or 0)
+        while not self._stop_crasher.wait(interval):
+            victim = rng.choice(self.consumers)
+            victim.request_crash(f"consumer failover: scheduled crash every {interval:g}s")
+
+    # -- figures ---------------------------------------------------------
+
+    def summary(self, stuck: list[str] | None = None) -> WorkloadSummary:
+        ps = [p.stats for p in self.producers]
+        cs = [c.stats for c in self.consumers]
+        duration = self._send_duration or (time.monotonic() - self._started)
+        invoked = sum(s.invoked for s in ps)
+        ok = sum(s.ok for s in ps)
+        achieved = invoked / duration if duration > 0 else 0.0
+        shortfall, message = rate_verdict(self.spec.producer.rate, achieved)
+        return WorkloadSummary(
+            duration_s=duration,
+            sends_invoked=invoked,
+            sends_ok=ok,
+            sends_fail=sum(s.fail for s in ps),
+            sends_info=sum(s.info for s in ps),
+            sends_unknown_at_shutdown=sum(s.unknown_at_shutdown for s in ps),
+            polls=sum(s.polls for s in cs),
+            records_read=sum(s.records for s in cs),
+            commits_ok=sum(s.commits_ok for s in cs),
+            commits_failed=sum(s.commits_failed for s in cs),
+            rebalances=sum(s.rebalances for s in cs),
+            consumer_crashes=sum(s.crashes for s in cs),
+            producer_crashes=sum(s.crashes for s in ps),
+            target_rate=self.spec.producer.rate,
+            achieved_rate=achieved,
+            acked_rate=ok / duration if duration > 0 else 0.0,
+            rate_shortfall=shortfall,
+            rate_message=message,
+            workers_stuck=stuck or [],
+        )
+
+    def _snapshot(self) -> Snapshot:
+        s = self.summary()
+        try:
+            fault = self.fault_status() or "none"
+        except Exception as e:  # the display must not depend on the nemesis being healthy
+            fault = f"? ({type(e).__name__})"
+        return Snapshot(
+            elapsed_s=time.monotonic() - self._started,
+            sends=s.sends_invoked,
+            ok=s.sends_ok,
+            fail=s.sends_fail,
+            info=s.sends_info,
+            polls=s.polls,
+            records=s.records_read,
+            crashes=s.consumer_crashes,
+            target_rate=s.target_rate,
+            rate=self._meter.rate(s.sends_invoked),
+            fault=fault,
+        )

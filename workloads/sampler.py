@@ -1,0 +1,94 @@
+"""Cluster-state samples: leader, replicas and ISR per partition, and the controller.
+
+These are not client observations, so they go to ``cluster-state.jsonl`` beside
+the history (docs/history.md).  A failed query is itself a sample (with
+``error`` set): a gap in the timeline would hide exactly the moments a fault
+made the cluster hard to ask.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import asdict, is_dataclass
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+QUERY_TIMEOUT_S = 3.0
+CLUSTER_STATE = "cluster-state.jsonl"
+
+Probe = Callable[[], tuple[int | None, list[dict[str, Any]]]]
+
+
+def admin_probe(bootstrap: str, topic: str, timeout_s: float = QUERY_TIMEOUT_S) -> Probe:
+    """Ask the cluster through harness.admin (each call bounded by ``timeout_s``)."""
+    from harness import admin
+
+    def probe() -> tuple[int | None, list[dict[str, Any]]]:
+        states = admin.describe_topics(bootstrap, [topic], timeout_s=timeout_s)
+        controller = admin.controller_id(bootstrap, timeout_s=timeout_s)
+        return controller, [partition_row(s) for s in states]
+
+    return probe
+
+
+def partition_row(state: Any) -> dict[str, Any]:
+    """One partition in the sample format, from a dataclass or mapping."""
+    d = asdict(state) if is_dataclass(state) else dict(state)
+    return {k: d.get(k) for k in ("topic", "partition", "leader", "replicas", "isr")}
+
+
+class ClusterSampler:
+    """A daemon thread appending one sample every ``interval_s``; stop() is bounded."""
+
+    def __init__(
+        self,
+        probe: Probe,
+        path: Path,
+        clock_ns: Callable[[], int],
+        interval_s: float = 1.0,
+    ) -> None:
+        self.probe = probe
+        self.path = Path(path)
+        self.clock_ns = clock_ns
+        self.interval_s = interval_s
+        self.samples = 0
+        self.errors = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="cluster-sampler", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, timeout_s: float = 2 * QUERY_TIMEOUT_S + 1) -> None:
+        self._stop.set()
+        self._thread.join(timeout_s)
+
+    def sample_once(self, out: Any) -> None:
+        t = self.clock_ns()
+        try:
+            controller, partitions = self.probe()
+            sample = {"time": t, "controller": controller, "partitions": partitions, "error": None}
+        except Exception as e:  # recorded, never fatal
+            self.errors += 1
+            sample = {
+                "time": t,
+                "controller": None,
+                "partitions": [],
+                "error": f"{type(e).__name__}: {e}"[:500],
+            }
+        out.write(json.dumps(sample, separators=(",", ":")) + "\n")
+        out.flush()
+        self.samples += 1
+
+    def _run(self) -> None:
+        with open(self.path, "a", encoding="utf-8") as out:
+            while not self._stop.is_set():
+                started = self.clock_ns()
+                self.sample_once(out)
+                spent = (self.clock_ns() - started) / 1e9
+                self._stop.wait(max(0.0, self.interval_s - spent))

@@ -1,0 +1,57 @@
+"""Unique values, keys and payloads shared by every queue worker.
+
+A value is unique across the whole test so a checker can follow one message
+from its send to every poll that saw it.  The payload starts with the value
+in decimal so a consumer can recover it from the bytes alone; the rest is
+padding up to the configured message size.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+
+KEYS_PER_PARTITION = 4  # several keys per partition, so per-key order is checkable
+_PAD = b"x"
+
+
+class Counter:
+    """A thread-safe counter: values and process numbers come from these."""
+
+    def __init__(self, start: int = 0) -> None:
+        self._it = itertools.count(start)
+        self._lock = threading.Lock()
+
+    def next(self) -> int:
+        with self._lock:
+            return next(self._it)
+
+
+def encode_payload(value: int, size: int) -> bytes:
+    """``b"<value> xxx..."`` padded to ``size`` bytes (never shorter than the number)."""
+    head = b"%d " % value
+    return head + _PAD * max(0, size - len(head))
+
+
+def decode_payload(payload: bytes | None) -> int | None:
+    """The value a payload starts with, or None if it is not one of ours."""
+    if not payload:
+        return None
+    head = payload.split(b" ", 1)[0]
+    if not head.isdigit() or len(head) > 19:
+        return None
+    return int(head)
+
+
+def key_and_partition(value: int, partitions: int) -> tuple[str, int]:
+    """Spread values over every partition; a key always maps to the same partition.
+
+    The partition is chosen explicitly (not by hashing the key) so that the
+    spread is exact and the recorded key is what was sent.
+    """
+    k = value % (partitions * KEYS_PER_PARTITION)
+    return str(k), k % partitions
+
+
+def decode_key(key: bytes | None) -> str | None:
+    return None if key is None else key.decode("utf-8", errors="replace")
