@@ -46,8 +46,9 @@ from harness.backends.local_sshd import (
     start_sshd,
 )
 from harness.backends.procs import owned_pids_from_files, terminate
+from harness.backends.verify import check_mesh, wait_reachable
 from harness.cluster import Cluster, cluster_dir, home
-from harness.errors import HarnessError, NodeUnreachable, PrivilegeError
+from harness.errors import HarnessError, PrivilegeError
 from harness.node import Node, SSHTarget
 from harness.spec import ClusterSpec
 
@@ -88,7 +89,8 @@ def create(spec: ClusterSpec) -> Cluster:
     cluster, plan = _claim_slot(spec)
     try:
         _build(cluster, plan)
-        verify(cluster)
+        wait_reachable(cluster, SSH_READY_TIMEOUT_S)
+        check_mesh(cluster)
     except BaseException:
         log.error("cluster %s: creation failed; removing what was created", spec.name)
         try:
@@ -205,34 +207,6 @@ def _build(cluster: Cluster, plan: LocalPlan) -> None:
     for node in plan.nodes:
         start_sshd(node)
         _record(cluster, f"sshd:{node.name}")
-
-
-def verify(cluster: Cluster) -> None:
-    """Every node answers over SSH (pinned key) and reaches every other node over TCP."""
-    deadline = time.monotonic() + SSH_READY_TIMEOUT_S
-    for node in cluster.nodes:
-        while True:
-            try:
-                node.run("true", timeout=10)
-                break
-            except NodeUnreachable:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.3)
-    for node in cluster.nodes:
-        others = " ".join(n.address for n in cluster.nodes if n is not node)
-        if not others:
-            continue
-        probe = (
-            f'for ip in {others}; do timeout 5 bash -c "exec 3<>/dev/tcp/$ip/22" '
-            '2>/dev/null || echo "$ip"; done'
-        )
-        failed = node.run(probe, timeout=30).stdout.split()
-        if failed:
-            raise HarnessError(
-                f"cluster {cluster.name}: {node.name} cannot reach {', '.join(failed)} over TCP "
-                "(bridged traffic blocked? check `iptables -S FORWARD` and br_netfilter)"
-            )
 
 
 def destroy(cluster: Cluster) -> list[str]:

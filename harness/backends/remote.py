@@ -1,15 +1,25 @@
-"""Teardown of nodes the harness does not own (Vagrant VMs, inventory hosts).
+"""Provisioning and teardown of machines the harness does not own (VMs, inventory hosts).
 
-Over SSH, and with the same rules as the local backend: only pids from our
+Provisioning only pins host keys, checks and prepares root_dir.  Teardown
+works over SSH with the same rules as the local backend: only pids from our
 pid files whose command line contains root_dir are signalled (SIGCONT, TERM,
 then KILL), and only root_dir is deleted - the machine itself stays.
 """
 
 from __future__ import annotations
 
+import logging
+import shutil
+from pathlib import Path
+from typing import Any
+
+from harness.backends import keys, verify
 from harness.cluster import Cluster
 from harness.errors import HarnessError
 from harness.node import Node, quote
+from harness.spec import ClusterSpec
+
+log = logging.getLogger(__name__)
 
 TEARDOWN_TIMEOUT_S = 60.0
 
@@ -26,6 +36,43 @@ def teardown_script(root_dir: str) -> str:
         '[ -n "$live" ] && kill -KILL $live; echo "stopped:$pids"; fi; '
         f"rm -rf {root}"
     )
+
+
+def provision(
+    spec: ClusterSpec, nodes: list[Node], pin_to: str | None, state: dict[str, Any]
+) -> Cluster:
+    """Save cluster.json, pin host keys into ``pin_to`` (if given), prepare and verify nodes."""
+    cluster = Cluster(
+        name=spec.name,
+        backend=spec.backend,
+        nodes=nodes,
+        kafka_version=spec.kafka_version,
+        mode=spec.mode,
+        backend_state=state,
+    )
+    cluster.save()
+    try:
+        if pin_to:
+            keys.pin_nodes(nodes, Path(pin_to))
+        verify.wait_reachable(cluster, timeout_s=30)
+        verify.check_tools(cluster)
+        verify.prepare_root_dirs(cluster)
+        verify.check_mesh(cluster)
+    except BaseException:
+        cluster.close()
+        shutil.rmtree(cluster.state_dir, ignore_errors=True)
+        raise
+    log.info("cluster %s: %d %s nodes ready", spec.name, len(nodes), spec.backend)
+    return cluster
+
+
+def teardown(cluster: Cluster) -> list[str]:
+    """Clean every node, then forget the cluster (its state dir)."""
+    removed = teardown_nodes(cluster)
+    cluster.close()
+    shutil.rmtree(cluster.state_dir, ignore_errors=True)
+    removed.append(f"cluster dir {cluster.state_dir}")
+    return removed
 
 
 def teardown_nodes(cluster: Cluster) -> list[str]:
