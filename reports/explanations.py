@@ -1,0 +1,144 @@
+"""Plain-language explanations of each anomaly, for readers who are not Kafka experts.
+
+Each entry says what the anomaly means and what usually causes it; ``hints``
+then points at settings of *this* run that make the anomaly expected (e.g.
+acks=1), since the same anomaly is a bug under one config and a documented
+trade-off under another.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Explanation:
+    title: str
+    meaning: str
+    causes: str
+
+
+EXPLANATIONS: dict[str, Explanation] = {
+    "lost-write": Explanation(
+        "Lost write",
+        "The broker acknowledged this message (the producer got a partition and an offset), "
+        "but no consumer ever read it, while later offsets of the same partition were read. "
+        "Kafka promised the data was stored and then lost it.",
+        "An unclean leader election (an out-of-sync replica became leader and truncated the "
+        "log), acks=0/1 (the leader acknowledged before followers copied the message and then "
+        "failed), min.insync.replicas=1 letting a lone leader acknowledge, or brokers losing "
+        "unflushed page-cache data when several crash together.",
+    ),
+    "unseen": Explanation(
+        "Unseen acknowledged write",
+        "The message was acknowledged but never read, and nothing after its offset was read "
+        "either, so it may be lost or the consumers may simply not have got that far.",
+        "A final drain that timed out or stopped early, consumers stuck on an unavailable "
+        "partition, or a real loss at the end of the log.",
+    ),
+    "duplicate": Explanation(
+        "Duplicate",
+        "One message value appears at more than one offset: the producer's write was stored twice.",
+        "Producer retries without idempotence (enable.idempotence=false), or an idempotent "
+        "producer whose session was reset (producer id expired, fatal error).",
+    ),
+    "inconsistent-offsets": Explanation(
+        "Inconsistent offsets",
+        "Different reads (or the ack and a read) disagree on which message sits at one offset. "
+        "Replicas diverged: the log was rewritten after being observed.",
+        "Unclean leader election or truncation after a leader change that served data it "
+        "later dropped.",
+    ),
+    "failed-write-read": Explanation(
+        "Read of a failed write",
+        "The producer was told the write definitely failed, yet a consumer read it. Clients "
+        "that retry on failure would then create duplicates or act on a phantom value.",
+        "A client library classifying an ambiguous error as definite, or a broker returning "
+        "an error after appending.",
+    ),
+    "nonmonotonic-send": Explanation(
+        "Non-monotonic send",
+        "One producer's successive acknowledged sends to a partition got offsets that went "
+        "backwards.",
+        "Reordering of in-flight batches on retry without idempotence (max.in.flight > 1), or "
+        "log truncation between the sends.",
+    ),
+    "nonmonotonic-poll": Explanation(
+        "Non-monotonic poll",
+        "A consumer read offsets of a partition that went backwards or repeated.",
+        "Expected across rebalances in subscribe mode (the new owner restarts from the "
+        "committed offset); a bug with manual assignment, or log truncation.",
+    ),
+    "poll-skip": Explanation(
+        "Poll skip",
+        "A consumer jumped over offsets of a partition that held messages it never read.",
+        "Offsets committed past unread data, a seek after a rebalance, or truncation; "
+        "expected in subscribe mode when another member read the skipped range.",
+    ),
+    "group-double-ownership": Explanation(
+        "Double ownership",
+        "Two members of one consumer group owned the same partition at the same time for "
+        "longer than the configured grace period.",
+        "A zombie consumer that missed its revocation (session timeout during a network "
+        "partition), or a group-coordinator bug.",
+    ),
+    "group-unowned": Explanation(
+        "Unowned partition",
+        "No member of the group owned this partition for longer than the threshold, so its "
+        "messages were not consumed.",
+        "Slow rebalances, a coordinator that is unreachable, or every member crashed.",
+    ),
+    "group-commit-past-unread": Explanation(
+        "Commit past unread messages",
+        "The group committed an offset beyond messages no member had read; a restart from that "
+        "commit skips them for good (at-most-once delivery).",
+        "Auto-commit committing offsets of records fetched but not yet processed, or a commit "
+        "issued after a revocation.",
+    ),
+    "availability": Explanation(
+        "Availability below threshold",
+        "The acknowledged send rate during a fault fell below the configured minimum.",
+        "Leader elections, min.insync.replicas blocking writes while replicas are down, or "
+        "clients timing out on unreachable brokers.",
+    ),
+}
+
+
+def explain(check: str, fallback: str | None = None) -> Explanation:
+    """The entry for ``check``; unknown checks fall back to the checker's own text."""
+    if check in EXPLANATIONS:
+        return EXPLANATIONS[check]
+    return Explanation(check, fallback or "No explanation is known for this check.", "")
+
+
+def hints(check: str, config: dict[str, Any]) -> list[str]:
+    """Settings of this run that explain or excuse ``check``."""
+    producer = config.get("producer") or {}
+    topic = config.get("topic") or {}
+    consumer = config.get("consumer") or {}
+    out: list[str] = []
+    acks = str(producer.get("acks", "all"))
+    if check in ("lost-write", "inconsistent-offsets", "unseen"):
+        if acks in ("0", "1"):
+            out.append(
+                f"This run used acks={acks}: the leader acknowledges before followers "
+                "have the message, so loss on leader failure is expected."
+            )
+        if topic.get("unclean_leader_election"):
+            out.append(
+                "Unclean leader election was enabled for the topic: an out-of-sync "
+                "replica may become leader and truncate acknowledged data."
+            )
+        if topic.get("min_insync_replicas") == 1:
+            out.append("min.insync.replicas=1 lets a leader acknowledge alone with acks=all.")
+    if check in ("duplicate", "nonmonotonic-send") and not producer.get("enable_idempotence", True):
+        out.append("Idempotence was disabled: retried sends can be stored twice or reordered.")
+    if check in ("nonmonotonic-poll", "poll-skip") and consumer.get("mode") == "subscribe":
+        out.append(
+            "Consumers ran in subscribe mode, where rebalances legitimately rewind or "
+            "skip per-consumer offsets; this is usually a warning, not an error."
+        )
+    if check == "group-commit-past-unread" and consumer.get("commit") == "auto":
+        out.append("Auto-commit was on: it commits what was fetched, not what was processed.")
+    return out

@@ -1,0 +1,478 @@
+"""The safety report: one self-contained ``report.html`` per run directory.
+
+The page is a view of files already in the run directory (config, results,
+history, cluster state, schedule, logs); it never talks to Kafka.  Any input
+may be missing — a check that crashed leaves no results.json — and then its
+section says "not available" instead of the whole report failing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import jinja2
+
+from harness.errors import HarnessError
+from reports import svg
+from reports.cluster_state import read_cluster_state
+from reports.explanations import explain, hints
+from reports.timeline import COUNT_KEYS, summarize_history
+
+TEMPLATES = Path(__file__).parent / "templates"
+STATIC = Path(__file__).parent / "static"
+VERDICTS = ("valid", "invalid", "unknown")
+MAX_POINTS = 1500  # chart resolution; longer runs are averaged into wider buckets
+MAX_INDICES = 30
+CONFIG_SECTIONS = ("cluster", "topic", "producer", "consumer", "nemesis", "checker", "versions")
+LINKED_FILES = (
+    ("history", "history.jsonl"),
+    ("results", "results.json"),
+    ("config", "config.json"),
+    ("fault schedule", "schedule.json"),
+    ("cluster state", "cluster-state.jsonl"),
+    ("harness log", "harness.log"),
+)
+
+
+class ReportError(HarnessError):
+    """A report or index cannot be written (e.g. the run directory does not exist)."""
+
+
+@dataclass
+class Input:
+    """A loaded JSON input, or the reason it is not available."""
+
+    data: Any = None
+    missing: str | None = None
+
+
+def load_json(path: Path) -> Input:
+    if not path.exists():
+        return Input(missing=f"{path.name} not available (file absent)")
+    try:
+        return Input(data=json.loads(path.read_text(encoding="utf-8")))
+    except json.JSONDecodeError as e:
+        return Input(missing=f"{path.name} not available: line {e.lineno}: invalid JSON")
+    except (OSError, UnicodeDecodeError) as e:
+        return Input(missing=f"{path.name} not available: {e}")
+
+
+def environment() -> jinja2.Environment:
+    """Autoescaping everywhere: Kafka data and history text must stay inert."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["num"] = fmt_num
+    env.filters["show"] = show_value
+    return env
+
+
+def fmt_num(v: Any, digits: int = 1) -> str:
+    if isinstance(v, bool) or v is None:
+        return "—" if v is None else str(v).lower()
+    if isinstance(v, int):
+        return f"{v:,}"
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "—"
+        return f"{v:,.{digits}f}" if abs(v) < 1e6 else f"{v:,.0f}"
+    return str(v)
+
+
+def show_value(v: Any) -> str:
+    """Compact text for any JSON value (the template escapes it)."""
+    if isinstance(v, str):
+        return v
+    if isinstance(v, (int, float, bool)) or v is None:
+        return fmt_num(v) if not isinstance(v, int) or isinstance(v, bool) else str(v)
+    return json.dumps(v, separators=(", ", ": "), ensure_ascii=False, default=str)
+
+
+def as_dict(x: Any) -> dict[str, Any]:
+    return x if isinstance(x, dict) else {}
+
+
+def as_list(x: Any) -> list[Any]:
+    return x if isinstance(x, list) else []
+
+
+# --- verdict and configuration -------------------------------------------------
+
+
+def verdict_of(results: Input) -> tuple[str, str]:
+    if results.data is None:
+        return "unknown", f"No checker results: {results.missing}. The check did not complete."
+    v = as_dict(results.data).get("verdict")
+    if v not in VERDICTS:
+        return "unknown", f"results.json has no recognised verdict ({v!r})."
+    return v, {
+        "valid": "No anomaly of error severity was found.",
+        "invalid": "At least one anomaly of error severity was found.",
+        "unknown": "The checkers could not decide (incomplete history or drain).",
+    }[v]
+
+
+def expectation(config: dict[str, Any], verdict: str) -> dict[str, Any] | None:
+    expected = config.get("expected_verdict")
+    if not expected:
+        return None
+    return {"expected": str(expected), "held": expected == verdict}
+
+
+def config_sections(config: dict[str, Any]) -> list[tuple[str, list[tuple[str, str]]]]:
+    top = [(k, show_value(v)) for k, v in sorted(config.items()) if not isinstance(v, dict)]
+    out = [("test", top)]
+    for name in CONFIG_SECTIONS:
+        section = config.get(name)
+        if isinstance(section, dict):
+            out.append((name, [(k, show_value(v)) for k, v in sorted(section.items())]))
+    return out
+
+
+def headline(config: dict[str, Any]) -> dict[str, Any]:
+    """The handful of settings a reader needs first, for the banner and the index."""
+    cluster, topic = as_dict(config.get("cluster")), as_dict(config.get("topic"))
+    producer, nemesis = as_dict(config.get("producer")), as_dict(config.get("nemesis"))
+    versions = as_dict(config.get("versions"))
+    return {
+        "name": config.get("scenario") or config.get("name") or "?",
+        "kafka": versions.get("kafka") or cluster.get("kafka_version") or "?",
+        "mode": cluster.get("mode") or "?",
+        "backend": cluster.get("backend") or "?",
+        "nodes": cluster.get("nodes") or "?",
+        "faults": ", ".join(map(str, as_list(nemesis.get("faults")))) or "none",
+        "acks": producer.get("acks", "?"),
+        "rf": topic.get("replication_factor", "?"),
+        "min_isr": topic.get("min_insync_replicas", "?"),
+        "seed": config.get("seed", "?"),
+        "started_at": config.get("started_at"),
+    }
+
+
+# --- timeline --------------------------------------------------------------------
+
+
+def dense_timeline(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Fill missing seconds, then average into wider buckets for long runs."""
+    by_t: dict[int, dict[str, Any]] = {}
+    for r in rows:
+        if isinstance(r, dict) and isinstance(r.get("t"), (int, float)):
+            by_t[int(r["t"])] = r
+    if not by_t:
+        return []
+    lo, hi = min(by_t), max(by_t)
+    width = max(1, math.ceil((hi - lo + 1) / MAX_POINTS))
+    out = []
+    for start in range(lo, hi + 1, width):
+        chunk = [by_t.get(t, {}) for t in range(start, min(start + width, hi + 1))]
+        row: dict[str, Any] = {"t": start}
+        for key in COUNT_KEYS:
+            row[key] = sum(_f(c.get(key)) or 0.0 for c in chunk) / len(chunk)
+        for key, combine in (("lat_p50_ms", _mean), ("lat_p99_ms", max), ("lat_max_ms", max)):
+            vals = [v for c in chunk if (v := _f(c.get(key))) is not None]
+            row[key] = combine(vals) if vals else None
+        out.append(row)
+    return out
+
+
+def _f(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(v):
+        return None
+    return float(v)
+
+
+def _mean(vals: list[float]) -> float:
+    return sum(vals) / len(vals)
+
+
+def fault_bands(faults: Sequence[dict[str, Any]]) -> list[svg.Band]:
+    bands = []
+    for fault in faults:
+        start, end = _f(fault.get("start_s")), _f(fault.get("end_s"))
+        if start is None:
+            continue
+        targets = ",".join(map(str, as_list(fault.get("targets"))))
+        label = f"{fault.get('f', '?')} {targets}".strip()
+        title = f"fault {fault.get('id', '?')}: {label}, {start:.1f}s–" + (
+            f"{end:.1f}s" if end is not None else "end"
+        )
+        bands.append(svg.Band(start, end if end is not None else start, label, title))
+    return bands
+
+
+def timeline_section(run_dir: Path, results: dict[str, Any]) -> dict[str, Any]:
+    """Prefer the checkers' per-second timeline; otherwise stream the history."""
+    avail = as_dict(as_dict(results.get("stats")).get("availability"))
+    rows, faults = as_list(avail.get("timeline")), as_list(avail.get("faults"))
+    source, problem, ops = "results.json", None, None
+    history = run_dir / "history.jsonl"
+    if (not rows or "faults" not in avail) and history.exists():
+        summary = summarize_history(history)
+        problem, ops = summary.problem, summary.ops
+        if not rows:
+            rows, source = summary.timeline, "history.jsonl"
+        if "faults" not in avail:
+            faults = summary.faults
+    faults = [as_dict(f) for f in faults]
+    dense = dense_timeline(rows)
+    section: dict[str, Any] = {
+        "source": source,
+        "problem": problem,
+        "ops": ops,
+        "faults": faults,
+        "availability": avail,
+    }
+    if not dense:
+        section["missing"] = "no timeline: results.json has none and history.jsonl is absent"
+        section["end_s"] = max([_f(f.get("end_s")) or 0.0 for f in faults], default=0.0)
+        return section
+    xs = [r["t"] for r in dense]
+    end = xs[-1] + 1
+    x_range = (0.0, float(max([end, *[_f(f.get("end_s")) or 0.0 for f in faults]])))
+    bands = fault_bands(faults)
+    section["end_s"] = x_range[1]
+    section["throughput_svg"] = svg.line_chart(
+        xs,
+        [
+            ("acked", [r["acked"] for r in dense], svg.PALETTE[2]),
+            ("failed", [r["failed"] for r in dense], svg.FAULT_FILL),
+            ("indeterminate", [r["info"] for r in dense], svg.PALETTE[1]),
+            ("polled", [r["polled"] for r in dense], svg.PALETTE[0]),
+        ],
+        title="operations per second",
+        bands=bands,
+        x_range=x_range,
+    )
+    section["latency_svg"] = svg.line_chart(
+        xs,
+        [
+            ("p50", [r["lat_p50_ms"] for r in dense], svg.PALETTE[0]),
+            ("p99", [r["lat_p99_ms"] for r in dense], svg.PALETTE[1]),
+            ("max", [r["lat_max_ms"] for r in dense], svg.PALETTE[3]),
+        ],
+        title="send latency (ms, invoke to ack)",
+        bands=bands,
+        x_range=x_range,
+    )
+    return section
+
+
+def partitions_section(
+    run_dir: Path, faults: Sequence[dict[str, Any]], end_s: float
+) -> dict[str, Any]:
+    path = run_dir / "cluster-state.jsonl"
+    if not path.exists():
+        return {"missing": "cluster-state.jsonl not available (no leader/ISR samples)"}
+    state = read_cluster_state(path)
+    if not state.partitions:
+        return {
+            "missing": f"cluster-state.jsonl has no partition samples "
+            f"({state.samples} samples, {state.errors} with errors)",
+            "problems": state.problems,
+        }
+    x_range = (0.0, max(end_s, state.end_s, 1.0))
+    return {
+        "svg": svg.partition_timeline(
+            state.rows(),
+            title="leader and ISR per partition",
+            x_range=x_range,
+            bands=fault_bands(faults),
+        ),
+        "state": state,
+        "leaders": sorted(
+            {
+                s.leader
+                for segs in state.partitions.values()
+                for s in segs
+                if s.leader is not None and s.leader >= 0
+            }
+        ),
+        "colors": svg.leader_color,
+    }
+
+
+# --- anomalies ---------------------------------------------------------------------
+
+
+def checks_section(results: dict[str, Any], config: dict[str, Any]) -> list[dict[str, Any]]:
+    checks = []
+    for name, check in sorted(as_dict(results.get("checks")).items()):
+        check = as_dict(check)
+        count = check.get("count") if isinstance(check.get("count"), int) else 0
+        exp = explain(name, check.get("explanation"))
+        checks.append(
+            {
+                "name": name,
+                "valid": check.get("valid"),
+                "count": count,
+                "severity": check.get("severity") or "error",
+                "title": exp.title,
+                "meaning": exp.meaning,
+                "causes": exp.causes,
+                "checker_explanation": check.get("explanation"),
+                "hints": hints(name, config),
+                "examples": [example_view(name, ex) for ex in as_list(check.get("examples"))],
+                "anomalous": count > 0 or check.get("valid") is False,
+            }
+        )
+    return checks
+
+
+def example_view(check: str, ex: Any) -> dict[str, Any]:
+    """Split an example into special parts (neighbours, indices) and plain fields."""
+    ex = as_dict(ex)
+    indices = [i for i in as_list(ex.get("indices")) if isinstance(i, int)]
+    view: dict[str, Any] = {
+        "fields": [(k, show_value(v)) for k, v in ex.items() if k not in ("indices", "neighbours")],
+        "indices": indices[:MAX_INDICES],
+        "more_indices": max(0, len(indices) - MAX_INDICES),
+    }
+    neighbours = as_list(ex.get("neighbours"))
+    if neighbours:
+        offset = ex.get("offset")
+        rows = []
+        for n in neighbours:
+            n = as_dict(n)
+            reads = as_list(n.get("read_values"))
+            rows.append(
+                {
+                    "offset": n.get("offset"),
+                    "acked": n.get("acked_value"),
+                    "reads": reads,
+                    "lost": n.get("offset") == offset,
+                    "mismatch": bool(reads) and any(r != n.get("acked_value") for r in reads),
+                }
+            )
+        at_lost = next((r["reads"] for r in rows if r["lost"]), [])
+        view["neighbours"] = rows
+        view["read_at_offset"] = at_lost
+        view["lost"] = {
+            k: ex.get(k)
+            for k in ("value", "topic", "partition", "offset", "ack_index", "invoke_index")
+        }
+    return view
+
+
+def lag_section(results: dict[str, Any]) -> dict[str, Any]:
+    lag = as_dict(as_dict(results.get("stats")).get("realtime_lag"))
+    if not lag:
+        return {"missing": "realtime lag not available (no results.json statistics)"}
+    buckets = [as_dict(b) for b in as_list(lag.get("histogram"))]
+    out: dict[str, Any] = {"stats": lag, "worst": [as_dict(w) for w in as_list(lag.get("worst"))]}
+    if buckets:
+        out["svg"] = svg.bar_chart(
+            [f"≤{fmt_num(b.get('le_ms'), 0)}ms" for b in buckets],
+            [_f(b.get("count")) or 0.0 for b in buckets],
+            title="realtime lag histogram (reads per bucket)",
+        )
+    return out
+
+
+# --- files ---------------------------------------------------------------------------
+
+
+def href(run_dir: Path, path: Path) -> str:
+    return quote(path.relative_to(run_dir).as_posix())
+
+
+def links_section(run_dir: Path) -> dict[str, Any]:
+    files = []
+    for label, name in LINKED_FILES:
+        path = run_dir / name
+        files.append(
+            {
+                "label": label,
+                "name": name,
+                "href": quote(name),
+                "size": path.stat().st_size if path.is_file() else None,
+            }
+        )
+    logs_dir = run_dir / "logs"
+    logs = []
+    if logs_dir.is_dir():
+        for root, _dirs, names in os.walk(logs_dir):
+            for name in sorted(names):
+                path = Path(root) / name
+                logs.append(
+                    {
+                        "name": path.relative_to(logs_dir).as_posix(),
+                        "href": href(run_dir, path),
+                        "size": path.stat().st_size,
+                    }
+                )
+    logs.sort(key=lambda x: x["name"])
+    return {"files": files, "logs": logs}
+
+
+def schedule_section(run_dir: Path) -> dict[str, Any]:
+    sched = load_json(run_dir / "schedule.json")
+    if sched.data is None:
+        return {"missing": sched.missing}
+    data = as_dict(sched.data)
+    return {"seed": data.get("seed"), "ops": [as_dict(o) for o in as_list(data.get("ops"))]}
+
+
+# --- page ----------------------------------------------------------------------------
+
+
+def build_context(run_dir: Path) -> dict[str, Any]:
+    config_in = load_json(run_dir / "config.json")
+    results_in = load_json(run_dir / "results.json")
+    config, results = as_dict(config_in.data), as_dict(results_in.data)
+    verdict, verdict_reason = verdict_of(results_in)
+    timeline = timeline_section(run_dir, results)
+    checks = checks_section(results, config)
+    return {
+        "run_dir": run_dir.name,
+        "run_path": str(run_dir),
+        "generated_at": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        "css": (STATIC / "report.css").read_text(encoding="utf-8"),
+        "config": config,
+        "config_missing": config_in.missing,
+        "config_sections": config_sections(config) if config else [],
+        "head": headline(config),
+        "results": results,
+        "results_missing": results_in.missing,
+        "verdict": verdict,
+        "verdict_reason": verdict_reason,
+        "expectation": expectation(config, verdict),
+        "timeline": timeline,
+        "partitions": partitions_section(run_dir, timeline["faults"], timeline["end_s"]),
+        "checks": checks,
+        "anomalies": [c for c in checks if c["anomalous"]],
+        "lag": lag_section(results),
+        "links": links_section(run_dir),
+        "schedule": schedule_section(run_dir),
+    }
+
+
+def render_report(run_dir: Path) -> str:
+    return environment().get_template("report.j2").render(**build_context(run_dir))
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Readers (a browser, CI artifact upload) never see a half-written page."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def write_report(run_dir: Path) -> Path:
+    """Render ``run_dir/report.html`` from whatever inputs the run left; return its path."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise ReportError(f"{run_dir}: not a run directory (no such directory)")
+    out = run_dir / "report.html"
+    write_atomic(out, render_report(run_dir))
+    return out

@@ -1,0 +1,152 @@
+"""The safety report rendered from simulated run directories."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+
+import pytest
+from report_fixtures import XSS, build_run
+
+from harness.cli import main
+from reports.render import ReportError, write_report
+
+# a resource reference (src=, href=, url()) to another host, with or without a scheme
+EXTERNAL = re.compile(r"""(?:(?:src|href)\s*=\s*|url\()\s*["']?\s*(?:https?:)?//""", re.IGNORECASE)
+
+
+def render(run: Path) -> str:
+    return write_report(run).read_text()
+
+
+def assert_self_contained(page: str) -> None:
+    assert not EXTERNAL.search(page), EXTERNAL.search(page)
+    assert "<link" not in page and "@import" not in page
+
+
+def test_invalid_run_shows_the_lost_write_with_its_ack_and_neighbours(tmp_path: Path) -> None:
+    sim = build_run(tmp_path, "invalid", expected="invalid")
+    page = render(tmp_path)
+    value, ack_index, invoke_index, _ = sim.acked[sim.lost]
+    part, offset = sim.lost
+
+    assert 'class="banner v-invalid"' in page
+    assert "expected invalid — expectation held" in page
+    lost = page[page.index('id="anomaly-lost-write"') :]
+    lost = lost[: lost.index("</article>")]
+    assert f'Value <strong class="val">{value}</strong>' in lost
+    assert f"chaos/{part} offset {offset}" in lost
+    assert f"history index <strong>{ack_index}</strong>" in lost
+    assert f"invoked at index {invoke_index}" in lost
+    assert "<strong>nothing</strong>" in lost  # nothing was read at the lost offset
+    rows = re.findall(r'<tr class="lost">\s*<td class="n">(\d+)', lost)
+    assert rows == [str(offset)]
+    for o in range(offset - 3, offset + 4):  # the neighbours with what was read there
+        if o != offset and (part, o) in sim.acked:
+            assert f"[{sim.acked[(part, o)][0]}]" in lost
+    assert "Unclean leader election was enabled" in lost  # config-specific hint
+    assert 'id="anomaly-nonmonotonic-poll"' in page and "sev-warning" in page
+    assert page.count('class="chart"') == 4  # throughput, latency, partitions, lag histogram
+    assert "kill n2" in page  # fault band label
+    assert 'href="logs/n1/server.log"' in page and 'href="history.jsonl"' in page
+    assert_self_contained(page)
+
+
+def test_valid_run_has_no_anomalies_and_flags_a_broken_expectation(tmp_path: Path) -> None:
+    build_run(tmp_path, "valid", expected="invalid")
+    page = render(tmp_path)
+    assert 'class="banner v-valid"' in page
+    assert "No anomalies: every check found a count of 0." in page
+    assert "expected invalid — expectation NOT held" in page
+    assert 'class="anomaly' not in page
+
+
+def test_unknown_run_reports_the_incomplete_drain(tmp_path: Path) -> None:
+    build_run(tmp_path, "unknown")
+    page = render(tmp_path)
+    assert 'class="banner v-unknown"' in page
+    assert "the final drain did not complete" in page
+    assert 'id="anomaly-unseen"' in page
+
+
+def test_missing_optional_inputs_render_not_available_sections(tmp_path: Path) -> None:
+    build_run(tmp_path, "invalid", results=False, optional=False)
+    page = render(tmp_path)
+    assert 'class="banner v-unknown"' in page
+    assert "results.json not available (file absent)" in page
+    assert "cluster-state.jsonl not available" in page
+    assert "schedule.json not available" in page
+    assert "no node logs were collected" in page
+    assert "realtime lag not available" in page
+    # the timeline still comes from the history
+    assert "from history.jsonl" in page and page.count('class="chart"') == 2
+
+
+def test_an_empty_directory_still_renders(tmp_path: Path) -> None:
+    page = render(tmp_path)
+    assert 'class="banner v-unknown"' in page
+    assert "config.json not available" in page
+    assert "no timeline" in page
+
+
+def test_results_timeline_is_preferred_over_the_history(tmp_path: Path) -> None:
+    build_run(tmp_path, "invalid", results_timeline=True)
+    (tmp_path / "history.jsonl").unlink()  # proves the history is not needed
+    page = render(tmp_path)
+    assert "Per second, from results.json" in page
+    assert page.count('class="chart"') == 4
+    assert "95.0" in page and "40.0" in page  # the per-fault rates from results
+
+
+def test_a_corrupt_history_line_is_reported_and_the_prefix_kept(tmp_path: Path) -> None:
+    build_run(tmp_path, "valid", results=False)
+    lines = (tmp_path / "history.jsonl").read_text().splitlines(keepends=True)
+    lines.insert(500, "{not json\n")
+    (tmp_path / "history.jsonl").write_text("".join(lines))
+    page = render(tmp_path)
+    assert "History read stopped early" in page and "line 501" in page
+    assert "(500 history lines read)" in page
+
+
+def test_garbage_results_json_is_not_available(tmp_path: Path) -> None:
+    build_run(tmp_path, "valid")
+    (tmp_path / "results.json").write_text("{\n  truncated")
+    page = render(tmp_path)
+    assert "results.json not available: line 2: invalid JSON" in page
+    assert 'class="banner v-unknown"' in page
+
+
+def test_kafka_and_history_data_is_escaped(tmp_path: Path) -> None:
+    build_run(tmp_path, "invalid", xss=True)
+    page = render(tmp_path)
+    assert "<script" not in page.lower()
+    assert XSS not in page
+    escaped = html.escape(XSS, quote=False)
+    assert page.count(escaped) >= 6  # scenario, fault name, targets, example key+value, check
+    # also in SVG text (fault band label) and in a link to a node log file
+    assert re.search(r'<text[^>]*class="fault-label"[^>]*>kill&lt;script&gt;', page)
+    assert "evil%3Cscript%3Ealert%281%29%3C_script%3E.log" in page
+    assert_self_contained(page)
+
+
+def test_expected_verdict_respected_in_results_json(tmp_path: Path) -> None:
+    build_run(tmp_path, "valid")
+    results = json.loads((tmp_path / "results.json").read_text())
+    results["verdict"] = "bogus"
+    (tmp_path / "results.json").write_text(json.dumps(results))
+    assert "no recognised verdict" in render(tmp_path)
+
+
+def test_missing_run_dir_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(ReportError, match="nope: not a run directory"):
+        write_report(tmp_path / "nope")
+
+
+def test_cli_report_rewrites_the_page(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    build_run(tmp_path, "valid")
+    assert main(["report", str(tmp_path)]) == 0
+    assert (tmp_path / "report.html").is_file()
+    assert str(tmp_path / "report.html") in capsys.readouterr().out
+    assert main(["report", str(tmp_path / "missing")]) == 3
