@@ -205,30 +205,29 @@ def _print_nodes(console: Console, cluster: Cluster, up: dict[str, bool]) -> Non
 
 
 def _print_kafka_state(console: Console, cluster: Cluster) -> None:
-    admin = _optional("harness.admin")
-    if admin is None:
-        console.print("[yellow]harness.admin is not installed: no Kafka state[/]")
+    admin, kafka_db = _optional("harness.admin"), _optional("harness.kafka_db")
+    if admin is None or kafka_db is None:
+        console.print("[yellow]harness.admin/kafka_db not installed: no Kafka state[/]")
         return
-    bootstrap = cluster.bootstrap_servers()
     try:
-        controller = admin.controller_id(bootstrap, ADMIN_TIMEOUT_S)
-        partitions = admin.describe_topics(bootstrap, ADMIN_TIMEOUT_S)
-    except Exception as e:  # an unhealthy cluster is a status, not a crash
+        controller = kafka_db.controller_id(cluster, timeout_s=ADMIN_TIMEOUT_S)
+        partitions = admin.describe_topics(cluster.bootstrap_servers(), timeout_s=ADMIN_TIMEOUT_S)
+    except HarnessError as e:  # an unhealthy cluster is a status, not a crash
         console.print(f"[red]Kafka not answering within {ADMIN_TIMEOUT_S:.0f}s:[/] {e}")
         return
-    console.print(f"active controller: {controller if controller is not None else 'none'}")
+    console.print(f"active controller: {controller if controller is not None else '[red]none[/]'}")
     table = Table(title="partitions")
     for column in ("topic", "partition", "leader", "replicas", "isr"):
         table.add_column(column)
     for p in partitions:
-        isr = ",".join(map(str, p["isr"]))
-        if len(p["isr"]) < len(p["replicas"]):
+        isr = ",".join(map(str, p.isr))
+        if len(p.isr) < len(p.replicas):
             isr = f"[yellow]{isr}[/]"
         table.add_row(
-            p["topic"],
-            str(p["partition"]),
-            str(p["leader"]) if p["leader"] is not None and p["leader"] >= 0 else "[red]none[/]",
-            ",".join(map(str, p["replicas"])),
+            p.topic,
+            str(p.partition),
+            str(p.leader) if p.leader is not None else "[red]none[/]",
+            ",".join(map(str, p.replicas)),
             isr,
         )
     console.print(table)

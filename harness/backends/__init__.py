@@ -21,10 +21,14 @@ log = logging.getLogger(__name__)
 
 BACKENDS = ("local", "vagrant", "ssh")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$")
+# remote root dirs are /var/lib/kafka-chaos/<name>, beside the harness's own clusters/
+RESERVED_NAMES = {"clusters", "dist", "cache"}
 
 
 def validate_name(name: str) -> None:
     """Cluster names become directory names and link aliases, so keep them plain."""
+    if name in RESERVED_NAMES:
+        raise ConfigError(f"cluster name {name!r} is reserved; pick another")
     if not _NAME.match(name or ""):
         raise ConfigError(
             f"cluster name {name!r} is invalid: use 1-32 letters, digits, '-' or '_', "

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.backends.procs import alive, cmdline, read_pid
+from harness.backends.procs import owned, read_pid
 from harness.cluster import Cluster
 from harness.errors import HarnessError
 from harness.node import Node, quote
@@ -61,9 +61,7 @@ def local_processes(root_dir: str) -> list[ProcessState]:
     states = []
     for pid_file in sorted((Path(root_dir) / "run").glob("*.pid")):
         pid = read_pid(pid_file)
-        line = cmdline(pid) if pid else None
-        ours = bool(pid and line and root_dir in line and alive(pid))
-        states.append(ProcessState(pid_file.stem, pid, ours))
+        states.append(ProcessState(pid_file.stem, pid, bool(pid and owned(pid, root_dir))))
     return states
 
 
@@ -73,11 +71,25 @@ def remote_process_script(root_dir: str) -> str:
     "alive" requires the pid's command line to contain root_dir, the same
     ownership proof teardown uses.
     """
-    root = quote(root_dir)
     return (
-        f"cd {root}/run 2>/dev/null || exit 0; "
+        f"cd {quote(root_dir)}/run 2>/dev/null || exit 0; "
         'for f in *.pid; do [ -e "$f" ] || continue; p=$(cat "$f"); s=dead; '
-        'if [ -n "$p" ] && [ -r /proc/$p/cmdline ] && '
-        f"tr '\\0' ' ' < /proc/$p/cmdline | grep -qF -- {root}; then s=alive; fi; "
+        f"if {owned_test(root_dir, '$p')}; then s=alive; fi; "
         'echo "${f%.pid} ${p:-none} $s"; done'
+    )
+
+
+def owned_test(root_dir: str, pid_expr: str) -> str:
+    """Shell condition: process ``pid_expr`` lives and its command line names ``root_dir``.
+
+    The remote twin of ``procs.owned``: an argument equal to root_dir, ending in
+    ``=root_dir`` or containing ``root_dir/``.
+    """
+    root = quote(root_dir.rstrip("/"))
+    return (
+        f'[ -n "{pid_expr}" ] && [ -r /proc/{pid_expr}/cmdline ] && '
+        f"tr '\\0' '\\n' < /proc/{pid_expr}/cmdline | awk -v r={root} "
+        '\'$0 == r || index($0, r "/") || '
+        '(length($0) > length(r) && substr($0, length($0) - length(r)) == "=" r) {f = 1} '
+        "END {exit !f}'"
     )

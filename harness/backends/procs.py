@@ -20,13 +20,28 @@ log = logging.getLogger(__name__)
 TERM_GRACE_S = 10.0
 
 
-def cmdline(pid: int) -> str | None:
-    """The command line of ``pid`` with NULs as spaces, or None if it is gone."""
+def cmdline(pid: int) -> list[str] | None:
+    """The arguments of ``pid``, or None if it is gone."""
     try:
         raw = Path(f"/proc/{pid}/cmdline").read_bytes()
     except (FileNotFoundError, ProcessLookupError, PermissionError):
         return None
-    return raw.replace(b"\0", b" ").decode(errors="replace").strip()
+    return [a.decode(errors="replace") for a in raw.split(b"\0") if a]
+
+
+def mentions_root(args: list[str], root_dir: str) -> bool:
+    """True when an argument is ``root_dir``, ends in ``=root_dir`` or names a path below it.
+
+    Matching whole path components keeps ``/x/a1`` from claiming ``/x/a10``'s processes.
+    """
+    root = root_dir.rstrip("/")
+    return any(a == root or a.endswith("=" + root) or root + "/" in a for a in args)
+
+
+def owned(pid: int, root_dir: str) -> bool:
+    """``pid`` is alive and its command line names ``root_dir``."""
+    args = cmdline(pid)
+    return args is not None and mentions_root(args, root_dir) and alive(pid)
 
 
 def alive(pid: int) -> bool:
@@ -46,22 +61,21 @@ def read_pid(pid_file: Path) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-def owned_pids_from_files(run_dir: Path, marker: str) -> dict[int, Path]:
-    """Live pids from ``run_dir/*.pid`` whose command line contains ``marker``."""
-    owned: dict[int, Path] = {}
+def owned_pids_from_files(run_dir: Path, root_dir: str) -> dict[int, Path]:
+    """Live pids from ``run_dir/*.pid`` whose command line names ``root_dir``."""
+    found: dict[int, Path] = {}
     if not run_dir.is_dir():
-        return owned
+        return found
     for pid_file in sorted(run_dir.glob("*.pid")):
         pid = read_pid(pid_file)
         if pid is None or pid <= 1:
             continue
-        line = cmdline(pid)
-        if line is None or marker not in line:
-            if line is not None:
-                log.warning("%s: pid %d is not ours (%s); leaving it", pid_file, pid, line[:80])
+        if not owned(pid, root_dir):
+            if alive(pid):
+                log.warning("%s: pid %d is not ours; leaving it", pid_file, pid)
             continue
-        owned[pid] = pid_file
-    return owned
+        found[pid] = pid_file
+    return found
 
 
 def terminate(pids: Iterable[int], grace_s: float = TERM_GRACE_S) -> list[int]:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.backends import keys, verify
+from harness.backends.health import owned_test
 from harness.cluster import Cluster
 from harness.errors import HarnessError
 from harness.node import Node, quote
@@ -25,11 +26,11 @@ TEARDOWN_TIMEOUT_S = 60.0
 
 
 def teardown_script(root_dir: str) -> str:
+    """Shell: stop our pid-file processes (CONT, TERM, KILL after 10 s), remove root_dir."""
     root = quote(root_dir)
     return (
         f'pids=; for f in {root}/run/*.pid; do [ -e "$f" ] || continue; p=$(cat "$f"); '
-        '[ -n "$p" ] && [ -r /proc/$p/cmdline ] && '
-        f"tr '\\0' ' ' < /proc/$p/cmdline | grep -qF -- {root} && pids=\"$pids $p\"; done; "
+        f'if {owned_test(root_dir, "$p")}; then pids="$pids $p"; fi; done; '
         'if [ -n "$pids" ]; then kill -CONT $pids; kill -TERM $pids; '
         "for i in $(seq 100); do live=; for p in $pids; do kill -0 $p 2>/dev/null && "
         'live="$live $p"; done; [ -z "$live" ] && break; sleep 0.1; done; '
