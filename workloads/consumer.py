@@ -22,7 +22,7 @@ from harness.errors import ConfigError
 from harness.spec import TestSpec
 from workloads.delivery_errors import classify_commit, error_name
 from workloads.history import HistoryWriter
-from workloads.values import Counter, decode_key, decode_payload
+from workloads.values import CLIENT_LOGGER, Counter, decode_key, decode_payload
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +91,7 @@ def consumer_config(spec: TestSpec, bootstrap: str, group: str, client_id: str) 
         # short limit evicts a wedged member quickly instead of after 5 min.
         "max.poll.interval.ms": max(c.session_timeout_ms, 30_000),
         "socket.timeout.ms": SOCKET_TIMEOUT_MS,
+        "logger": CLIENT_LOGGER,
     }
 
 

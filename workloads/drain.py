@@ -18,6 +18,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from workloads.consumer import SOCKET_TIMEOUT_MS, close_quietly, poll_once
 from workloads.history import HistoryWriter
+from workloads.values import CLIENT_LOGGER
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,7 @@ def drain_config(bootstrap: str, topic: str) -> dict[str, object]:
         "auto.offset.reset": "earliest",
         "enable.partition.eof": False,
         "socket.timeout.ms": SOCKET_TIMEOUT_MS,
+        "logger": CLIENT_LOGGER,
     }
 
 

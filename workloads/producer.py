@@ -21,7 +21,14 @@ from harness.errors import ConfigError
 from harness.spec import ProducerSpec, TestSpec
 from workloads.delivery_errors import classify, error_name
 from workloads.history import HistoryWriter
-from workloads.values import Counter, decode_key, decode_payload, encode_payload, key_and_partition
+from workloads.values import (
+    CLIENT_LOGGER,
+    Counter,
+    decode_key,
+    decode_payload,
+    encode_payload,
+    key_and_partition,
+)
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +94,7 @@ def producer_config(p: ProducerSpec, bootstrap: str, client_id: str) -> dict[str
         "delivery.timeout.ms": p.delivery_timeout_ms,
         "socket.timeout.ms": SOCKET_TIMEOUT_MS,
         "message.max.bytes": max(1_000_000, p.message_bytes * 2),
+        "logger": CLIENT_LOGGER,
     }
     if p.retries is not None:
         conf["retries"] = p.retries
