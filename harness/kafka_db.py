@@ -1,0 +1,528 @@
+"""Kafka (and ZooKeeper) lifecycle on nodes, over SSH only.
+
+Each process we start is described by a ``Service``: a launcher script in
+``<root_dir>/config`` written by ``configure``, a pid file in
+``<root_dir>/run`` written by that launcher, and stdout/stderr in
+``<root_dir>/logs``.  Every signal goes through ``_signal``: it reads the pid
+file and checks that ``/proc/<pid>/cmdline`` carries this node's
+``-Dkafka.chaos.root=<root_dir>`` before touching the pid, so a reused pid or
+another engineer's broker on the same host is never signalled.
+
+Harness-side state (the KRaft cluster id) is kept in
+``<state_dir>/kafka.json`` so a restarted harness formats nothing twice.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import socket
+import tarfile
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from harness import admin
+from harness import kafka_config as kc
+from harness.cluster import ZOOKEEPER_PORT, Cluster
+from harness.distribution import Distribution, for_spec
+from harness.distribution import install as install_dist
+from harness.errors import CommandFailed, HarnessError, NodeUnreachable
+from harness.node import Node, quote
+from harness.spec import ClusterSpec
+
+log = logging.getLogger(__name__)
+
+STOP_TIMEOUT_S = 30.0
+START_CHECK_S = 3.0
+HEALTHY_TIMEOUT_S = 120.0
+FORMAT_TIMEOUT_S = 120.0
+TOOL_HEAP_MB = 256
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Service:
+    """A long-running JVM on a node and the files that describe it."""
+
+    name: str  # kafka | zookeeper
+
+    def pid_file(self, node: Node) -> str:
+        return node.path("run", f"{self.name}.pid")
+
+    def launcher(self, node: Node) -> str:
+        return node.path("config", f"{self.name}-start.sh")
+
+    def stdout(self, node: Node) -> str:
+        return node.path("logs", f"{self.name}.out")
+
+
+KAFKA = Service("kafka")
+ZOOKEEPER = Service("zookeeper")
+
+
+# --- pid-file guarded signalling -------------------------------------------------
+
+
+def _owned_pid_script(service: Service, node: Node) -> str:
+    """Shell that sets $pid to the service's pid if it is alive and ours, else exits 3."""
+    tag = f"-Dkafka.chaos.root={node.root_dir}"
+    return (
+        f"pid=$(cat {quote(service.pid_file(node))} 2>/dev/null) || exit 3; "
+        f'case "$pid" in ""|*[!0-9]*) exit 3;; esac; '
+        f"tr '\\0' '\\n' < /proc/$pid/cmdline 2>/dev/null | grep -qxF -- {quote(tag)} || exit 3; "
+        f'state=$(sed -n "s/^State:[[:space:]]*\\([A-Z]\\).*/\\1/p" /proc/$pid/status); '
+        f'[ "$state" = Z ] && exit 3; '
+    )
+
+
+def _running(service: Service, node: Node) -> bool:
+    res = node.run(_owned_pid_script(service, node) + "exit 0", timeout=15, check=False)
+    return res.exit_code == 0
+
+
+def _signal(service: Service, node: Node, sig: str, wait_exit_s: float = 0.0) -> bool:
+    """Send ``sig`` to the service; with ``wait_exit_s``, wait for it to exit.
+
+    Returns False when the service was not running (nothing signalled).
+    """
+    wait = ""
+    if wait_exit_s > 0:
+        loops = max(1, int(wait_exit_s * 5))
+        wait = (
+            f"i=0; while [ $i -lt {loops} ] && [ -d /proc/$pid ] && "
+            f'[ "$(sed -n "s/^State:[[:space:]]*\\([A-Z]\\).*/\\1/p" /proc/$pid/status)" != Z ]; '
+            f"do sleep 0.2; i=$((i+1)); done; "
+            f'[ -d /proc/$pid ] && [ "$(sed -n "s/^State:[[:space:]]*\\([A-Z]\\).*/\\1/p" '
+            f'/proc/$pid/status)" != Z ] && exit 4; '
+            f"rm -f {quote(service.pid_file(node))}; "
+        )
+    script = _owned_pid_script(service, node) + f"kill -{sig} $pid; " + wait + "exit 0"
+    res = node.run(script, timeout=wait_exit_s + 20, check=False)
+    if res.exit_code == 3:
+        return False
+    if res.exit_code == 4:
+        raise CommandFailed(f"{node.name}: {service.name} still alive {wait_exit_s}s after {sig}")
+    if res.exit_code != 0:
+        raise CommandFailed(f"{node.name}: signalling {service.name} failed: {res.stderr.strip()}")
+    return True
+
+
+def _start(service: Service, node: Node) -> None:
+    """Start the service detached from the SSH session; no-op if already running."""
+    if _running(service, node):
+        return
+    launcher = service.launcher(node)
+    node.run(
+        f"test -f {quote(launcher)} || "
+        f"{{ echo 'no {launcher}; run configure first' >&2; exit 1; }}; "
+        f"mkdir -p {quote(node.path('run'))} {quote(node.path('logs'))}; "
+        f"rm -f {quote(service.pid_file(node))}; "
+        f"setsid nohup sh {quote(launcher)} </dev/null >>{quote(service.stdout(node))} 2>&1 &",
+        timeout=20,
+    )
+    deadline = time.monotonic() + START_CHECK_S
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        if _running(service, node):
+            return
+    tail = node.run(f"tail -n 20 {quote(service.stdout(node))}", timeout=15, check=False).stdout
+    raise CommandFailed(f"{node.name}: {service.name} did not stay up; its output:\n{tail}")
+
+
+def _stop(service: Service, node: Node, timeout_s: float) -> bool:
+    """SIGTERM (plus SIGCONT so a paused JVM can act on it), then SIGKILL."""
+    try:
+        if not _signal(service, node, "TERM"):
+            return False
+        _signal(service, node, "CONT")
+        return _signal(service, node, "0", wait_exit_s=timeout_s) or True
+    except CommandFailed:
+        log.warning(
+            "%s: %s ignored SIGTERM for %ss; killing it", node.name, service.name, timeout_s
+        )
+        _kill(service, node)
+        return True
+
+
+def _kill(service: Service, node: Node) -> bool:
+    return _signal(service, node, "KILL", wait_exit_s=10.0)
+
+
+# --- public per-node verbs ----------------------------------------------------------
+
+
+def is_running(node: Node) -> bool:
+    return _running(KAFKA, node)
+
+
+def start(node: Node) -> None:
+    _start(KAFKA, node)
+
+
+def stop(node: Node, timeout_s: float = STOP_TIMEOUT_S) -> bool:
+    """Clean broker shutdown; False if it was not running."""
+    return _stop(KAFKA, node, timeout_s)
+
+
+def kill(node: Node) -> bool:
+    """SIGKILL the broker (a crash); False if it was not running."""
+    return _kill(KAFKA, node)
+
+
+def pause(node: Node) -> bool:
+    return _signal(KAFKA, node, "STOP")
+
+
+def resume(node: Node) -> bool:
+    return _signal(KAFKA, node, "CONT")
+
+
+def zookeeper_running(node: Node) -> bool:
+    return _running(ZOOKEEPER, node)
+
+
+def start_zookeeper(node: Node) -> None:
+    _start(ZOOKEEPER, node)
+
+
+def stop_zookeeper(node: Node, timeout_s: float = STOP_TIMEOUT_S) -> bool:
+    return _stop(ZOOKEEPER, node, timeout_s)
+
+
+def kill_zookeeper(node: Node) -> bool:
+    return _kill(ZOOKEEPER, node)
+
+
+def pause_zookeeper(node: Node) -> bool:
+    return _signal(ZOOKEEPER, node, "STOP")
+
+
+def resume_zookeeper(node: Node) -> bool:
+    return _signal(ZOOKEEPER, node, "CONT")
+
+
+def install(node: Node, dist: Distribution) -> str:
+    """Ship the distribution to the node if it lacks it; return its directory."""
+    return install_dist(node, dist)
+
+
+def wipe(node: Node) -> None:
+    """Delete the node's Kafka and ZooKeeper data; refuses while either runs."""
+    for service in (KAFKA, ZOOKEEPER):
+        if _running(service, node):
+            raise HarnessError(f"{node.name}: stop {service.name} before wiping its data")
+    node.run(
+        f"rm -rf {quote(node.path('data', 'kafka'))} {quote(node.path('data', 'zookeeper'))}",
+        timeout=60,
+    )
+
+
+def collect_logs(node: Node, dest_dir: str | Path) -> list[Path]:
+    """Copy the node's logs/ and config/ into ``dest_dir``; return the files."""
+    dest = Path(dest_dir)
+    dest.mkdir(parents=True, exist_ok=True)
+    remote = node.path("run", f"logs-{uuid.uuid4().hex[:8]}.tar.gz")
+    node.run(
+        f"cd {quote(node.root_dir)} && tar -czf {quote(remote)} $(ls -d logs config 2>/dev/null)",
+        timeout=120,
+    )
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            local = Path(tmp, "logs.tar.gz")
+            node.get(remote, local)
+            with tarfile.open(local) as tar:
+                tar.extractall(dest, filter="data")
+    finally:
+        node.run(f"rm -f {quote(remote)}", timeout=30, check=False)
+    return sorted(p for p in dest.rglob("*") if p.is_file())
+
+
+# --- configuration ------------------------------------------------------------------
+
+
+def write_files(node: Node, files: dict[str, str], timeout_s: float = 30.0) -> None:
+    """Write text files on the node in one SSH command (base64: no quoting issues)."""
+    parts = ["set -e"]
+    for path, content in files.items():
+        b64 = base64.b64encode(content.encode()).decode()
+        parts.append(
+            f"mkdir -p {quote(str(Path(path).parent))}; "
+            f"echo {b64} | base64 -d > {quote(path)}.tmp; mv {quote(path)}.tmp {quote(path)}"
+        )
+    node.run("; ".join(parts), timeout=timeout_s)
+
+
+def node_files(
+    cluster: Cluster, node: Node, spec: ClusterSpec, dist: Distribution
+) -> dict[str, str]:
+    """Every file ``configure`` writes on ``node``, by absolute path."""
+    version, nodes = cluster.kafka_version, cluster.nodes
+    cfg = node.path("config")
+    files: dict[str, str] = {
+        f"{cfg}/tools-log.properties": kc.logging_config(version, None),
+        f"{cfg}/kafka-log.properties": kc.logging_config(version, node.path("logs", "server.log")),
+    }
+    if cluster.mode == "zk":
+        files[f"{cfg}/server.properties"] = kc.zk_server_properties(node, nodes, spec.broker_config)
+        files[f"{cfg}/zookeeper.properties"] = kc.zookeeper_properties(node, nodes)
+        files[f"{cfg}/zookeeper-log.properties"] = kc.logging_config(
+            version, node.path("logs", "zookeeper.log")
+        )
+        files[node.path("data", "zookeeper", "myid")] = f"{kc.zookeeper_myid(node, nodes)}\n"
+        zk_cmd = kc.java_command(
+            node.root_dir,
+            kc.ZOOKEEPER_HEAP_MB,
+            dist.node_classpath(),
+            kc.logging_flag(version, f"{cfg}/zookeeper-log.properties"),
+            kc.ZOOKEEPER_MAIN,
+            [f"{cfg}/zookeeper.properties"],
+        )
+        files[ZOOKEEPER.launcher(node)] = kc.launcher_script(ZOOKEEPER.pid_file(node), zk_cmd)
+    else:
+        files[f"{cfg}/server.properties"] = kc.kraft_server_properties(
+            node, nodes, spec.broker_config
+        )
+    kafka_cmd = kc.java_command(
+        node.root_dir,
+        spec.broker_heap_mb,
+        dist.node_classpath(),
+        kc.logging_flag(version, f"{cfg}/kafka-log.properties"),
+        kc.KAFKA_MAIN,
+        [f"{cfg}/server.properties"],
+    )
+    files[KAFKA.launcher(node)] = kc.launcher_script(KAFKA.pid_file(node), kafka_cmd)
+    return files
+
+
+def configure(cluster: Cluster, spec: ClusterSpec, dist: Distribution) -> None:
+    """Render and write every node's configs and launchers (running JVMs keep theirs)."""
+    _parallel(cluster.nodes, lambda n: write_files(n, node_files(cluster, n, spec, dist)))
+
+
+def tool_command(node: Node, dist: Distribution, version: str, main: str, args: list[str]) -> str:
+    """A shell command running a Kafka tool class on the node (logs WARN to stderr)."""
+    return kc.java_command(
+        node.root_dir,
+        TOOL_HEAP_MB,
+        dist.node_classpath(tools=True),
+        kc.logging_flag(version, node.path("config", "tools-log.properties")),
+        main,
+        args,
+    )
+
+
+def format_storage(node: Node, cluster_id: str, dist: Distribution, version: str) -> None:
+    """KRaft: format the node's log dir with the cluster id (no-op if formatted)."""
+    marker = node.path("data", "kafka", "meta.properties")
+    if node.run(f"test -f {quote(marker)}", timeout=15, check=False).ok:
+        return
+    cmd = kc.java_command(
+        node.root_dir,
+        TOOL_HEAP_MB,
+        dist.node_classpath(),
+        kc.logging_flag(version, node.path("config", "tools-log.properties")),
+        "kafka.tools.StorageTool",
+        [
+            "format",
+            "-t",
+            cluster_id,
+            "-c",
+            node.path("config", "server.properties"),
+            "--ignore-formatted",
+        ],
+    )
+    node.run(cmd, timeout=FORMAT_TIMEOUT_S)
+
+
+def _state_file(cluster: Cluster) -> Path:
+    return cluster.state_dir / "kafka.json"
+
+
+def kafka_cluster_id(cluster: Cluster) -> str:
+    """The KRaft cluster id, created once and kept with the cluster's state."""
+    path = _state_file(cluster)
+    try:
+        return json.loads(path.read_text())["cluster_id"]
+    except (FileNotFoundError, json.JSONDecodeError, KeyError):
+        pass
+    cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"cluster_id": cid}) + "\n")
+    return cid
+
+
+# --- whole-cluster operations -------------------------------------------------------
+
+
+def _parallel(nodes: Iterable[Node], fn: Callable[[Node], T]) -> list[T]:
+    """Run ``fn`` on every node concurrently; raise the first failure, naming the node."""
+    nodes = list(nodes)
+    with ThreadPoolExecutor(max_workers=max(1, len(nodes))) as pool:
+        futures = [pool.submit(fn, n) for n in nodes]
+        results, errors = [], []
+        for f in futures:
+            try:
+                results.append(f.result())
+            except HarnessError as e:
+                errors.append(e)
+        if errors:
+            raise errors[0]
+        return results
+
+
+def start_cluster(
+    cluster: Cluster, spec: ClusterSpec, timeout_s: float = HEALTHY_TIMEOUT_S
+) -> None:
+    """Install, configure, format and start every node, then wait until healthy.
+
+    Idempotent: a node that already has the distribution, storage or a running
+    process is left as it is.
+    """
+    kc.validate(cluster.kafka_version, cluster.mode, len(cluster.nodes), spec.broker_heap_mb)
+    dist = for_spec(cluster.kafka_version, spec.kafka_tarball)
+    # One node first: local nodes share a filesystem, so the rest find it installed.
+    install(cluster.nodes[0], dist)
+    _parallel(cluster.nodes[1:], lambda n: install(n, dist))
+    configure(cluster, spec, dist)
+    if cluster.mode == "zk":
+        _parallel(cluster.nodes, start_zookeeper)
+        wait_zookeeper(cluster, timeout_s)
+    else:
+        cid = kafka_cluster_id(cluster)
+        _parallel(cluster.nodes, lambda n: format_storage(n, cid, dist, cluster.kafka_version))
+    _parallel(cluster.nodes, start)
+    wait_healthy(cluster, timeout_s)
+
+
+def stop_cluster(cluster: Cluster, timeout_s: float = STOP_TIMEOUT_S) -> list[str]:
+    """Stop every broker, then ZooKeeper; best effort. Returns problems seen."""
+    problems: list[str] = []
+
+    def guarded(fn: Callable[[Node], object]) -> Callable[[Node], None]:
+        def run(node: Node) -> None:
+            try:
+                fn(node)
+            except HarnessError as e:
+                problems.append(str(e))
+
+        return run
+
+    _parallel(cluster.nodes, guarded(lambda n: stop(n, timeout_s)))
+    if cluster.mode == "zk":
+        _parallel(cluster.nodes, guarded(lambda n: stop_zookeeper(n, timeout_s)))
+    for p in problems:
+        log.warning("stop_cluster %s: %s", cluster.name, p)
+    return problems
+
+
+def wait_zookeeper(cluster: Cluster, timeout_s: float) -> None:
+    """Until every ZooKeeper answers ``srvr`` as leader or follower."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        modes = {n.name: _zk_mode(n.address) for n in cluster.nodes}
+        if all(m in ("leader", "follower", "standalone") for m in modes.values()):
+            return
+        if time.monotonic() >= deadline:
+            raise HarnessError(f"ZooKeeper ensemble not formed within {timeout_s}s: {modes}")
+        time.sleep(1.0)
+
+
+def _zk_mode(address: str) -> str:
+    """A ZooKeeper server's role from the ``srvr`` four-letter word, or the error."""
+    try:
+        with socket.create_connection((address, ZOOKEEPER_PORT), timeout=3) as s:
+            s.settimeout(3)
+            s.sendall(b"srvr")
+            data = b""
+            while chunk := s.recv(4096):
+                data += chunk
+    except OSError as e:
+        return f"unreachable ({e})"
+    for line in data.decode(errors="replace").splitlines():
+        if line.startswith("Mode:"):
+            return line.split(":", 1)[1].strip()
+    return "no quorum yet"
+
+
+def controller_id(cluster: Cluster, timeout_s: float = 10.0) -> int | None:
+    """The active controller: the ZK controller, or the KRaft quorum leader.
+
+    KRaft brokers do not expose the quorum leader to clients, so read each
+    voter's ``quorum-state`` file and trust the highest epoch that names a
+    leader (a partitioned voter may lag behind, never ahead with a leader).
+    """
+    if cluster.mode == "zk":
+        return admin.controller_id(cluster.bootstrap_servers(), timeout_s)
+    best: tuple[int, int] | None = None
+    for node in cluster.nodes:
+        path = node.path("data", "kafka", "__cluster_metadata-0", "quorum-state")
+        try:
+            res = node.run(f"cat {quote(path)}", timeout=timeout_s, check=False)
+            state = json.loads(res.stdout) if res.ok else {}
+        except (NodeUnreachable, json.JSONDecodeError):
+            continue
+        leader, epoch = state.get("leaderId", -1), state.get("leaderEpoch", -1)
+        if leader is not None and leader >= 0 and (best is None or epoch > best[0]):
+            best = (epoch, leader)
+    return None if best is None else best[1]
+
+
+def health_problems(cluster: Cluster, topic: str | None, timeout_s: float) -> list[str]:
+    """What keeps the cluster from being healthy right now (empty: healthy)."""
+    bootstrap = cluster.bootstrap_servers()
+    want = {n.node_id for n in cluster.nodes}
+    try:
+        have = set(admin.broker_ids(bootstrap, timeout_s))
+    except admin.AdminError as e:
+        return [str(e)]
+    problems = []
+    if want - have:
+        problems.append(f"brokers not registered: {sorted(want - have)}")
+    if admin.controller_id(bootstrap, timeout_s) is None:
+        problems.append("no controller")
+    if topic and not problems:
+        try:
+            parts = admin.describe_topics(bootstrap, [topic], timeout_s)
+        except admin.AdminError as e:
+            return [str(e)]
+        for p in parts:
+            if p.leader is None:
+                problems.append(f"{p.topic}-{p.partition}: no leader")
+            elif set(p.isr) != set(p.replicas):
+                problems.append(f"{p.topic}-{p.partition}: isr {list(p.isr)} of {list(p.replicas)}")
+    return problems
+
+
+def wait_healthy(
+    cluster: Cluster, timeout_s: float = HEALTHY_TIMEOUT_S, topic: str | None = None
+) -> None:
+    """Until all brokers are registered, a controller exists and (with ``topic``)
+    every partition of it has a leader and a full ISR."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        problems = health_problems(cluster, topic, timeout_s=min(10.0, timeout_s))
+        if not problems:
+            return
+        if time.monotonic() >= deadline:
+            down = [n.name for n in cluster.nodes if not _safe_running(n)]
+            extra = f"; broker process down on {down}" if down else ""
+            raise HarnessError(
+                f"cluster {cluster.name!r} not healthy after {timeout_s}s: "
+                f"{'; '.join(problems[:10])}{extra}"
+            )
+        time.sleep(1.0)
+
+
+def _safe_running(node: Node) -> bool:
+    try:
+        return is_running(node)
+    except HarnessError:
+        return False
