@@ -25,7 +25,7 @@ from harness.spec import NEWEST_KAFKA, SUPPORTED_KAFKA, ClusterSpec
 
 log = logging.getLogger(__name__)
 
-STOP_KAFKA_TIMEOUT_S = 60.0
+STOP_KAFKA_TIMEOUT_S = 10.0  # per broker; teardown SIGKILLs whatever is left
 ADMIN_TIMEOUT_S = 10.0
 
 
@@ -169,13 +169,13 @@ def _stop_kafka(cluster: Cluster) -> None:
 
     def stop() -> None:
         try:
-            kafka_db.stop_cluster(cluster)
+            kafka_db.stop_cluster(cluster, timeout_s=STOP_KAFKA_TIMEOUT_S)
         except Exception as e:  # teardown must go on whatever Kafka does
             log.warning("cluster %s: stopping Kafka failed: %s", cluster.name, e)
 
     worker = threading.Thread(target=stop, daemon=True, name=f"stop-kafka-{cluster.name}")
     worker.start()
-    worker.join(STOP_KAFKA_TIMEOUT_S)
+    worker.join(STOP_KAFKA_TIMEOUT_S + 20)
     if worker.is_alive():
         log.warning(
             "cluster %s: Kafka stop still running after %.0fs; tearing down anyway",

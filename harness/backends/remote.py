@@ -32,7 +32,9 @@ def teardown_script(root_dir: str) -> str:
         f'pids=; for f in {root}/run/*.pid; do [ -e "$f" ] || continue; p=$(cat "$f"); '
         f'if {owned_test(root_dir, "$p")}; then pids="$pids $p"; fi; done; '
         'if [ -n "$pids" ]; then kill -CONT $pids; kill -TERM $pids; '
+        # a zombie counts as gone: its parent, not us, has to reap it
         "for i in $(seq 100); do live=; for p in $pids; do kill -0 $p 2>/dev/null && "
+        "! grep -q '^State:[[:space:]]*Z' /proc/$p/status 2>/dev/null && "
         'live="$live $p"; done; [ -z "$live" ] && break; sleep 0.1; done; '
         '[ -n "$live" ] && kill -KILL $live; echo "stopped:$pids"; fi; '
         f"rm -rf {root}"
