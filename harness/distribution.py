@@ -21,6 +21,7 @@ them all, and the temp-name + atomic-rename install makes racing nodes safe.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import logging
@@ -253,18 +254,23 @@ def _seal(work: Path, final: Path, version: str, tools_version: str | None) -> D
         if found:
             return found
         shutil.rmtree(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
     work.rename(final)
     return Distribution(version, final, sha, tools_version)
 
 
 def _pack(base: Path, subdirs: list[str], out: Path) -> None:
-    """A reproducible tar.gz: sorted names, fixed times and owners."""
+    """A reproducible tar.gz: sorted names, fixed times and owners, bare gzip header."""
 
     def normalise(info: tarfile.TarInfo) -> tarfile.TarInfo:
         info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
         return info
 
-    with tarfile.open(out, "w:gz", compresslevel=1) as tar:
+    with (
+        open(out, "wb") as raw,
+        gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=1) as gz,
+        tarfile.open(fileobj=gz, mode="w") as tar,
+    ):
         for sub in subdirs:
             for path in sorted((base / sub).rglob("*")):
                 tar.add(path, path.relative_to(base).as_posix(), False, filter=normalise)

@@ -31,6 +31,7 @@ ZOOKEEPER_MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 
 def validate(version: str, mode: str, nodes: int, heap_mb: int) -> None:
     """Reject cluster shapes Kafka cannot run, naming the offending option."""
+    major(version)
     if mode not in MODES:
         raise ConfigError(f"cluster.mode {mode!r}: must be one of {', '.join(MODES)}")
     if mode == "zk" and major(version) >= 4:
