@@ -1,0 +1,182 @@
+"""The local backend for real: namespaces, bridge, sshd, pinned keys, teardown.
+
+No Kafka here (that is the teardown test's and the Kafka layer's job): this
+module checks the nodes themselves, which takes seconds.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+from _local_leftovers import leftovers, pids_from_files
+
+from harness import backends
+from harness.backends.ssh_inventory import load_inventory
+from harness.backends.verify import check_mesh
+from harness.cluster import cluster_dir
+from harness.errors import NodeUnreachable
+from harness.node import Node, SSHTarget
+from harness.spec import ClusterSpec
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(os.geteuid() != 0, reason="the local backend needs root"),
+]
+
+NAME = "a1"
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    backends.destroy_cluster(NAME)  # a leftover of an earlier, killed session
+    c = backends.create_cluster(ClusterSpec(name=NAME, nodes=3))
+    yield c
+    c.close()
+    backends.destroy_cluster(NAME)
+
+
+def test_every_node_answers_over_ssh_on_its_own_address(cluster) -> None:
+    slot = cluster.backend_state["slot"]
+    for i, node in enumerate(cluster.nodes, start=1):
+        assert node.address == f"10.251.{slot}.{10 + i}"
+        assert node.run("hostname", timeout=10).stdout.strip()
+        addrs = node.run("ip -4 -o addr show dev eth0", timeout=10).stdout
+        assert f"inet {node.address}/24" in addrs
+        assert node.run("ip route show default", timeout=10).stdout.startswith(
+            f"default via 10.251.{slot}.1"
+        )
+        for sub in ("run", "data", "logs", "config"):
+            assert Path(node.root_dir, sub).is_dir()
+
+
+def test_nodes_reach_each_other_over_tcp(cluster) -> None:
+    check_mesh(cluster, port=22)
+    n1, n2 = cluster.nodes[:2]
+    # a real listener on n2, reached from n1 (not just sshd)
+    n2.run(
+        'nohup timeout 20 python3 -c "import socket; s=socket.socket(); '
+        "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('0.0.0.0', 9999)); "
+        "s.listen(); c, _ = s.accept(); c.sendall(b'pong')\" >/dev/null 2>&1 &",
+        timeout=10,
+    )
+    got = n1.run(
+        f"for i in $(seq 50); do r=$(timeout 2 bash -c 'exec 3<>/dev/tcp/{n2.address}/9999; "
+        'cat <&3\' 2>/dev/null) && [ -n "$r" ] && echo $r && break; sleep 0.1; done',
+        timeout=20,
+    ).stdout
+    assert got.strip() == "pong"
+
+
+def test_host_keys_are_pinned(cluster, tmp_path: Path) -> None:
+    node = cluster.nodes[0]
+    other = cluster.nodes[1]
+    known = Path(node.ssh.known_hosts).read_text().splitlines()
+    assert len(known) == 3 and known[0].startswith(f"{node.address} ssh-ed25519 ")
+    # n1's address with n2's host key: the connection must be refused
+    wrong = tmp_path / "known_hosts"
+    wrong.write_text(f"{node.address} {known[1].split(' ', 1)[1]}\n")
+    impostor = Node(
+        name="n1",
+        node_id=1,
+        address=node.address,
+        ssh=SSHTarget(host=node.address, key_file=node.ssh.key_file, known_hosts=str(wrong)),
+        root_dir=node.root_dir,
+    )
+    with pytest.raises(NodeUnreachable):
+        impostor.run("true", timeout=10)
+    assert other.run("true", timeout=10).ok
+
+
+def test_guard_route_covers_the_subnet(cluster) -> None:
+    slot = cluster.backend_state["slot"]
+    routes = subprocess.run(
+        ["ip", "route", "show", f"10.251.{slot}.0/24"], capture_output=True, text=True, check=True
+    ).stdout
+    assert f"unreachable 10.251.{slot}.0/24 metric 4000" in routes
+
+
+def test_ssh_backend_drives_the_same_nodes_from_an_inventory(cluster, tmp_path: Path) -> None:
+    """The ssh backend end to end, against real sshds (the local nodes)."""
+    key = cluster.nodes[0].ssh.key_file
+    inventory = tmp_path / "hosts.toml"
+    inventory.write_text(
+        "".join(f'[[hosts]]\nhost = "{n.address}"\nkey = "{key}"\n' for n in cluster.nodes)
+    )
+    assert len(load_inventory(inventory).hosts) == 3
+    name = "a2"
+    backends.destroy_cluster(name)
+    remote = backends.create_cluster(
+        ClusterSpec(name=name, backend="ssh", nodes=3, inventory=str(inventory))
+    )
+    try:
+        pinned = Path(cluster_dir(name) / "known_hosts").read_text()
+        assert pinned == Path(cluster.nodes[0].ssh.known_hosts).read_text()
+        assert remote.nodes[2].run("test -d /var/lib/kafka-chaos/a2/run", timeout=10).ok
+    finally:
+        remote.close()
+        removed = backends.destroy_cluster(name)
+    assert "cluster dir" in removed[-1]
+    assert not Path("/var/lib/kafka-chaos/a2").exists()
+    assert not cluster_dir(name).exists()
+
+
+def test_concurrent_ups_get_distinct_slots() -> None:
+    names = ("a1x", "a2x")
+    for n in names:
+        backends.destroy_cluster(n)
+    made, errors = {}, []
+
+    def up(n: str) -> None:
+        try:
+            made[n] = backends.create_cluster(ClusterSpec(name=n, nodes=1))
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=up, args=(n,)) for n in names]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        assert not errors
+        slots = {c.backend_state["slot"] for c in made.values()}
+        assert len(slots) == 2
+    finally:
+        for c in made.values():
+            c.close()
+        for n in names:
+            backends.destroy_cluster(n)
+
+
+def test_destroy_removes_everything_and_is_idempotent() -> None:
+    c = backends.create_cluster(ClusterSpec(name="a2", nodes=2))
+    slot, root = c.backend_state["slot"], c.state_dir
+    c.close()
+    pids = pids_from_files(root)
+    assert len(pids) == 2  # two sshds
+    removed = backends.destroy_cluster("a2")
+    assert removed[-1] == f"route unreachable 10.251.{slot}.0/24 metric 4000"
+    assert leftovers("a2", slot, root, pids) == []
+    assert backends.destroy_cluster("a2") == []
+    out = subprocess.run(
+        ["kafka-chaos", "cluster", "down", "--name", "a2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0 and "nothing to remove" in out.stdout
+
+
+def test_cluster_without_cluster_json_is_found_by_its_bridge() -> None:
+    c = backends.create_cluster(ClusterSpec(name="a2", nodes=2))
+    slot, root = c.backend_state["slot"], c.state_dir
+    c.close()
+    pids = pids_from_files(root)
+    (root / "cluster.json").unlink()
+    removed = backends.destroy_cluster("a2")
+    assert f"bridge kcbr{slot}" in removed
+    assert leftovers("a2", slot, root, pids) == []
