@@ -423,6 +423,27 @@ def stop_cluster(cluster: Cluster, timeout_s: float = STOP_TIMEOUT_S) -> list[st
     return problems
 
 
+def recover_cluster(cluster: Cluster, timeout_s: float = HEALTHY_TIMEOUT_S) -> None:
+    """Undo process faults: resume paused JVMs, start stopped ones, wait healthy.
+
+    What tests and heal steps call after breaking a cluster on purpose; it
+    does not touch network faults (those belong to the nemeses).
+    """
+
+    def revive(node: Node) -> None:
+        services = (ZOOKEEPER, KAFKA) if cluster.mode == "zk" else (KAFKA,)
+        for service in services:
+            if _running(service, node):
+                _signal(service, node, "CONT")
+            else:
+                _start(service, node)
+
+    _parallel(cluster.nodes, revive)
+    if cluster.mode == "zk":
+        wait_zookeeper(cluster, timeout_s)
+    wait_healthy(cluster, timeout_s)
+
+
 def wait_zookeeper(cluster: Cluster, timeout_s: float) -> None:
     """Until every ZooKeeper answers ``srvr`` as leader or follower."""
     deadline = time.monotonic() + timeout_s

@@ -1,0 +1,165 @@
+"""Broker failover, the seed lab: kill a partition leader, watch Kafka heal.
+
+On a real 3-node cluster: create an RF=3 topic, produce and consume through
+it, SIGKILL the leader of partition 0 (via its pid file), and check that
+leadership moves to another replica and the ISR shrinks without it; restart
+the broker and check that it rejoins the ISR.  Once on the shared KRaft
+cluster of the newest Kafka, once in ZooKeeper mode on 3.9 (own cluster).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from typing import TypeVar
+
+import pytest
+from conftest import running_cluster
+
+from harness import admin, kafka_db
+from harness.cluster import Cluster
+from harness.spec import KAFKA_39, ClusterSpec, TopicSpec
+
+pytestmark = pytest.mark.integration
+
+MESSAGES = 300
+CLIENT_TIMEOUT_S = 60.0
+FAILOVER_TIMEOUT_S = 60.0
+REJOIN_TIMEOUT_S = 120.0
+
+T = TypeVar("T")
+
+
+def wait_for(what: str, check: Callable[[], T | None], timeout_s: float) -> T:
+    """Poll ``check`` until it returns something truthy; fail naming ``what``."""
+    deadline = time.monotonic() + timeout_s
+    last: object = None
+    while time.monotonic() < deadline:
+        try:
+            result = check()
+            if result:
+                return result
+        except admin.AdminError as e:  # brokers settling after a kill
+            last = e
+        time.sleep(0.5)
+    pytest.fail(f"{what} did not happen within {timeout_s}s (last error: {last})")
+
+
+def produce(bootstrap: str, topic: str, values: range) -> dict[int, tuple[int, int]]:
+    """Send ``values`` with acks=all; returns value -> (partition, offset) of the acks."""
+    from confluent_kafka import Producer
+
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "enable.idempotence": True,
+            "message.timeout.ms": int(CLIENT_TIMEOUT_S * 1000 / 2),
+            "log_level": 0,
+        }
+    )
+    acked: dict[int, tuple[int, int]] = {}
+    errors: list[str] = []
+
+    def on_delivery(err, msg) -> None:
+        if err is None:
+            acked[int(msg.value())] = (msg.partition(), msg.offset())
+        else:
+            errors.append(err.str())
+
+    for v in values:
+        producer.produce(topic, key=str(v % 7), value=str(v), on_delivery=on_delivery)
+        producer.poll(0)
+    left = producer.flush(CLIENT_TIMEOUT_S)
+    assert left == 0, f"{left} messages still in flight after {CLIENT_TIMEOUT_S}s"
+    assert not errors, f"sends failed: {errors[:5]}"
+    return acked
+
+
+def consume_all(bootstrap: str, topic: str, partitions: int, want: set[int]) -> set[int]:
+    """Read every partition from the start until ``want`` is seen or time runs out."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"failover-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": False,
+            "session.timeout.ms": 10000,
+            "log_level": 0,
+        }
+    )
+    seen: set[int] = set()
+    try:
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+        deadline = time.monotonic() + CLIENT_TIMEOUT_S
+        while not want <= seen and time.monotonic() < deadline:
+            for msg in consumer.consume(num_messages=500, timeout=1.0):
+                if msg.error() is None:
+                    seen.add(int(msg.value()))
+    finally:
+        consumer.close()
+    return seen
+
+
+def partition(bootstrap: str, topic: str, p: int) -> admin.PartitionState:
+    return next(s for s in admin.describe_topics(bootstrap, [topic]) if s.partition == p)
+
+
+def check_leader_failover(cluster: Cluster) -> None:
+    bootstrap = cluster.bootstrap_servers()
+    topic = TopicSpec(name=f"failover-{uuid.uuid4().hex[:8]}", partitions=3, replication_factor=3)
+    admin.create_topic(bootstrap, topic, timeout_s=60)
+    victim = None
+    try:
+        kafka_db.wait_healthy(cluster, timeout_s=90, topic=topic.name)
+        acked = produce(bootstrap, topic.name, range(MESSAGES))
+        assert len(acked) == MESSAGES
+        assert consume_all(bootstrap, topic.name, topic.partitions, set(acked)) == set(acked)
+
+        before = partition(bootstrap, topic.name, 0)
+        assert before.leader is not None and len(before.isr) == 3
+        victim = cluster.node(before.leader)
+        assert kafka_db.kill(victim)
+        assert not kafka_db.is_running(victim)
+
+        after = wait_for(
+            "leader of partition 0 moving off the killed broker and the ISR shrinking",
+            lambda: (
+                s
+                if (s := partition(bootstrap, topic.name, 0)).leader not in (None, victim.node_id)
+                and victim.node_id not in s.isr
+                else None
+            ),
+            FAILOVER_TIMEOUT_S,
+        )
+        assert after.leader in before.replicas
+        assert set(after.isr) == set(before.isr) - {victim.node_id}
+        # Two replicas of three satisfy min.insync.replicas=2: writes still succeed.
+        more = produce(bootstrap, topic.name, range(MESSAGES, MESSAGES + 50))
+        assert len(more) == 50
+
+        kafka_db.start(victim)
+        wait_for(
+            "the restarted broker rejoining the ISR of partition 0",
+            lambda: victim.node_id in partition(bootstrap, topic.name, 0).isr,
+            REJOIN_TIMEOUT_S,
+        )
+        everything = set(acked) | set(more)
+        got = consume_all(bootstrap, topic.name, topic.partitions, everything)
+        assert got == everything
+    finally:
+        kafka_db.recover_cluster(cluster, timeout_s=REJOIN_TIMEOUT_S)
+        admin.delete_topic(bootstrap, topic.name, timeout_s=30)
+
+
+def test_leader_failover_kraft(kafka_cluster: Cluster) -> None:
+    check_leader_failover(kafka_cluster)
+
+
+def test_leader_failover_zookeeper_mode() -> None:
+    spec = ClusterSpec(name="kc-zk", nodes=3, kafka_version=KAFKA_39, mode="zk")
+    with running_cluster(spec) as cluster:
+        assert all(kafka_db.zookeeper_running(n) for n in cluster.nodes)
+        check_leader_failover(cluster)
