@@ -115,7 +115,7 @@ def _existing_or_new(spec: ClusterSpec, console: Console) -> Cluster:
             return cluster
         why = "has another shape" if not same else "has unreachable nodes"
         console.print(f"cluster [bold]{spec.name}[/] {why}; recreating it")
-        _stop_kafka(cluster)
+        _stop_kafka(cluster, console)
         cluster.close()
         backends.destroy_cluster(spec.name)
     console.print(f"creating {spec.backend} cluster [bold]{spec.name}[/] ({spec.nodes} nodes)")
@@ -143,7 +143,7 @@ def cmd_down(args: argparse.Namespace) -> int:
     for name in names:
         if backends.cluster_exists(name):
             cluster = backends.load_cluster(name)
-            _stop_kafka(cluster)
+            _stop_kafka(cluster, console)
             cluster.close()
         try:
             removed = backends.destroy_cluster(name)
@@ -161,27 +161,27 @@ def cmd_down(args: argparse.Namespace) -> int:
     return 0
 
 
-def _stop_kafka(cluster: Cluster) -> None:
+def _stop_kafka(cluster: Cluster, console: Console) -> None:
     """Best-effort graceful Kafka stop, bounded: teardown kills whatever is left anyway."""
     kafka_db = _optional("harness.kafka_db")
     if kafka_db is None:
         return
+    problems: list[str] = []
 
     def stop() -> None:
         try:
-            kafka_db.stop_cluster(cluster, timeout_s=STOP_KAFKA_TIMEOUT_S)
+            problems.extend(kafka_db.stop_cluster(cluster, timeout_s=STOP_KAFKA_TIMEOUT_S) or [])
         except Exception as e:  # teardown must go on whatever Kafka does
-            log.warning("cluster %s: stopping Kafka failed: %s", cluster.name, e)
+            problems.append(str(e))
 
+    console.print(f"cluster [bold]{cluster.name}[/]: stopping Kafka ...")
     worker = threading.Thread(target=stop, daemon=True, name=f"stop-kafka-{cluster.name}")
     worker.start()
     worker.join(STOP_KAFKA_TIMEOUT_S + 20)
     if worker.is_alive():
-        log.warning(
-            "cluster %s: Kafka stop still running after %.0fs; tearing down anyway",
-            cluster.name,
-            STOP_KAFKA_TIMEOUT_S,
-        )
+        problems.append(f"still stopping after {STOP_KAFKA_TIMEOUT_S + 20:.0f}s")
+    for problem in problems:
+        console.print(f"  [yellow]{problem}[/] (teardown ends what is left)")
 
 
 def _print_nodes(console: Console, cluster: Cluster, up: dict[str, bool]) -> None:

@@ -59,13 +59,17 @@ SLOT_LOCK_TIMEOUT_S = 60.0
 SSH_READY_TIMEOUT_S = 30.0
 
 
-def check_prerequisites() -> None:
-    """Fail early, naming exactly what this machine lacks for the local backend."""
+def require_root() -> None:
     if os.geteuid() != 0:
         raise PrivilegeError(
             "the local backend needs root (network namespaces, bridges, iptables); "
             "run as root or use --backend ssh|vagrant"
         )
+
+
+def check_prerequisites() -> None:
+    """Fail early, naming exactly what this machine lacks for the local backend."""
+    require_root()
     for args, what in (
         (["ip", "netns", "list"], "network namespaces (`ip netns list`)"),
         (["iptables", "-S", "FORWARD"], "iptables (`iptables -S FORWARD`)"),
@@ -215,6 +219,7 @@ def destroy(cluster: Cluster) -> list[str]:
     Steps are individually guarded; the cluster dir (our record) and finally the
     guard route are only removed once everything before them succeeded.
     """
+    require_root()
     plan = LocalPlan.from_state(cluster.backend_state["plan"])
     return _teardown(plan, cluster.state_dir)
 

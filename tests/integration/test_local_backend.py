@@ -155,10 +155,24 @@ def test_concurrent_ups_get_distinct_slots() -> None:
 def test_destroy_removes_everything_and_is_idempotent() -> None:
     c = backends.create_cluster(ClusterSpec(name="a2", nodes=2))
     slot, root = c.backend_state["slot"], c.state_dir
+    n1, n2 = c.nodes
+    sleeper = "python3 -c 'import time; time.sleep(600)'"
+    # a paused service with a pid file naming its root_dir, as a pause fault leaves it
+    n1.run(
+        f"nohup {sleeper} {n1.root_dir} >/dev/null 2>&1 & echo $! > {n1.root_dir}/run/svc.pid; "
+        f"kill -STOP $(cat {n1.root_dir}/run/svc.pid)",
+        timeout=10,
+    )
+    # a process whose pid file was never written (harness killed between spawn and write)
+    n2.run(f"nohup {sleeper} >/dev/null 2>&1 &", timeout=10)
     c.close()
     pids = pids_from_files(root)
-    assert len(pids) == 2  # two sshds
+    assert len(pids) == 3  # two sshds and the paused service
     removed = backends.destroy_cluster("a2")
+    svc = int((root / "nodes/n1/run/svc.pid").read_text()) if root.exists() else None
+    assert svc is None  # the cluster dir went with everything else
+    assert any("(svc.pid, SIGTERM)" in r for r in removed)
+    assert any(f"in namespace kc{slot}-n2" in r for r in removed)
     assert removed[-1] == f"route unreachable 10.251.{slot}.0/24 metric 4000"
     assert leftovers("a2", slot, root, pids) == []
     assert backends.destroy_cluster("a2") == []

@@ -200,3 +200,43 @@ def test_remote_teardown_script_stops_ours_and_removes_root_only(tmp_path: Path)
         for p in (ours, other):
             p.kill()
             p.wait()
+
+
+def test_facade_rejects_bad_specs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness import backends
+    from harness.spec import ClusterSpec
+
+    monkeypatch.setenv("KAFKA_CHAOS_HOME", str(tmp_path))
+    with pytest.raises(ConfigError, match="unknown backend 'docker'"):
+        backends.create_cluster(ClusterSpec(name="u1", backend="docker"))
+    (tmp_path / "clusters" / "u1").mkdir(parents=True)
+    (tmp_path / "clusters" / "u1" / "cluster.json").write_text("{}")
+    with pytest.raises(HarnessError, match="cluster 'u1' already exists"):
+        backends.create_cluster(ClusterSpec(name="u1"))
+    with pytest.raises(ConfigError, match="needs an inventory"):
+        backends.create_cluster(ClusterSpec(name="u2", backend="ssh"))
+    with pytest.raises(ConfigError, match="no Vagrantfile there"):
+        backends.create_cluster(
+            ClusterSpec(name="u3", backend="vagrant", vagrant_dir=str(tmp_path))
+        )
+    assert backends.list_clusters() == ["u1"]
+
+
+def test_local_backend_names_missing_root() -> None:
+    """Run as an unprivileged user: the error says root is needed, before touching anything."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to switch to an unprivileged user")
+    code = (
+        "from harness.backends.local import check_prerequisites\n"
+        "try:\n    check_prerequisites()\n"
+        "except Exception as e:\n    print(type(e).__name__, e)\n"
+    )
+    out = subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd="/",
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
+    assert out.stdout.startswith("PrivilegeError the local backend needs root"), out.stderr
