@@ -68,8 +68,8 @@ class FaultOp:
         data: dict[str, Any] = {
             "id": self.id,
             "f": self.f,
-            "at_s": round(self.at_s, 3),
-            "duration_s": round(self.duration_s, 3),
+            "at_s": self.at_s,
+            "duration_s": self.duration_s,
             "targets": list(self.targets),
             "target": self.target,
             "params": self.params,

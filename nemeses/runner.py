@@ -131,7 +131,7 @@ class NemesisRunner:
                     self.cluster, op.target, op.params, self.spec.topic.name
                 )
                 op.targets = [op.resolved["node"]]
-            prepare(self.cluster, op)
+            prepare([n.name for n in self.cluster.nodes], op)
         except Exception as e:
             op.error = f"{type(e).__name__}: {e}"
         self._record(op, "start")
@@ -178,7 +178,7 @@ class NemesisRunner:
 # --- what each fault does -------------------------------------------------------------
 
 
-def prepare(cluster: Cluster, op: FaultOp) -> None:
+def prepare(names: list[str], op: FaultOp) -> None:
     """Fix everything still open (e.g. the grudge of a leader isolation) into params.
 
     After this the op alone says exactly what is done, which is what replay
@@ -187,12 +187,9 @@ def prepare(cluster: Cluster, op: FaultOp) -> None:
     if op.f == "isolate-from-brokers" or (
         op.f == "partition" and op.params.get("topology") == "isolate" and "grudge" not in op.params
     ):
-        names = [n.name for n in cluster.nodes]
         op.params["grudge"] = partition.isolate(names, op.targets[0])
     if "grudge" in op.params:
-        op.params["grudge"] = partition.validate_grudge(
-            op.params["grudge"], [n.name for n in cluster.nodes]
-        )
+        op.params["grudge"] = partition.validate_grudge(op.params["grudge"], names)
 
 
 def apply(cluster: Cluster, op: FaultOp) -> None:

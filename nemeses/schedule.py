@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import random
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -129,12 +130,15 @@ def stagger(source: Source, interval_s: float, duration_s: float, jitter: float 
     if interval_s < 0 or duration_s <= 0:
         raise ConfigError("nemesis: interval_s must be >= 0 and duration_s > 0")
 
+    duration = round(duration_s, 3)
+
     def gen(rng: random.Random, ctx: Ctx, t0: float) -> Iterator[FaultOp]:
         t = t0
         for d in source(rng, ctx):
-            t = round(t + interval_s * rng.uniform(1 - jitter, 1 + jitter), 3)
-            yield FaultOp(-1, d.f, t, duration_s, d.targets, d.target, d.params)
-            t += duration_s
+            # whole milliseconds, rounded up so a fault never starts before the last ends
+            t = math.ceil((t + interval_s * rng.uniform(1 - jitter, 1 + jitter)) * 1000) / 1000
+            yield FaultOp(-1, d.f, t, duration, d.targets, d.target, d.params)
+            t += duration
 
     return gen
 
