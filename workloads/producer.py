@@ -14,6 +14,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
@@ -36,6 +37,7 @@ MAX_POLL_WAIT_S = 0.05  # longest wait inside the send loop, so stop() is prompt
 UNLIMITED_MAX_OUTSTANDING = 20_000  # back-pressure for rate <= 0 (benchmarks)
 SOCKET_TIMEOUT_MS = 10_000
 UNKNOWN_AT_SHUTDOWN = "unknown at shutdown"
+NO_ACK = "NO_ACK (acks=0: sent, never acknowledged)"
 
 
 class Pacer:
@@ -144,6 +146,7 @@ class ProducerWorker:
         self.topic = spec.topic.name
         self.single_attempt = single_attempt(spec.producer)
         self.process = -1
+        self._fatal: KafkaError | None = None
         self._outstanding: set[int] = set()
         self.thread = threading.Thread(target=self._run, name="producer", daemon=True)
 
@@ -219,17 +222,31 @@ class ProducerWorker:
             return
         self._outstanding.add(value)
 
-    def _delivered(self, err: KafkaError | None, msg: object) -> None:
-        value = decode_payload(msg.value())  # type: ignore[attr-defined]
-        op = {"topic": msg.topic(), "key": decode_key(msg.key()), "value": value}  # type: ignore[attr-defined]
+    def _delivered(self, err: KafkaError | None, msg: Any) -> None:
+        """Delivery report: exactly one completion line per send, never raising.
+
+        confluent-kafka turns an exception in a callback into an opaque
+        SystemError in poll(), so a recorder bug must not escape from here.
+        """
+        value = decode_payload(msg.value())
+        op = {"topic": msg.topic(), "key": decode_key(msg.key()), "value": value}
         self._outstanding.discard(value)  # type: ignore[arg-type]
-        if err is None:
-            offset = msg.offset()  # type: ignore[attr-defined]
-            # acks=0 gets no offset back; the contract's offset is then null.
-            op.update(partition=msg.partition(), offset=offset if offset >= 0 else None)  # type: ignore[attr-defined]
-            self._complete("ok", op)
-        else:
-            self._complete(classify(err, self.single_attempt), {**op, "error": error_name(err)})
+        try:
+            if err is not None:
+                self._complete(classify(err, self.single_attempt), {**op, "error": error_name(err)})
+                return
+            offset = msg.offset()
+            if offset is None or offset < 0:
+                # acks=0: the broker never answers, so there is no offset and
+                # no acknowledgement - only that the bytes left this client.
+                self._complete("info", {**op, "error": NO_ACK})
+                return
+            self._complete("ok", {**op, "partition": msg.partition(), "offset": offset})
+        except ValueError:  # the history was closed: the run is over
+            raise
+        except Exception as e:
+            log.exception("recording the delivery of %s failed", value)
+            self._complete("info", {**op, "error": f"recorder error: {type(e).__name__}: {e}"})
 
     def _complete(self, type_: str, value: dict[str, object]) -> None:
         self.history.append(self.process, type_, "send", value)
