@@ -12,6 +12,7 @@ from pathlib import Path
 
 from harness.backends.hostcmd import host_ok, host_run
 from harness.backends.local_plan import LocalNodePlan, LocalPlan
+from harness.errors import HarnessError
 
 
 def namespaces() -> set[str]:
@@ -93,10 +94,13 @@ def delete_namespace(namespace: str) -> bool:
 
 
 def delete_link(name: str) -> bool:
+    """Delete link ``name``; a veth may vanish meanwhile with its namespace (not an error)."""
     if name not in links():
         return False
-    host_run(["ip", "link", "del", name])
-    return True
+    proc = host_run(["ip", "link", "del", name], check=False)
+    if proc.returncode != 0 and name in links():
+        raise HarnessError(f"`ip link del {name}` failed: {proc.stderr.strip()}")
+    return proc.returncode == 0
 
 
 def forward_blocked() -> bool:

@@ -8,26 +8,38 @@ quorum), and has the tools the Kafka layer and the nemeses rely on.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 from harness.cluster import Cluster
 from harness.errors import HarnessError, NodeUnreachable
-from harness.node import quote
+from harness.node import Node, quote
 
 REQUIRED_TOOLS = ("java", "iptables", "bash")
+
+
+def on_each_node(cluster: Cluster, fn: Callable[[Node], None]) -> None:
+    """Run ``fn`` on all nodes in parallel (SSH round trips dominate); re-raise the first error."""
+    with ThreadPoolExecutor(max_workers=max(1, len(cluster.nodes))) as pool:
+        for future in [pool.submit(fn, n) for n in cluster.nodes]:
+            future.result()
 
 
 def wait_reachable(cluster: Cluster, timeout_s: float) -> None:
     """Retry ``true`` on every node until it answers or ``timeout_s`` passes (daemons starting)."""
     deadline = time.monotonic() + timeout_s
-    for node in cluster.nodes:
+
+    def wait(node: Node) -> None:
         while True:
             try:
                 node.run("true", timeout=10)
-                break
+                return
             except NodeUnreachable:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.3)
+
+    on_each_node(cluster, wait)
 
 
 def mesh_probe(addresses: list[str], port: int) -> str:
@@ -41,10 +53,11 @@ def mesh_probe(addresses: list[str], port: int) -> str:
 
 def check_mesh(cluster: Cluster, port: int = 22) -> None:
     """Every node opens a TCP connection to every other node's ``port``."""
-    for node in cluster.nodes:
+
+    def probe(node: Node) -> None:
         others = [n.address for n in cluster.nodes if n is not node]
         if not others:
-            continue
+            return
         failed = node.run(mesh_probe(others, port), timeout=10 + 6 * len(others)).stdout.split()
         if failed:
             raise HarnessError(
@@ -53,21 +66,29 @@ def check_mesh(cluster: Cluster, port: int = 22) -> None:
                 "and br_netfilter)"
             )
 
+    on_each_node(cluster, probe)
+
 
 def check_tools(cluster: Cluster, tools: tuple[str, ...] = REQUIRED_TOOLS) -> None:
     """Every node has ``tools`` on PATH; the error names the node and what is missing."""
-    probe = " ".join(f"command -v {t} >/dev/null || echo {t};" for t in tools)
-    for node in cluster.nodes:
-        missing = node.run(probe, timeout=15).stdout.split()
+    script = " ".join(f"command -v {t} >/dev/null || echo {t};" for t in tools)
+
+    def probe(node: Node) -> None:
+        missing = node.run(script, timeout=15).stdout.split()
         if missing:
             raise HarnessError(
                 f"{node.name} ({node.ssh.host}) lacks {', '.join(missing)}; "
                 "install openjdk-17-jre-headless, iptables and bash there"
             )
 
+    on_each_node(cluster, probe)
+
 
 def prepare_root_dirs(cluster: Cluster) -> None:
     """Create ``root_dir/{run,data,logs,config}`` on every (remote) node."""
-    for node in cluster.nodes:
+
+    def prepare(node: Node) -> None:
         dirs = " ".join(quote(node.path(d)) for d in ("run", "data", "logs", "config"))
         node.run(f"mkdir -p {dirs}", timeout=15)
+
+    on_each_node(cluster, prepare)
