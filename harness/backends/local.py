@@ -57,6 +57,7 @@ log = logging.getLogger(__name__)
 NODE_SUBDIRS = ("run", "data", "logs", "config")
 SLOT_LOCK_TIMEOUT_S = 60.0
 SSH_READY_TIMEOUT_S = 30.0
+MACHINE_SLOT_LOCK = Path("/run/kafka-chaos-slots.lock")
 
 
 def require_root() -> None:
@@ -97,6 +98,7 @@ def create(spec: ClusterSpec) -> Cluster:
         check_mesh(cluster)
     except BaseException:
         log.error("cluster %s: creation failed; removing what was created", spec.name)
+        cluster.close()
         try:
             destroy(cluster)
         except HarnessError as e:
@@ -109,7 +111,7 @@ def create(spec: ClusterSpec) -> Cluster:
 def _claim_slot(spec: ClusterSpec) -> tuple[Cluster, LocalPlan]:
     """Pick a free slot, save cluster.json, add the guard route - all under the slot lock.
 
-    The lock plus the host-resource scan keep two concurrent ``up``s (even
+    The locks plus the host-resource scan keep two concurrent ``up``s (even
     with different KAFKA_CHAOS_HOMEs) from taking the same subnet.
     """
     with _slot_lock():
@@ -147,8 +149,19 @@ def _claim_slot(spec: ClusterSpec) -> tuple[Cluster, LocalPlan]:
 
 @contextmanager
 def _slot_lock() -> Iterator[None]:
+    """Hold ``<home>/slots.lock`` and a machine-wide twin in /run.
+
+    The home lock serialises ``up``s sharing a KAFKA_CHAOS_HOME; the /run lock
+    covers homes that differ, since subnets are a machine-wide resource.
+    """
     home().mkdir(parents=True, exist_ok=True)
-    with open(home() / "slots.lock", "a+") as f:
+    with _flock(home() / "slots.lock"), _flock(MACHINE_SLOT_LOCK):
+        yield
+
+
+@contextmanager
+def _flock(path: Path) -> Iterator[None]:
+    with open(path, "a+") as f:
         deadline = time.monotonic() + SLOT_LOCK_TIMEOUT_S
         while True:
             try:
@@ -157,8 +170,7 @@ def _slot_lock() -> Iterator[None]:
             except BlockingIOError:
                 if time.monotonic() > deadline:
                     raise HarnessError(
-                        f"{home() / 'slots.lock'}: held by another `cluster up` for "
-                        f"{SLOT_LOCK_TIMEOUT_S:.0f}s"
+                        f"{path}: held by another `cluster up` for {SLOT_LOCK_TIMEOUT_S:.0f}s"
                     ) from None
                 time.sleep(0.2)
         try:
