@@ -40,6 +40,7 @@ from harness.spec import ClusterSpec
 log = logging.getLogger(__name__)
 
 STOP_TIMEOUT_S = 30.0
+CLUSTER_STOP_GRACE_S = 10.0
 START_CHECK_S = 3.0
 HEALTHY_TIMEOUT_S = 120.0
 FORMAT_TIMEOUT_S = 120.0
@@ -387,23 +388,39 @@ def start_cluster(
     process is left as it is.
     """
     kc.validate(cluster.kafka_version, cluster.mode, len(cluster.nodes), spec.broker_heap_mb)
+    t0 = time.monotonic()
     dist = for_spec(cluster.kafka_version, spec.kafka_tarball)
     # One node first: local nodes share a filesystem, so the rest find it installed.
     install(cluster.nodes[0], dist)
     _parallel(cluster.nodes[1:], lambda n: install(n, dist))
     configure(cluster, spec, dist)
+    t1 = time.monotonic()
     if cluster.mode == "zk":
         _parallel(cluster.nodes, start_zookeeper)
         wait_zookeeper(cluster, timeout_s)
     else:
         cid = kafka_cluster_id(cluster)
         _parallel(cluster.nodes, lambda n: format_storage(n, cid, dist, cluster.kafka_version))
+    t2 = time.monotonic()
     _parallel(cluster.nodes, start)
     wait_healthy(cluster, timeout_s)
+    log.info(
+        "cluster %s up: install+configure %.1fs, %s %.1fs, brokers healthy %.1fs",
+        cluster.name,
+        t1 - t0,
+        "zookeeper" if cluster.mode == "zk" else "format",
+        t2 - t1,
+        time.monotonic() - t2,
+    )
 
 
-def stop_cluster(cluster: Cluster, timeout_s: float = STOP_TIMEOUT_S) -> list[str]:
-    """Stop every broker, then ZooKeeper; best effort. Returns problems seen."""
+def stop_cluster(cluster: Cluster, timeout_s: float = CLUSTER_STOP_GRACE_S) -> list[str]:
+    """Stop every broker, then ZooKeeper; best effort. Returns problems seen.
+
+    ``timeout_s`` is each process's grace before SIGKILL.  It is short on
+    purpose: when a whole KRaft cluster stops at once the last brokers lose
+    the controller quorum and their controlled shutdown waits forever.
+    """
     problems: list[str] = []
 
     def guarded(fn: Callable[[Node], object]) -> Callable[[Node], None]:
