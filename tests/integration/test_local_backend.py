@@ -15,10 +15,12 @@ import pytest
 from _local_leftovers import leftovers, pids_from_files
 
 from harness import backends
+from harness.backends import local
+from harness.backends.local_plan import LocalPlan
 from harness.backends.ssh_inventory import load_inventory
 from harness.backends.verify import check_mesh
 from harness.cluster import cluster_dir
-from harness.errors import NodeUnreachable
+from harness.errors import HarnessError, NodeUnreachable
 from harness.node import Node, SSHTarget
 from harness.spec import ClusterSpec
 
@@ -185,10 +187,30 @@ def test_destroy_removes_everything_and_is_idempotent() -> None:
     assert out.returncode == 0 and "nothing to remove" in out.stdout
 
 
-def test_cluster_without_cluster_json_is_found_by_its_bridge() -> None:
+def test_blocked_forwarding_is_opened_for_the_bridge_only_and_cleaned_up() -> None:
+    """A host FORWARD rule dropping our bridged traffic (as Docker's would) gets a tagged
+    ACCEPT for this bridge; teardown - here of a cluster that lost its cluster.json,
+    found by its bridge alias - removes every tagged rule."""
     c = backends.create_cluster(ClusterSpec(name="a2", nodes=2))
     slot, root = c.backend_state["slot"], c.state_dir
-    c.close()
+    plan = LocalPlan.from_state(c.backend_state["plan"])
+    try:
+        if Path("/proc/sys/net/bridge/bridge-nf-call-iptables").read_text().strip() == "1":
+            subprocess.run(
+                ["iptables", "-I", "FORWARD", "-i", plan.bridge, "-o", plan.bridge]
+                + ["-m", "comment", "--comment", "kafka-chaos:a2", "-j", "DROP"],
+                check=True,
+                timeout=20,
+            )
+            with pytest.raises(HarnessError, match="cannot reach"):
+                check_mesh(c)
+            local._ensure_mesh(c, plan)  # opens the bridge and re-checks
+            rules = subprocess.run(
+                ["iptables", "-S", "FORWARD"], capture_output=True, text=True, check=True
+            ).stdout
+            assert rules.count("kafka-chaos:a2") == 2
+    finally:
+        c.close()
     pids = pids_from_files(root)
     (root / "cluster.json").unlink()
     removed = backends.destroy_cluster("a2")
