@@ -103,18 +103,11 @@ def _existing_or_new(spec: ClusterSpec, console: Console) -> Cluster:
     """Reuse a reachable cluster of the same shape; otherwise (re)create it."""
     if backends.cluster_exists(spec.name):
         cluster = backends.load_cluster(spec.name)
-        same = (
-            cluster.backend == spec.backend
-            and len(cluster.nodes) == spec.nodes
-            and cluster.kafka_version == spec.kafka_version
-            and cluster.mode == spec.mode
-        )
-        reachable = same and all(probe_nodes(cluster).values())
-        if reachable:
+        why = backends.why_not_reusable(cluster, spec)
+        if why is None:
             console.print(f"reusing cluster [bold]{spec.name}[/]")
             return cluster
-        why = "has another shape" if not same else "has unreachable nodes"
-        console.print(f"cluster [bold]{spec.name}[/] {why}; recreating it")
+        console.print(f"cluster [bold]{spec.name}[/] cannot be reused ({why}); recreating it")
         _stop_kafka(cluster, console)
         cluster.close()
         backends.destroy_cluster(spec.name)
@@ -126,9 +119,11 @@ def cmd_status(args: argparse.Namespace) -> int:
     cluster = backends.load_cluster(args.name)
     console = Console()
     try:
-        up = probe_nodes(cluster)
-        _print_nodes(console, cluster, up)
-        _print_kafka_state(console, cluster)
+        brokers = _print_nodes(console, cluster, probe_nodes(cluster))
+        if brokers:
+            _print_kafka_state(console, cluster)
+        else:
+            console.print("no live broker process on any node")
     finally:
         cluster.close()
     return 0
@@ -184,7 +179,9 @@ def _stop_kafka(cluster: Cluster, console: Console) -> None:
         console.print(f"  [yellow]{problem}[/] (teardown ends what is left)")
 
 
-def _print_nodes(console: Console, cluster: Cluster, up: dict[str, bool]) -> None:
+def _print_nodes(console: Console, cluster: Cluster, up: dict[str, bool]) -> int:
+    """Print the node table; return how many nodes have a live broker process."""
+    brokers = 0
     table = Table(
         title=f"cluster {cluster.name} ({cluster.backend}, Kafka "
         f"{cluster.kafka_version} {cluster.mode})"
@@ -194,6 +191,7 @@ def _print_nodes(console: Console, cluster: Cluster, up: dict[str, bool]) -> Non
     for node in cluster.nodes:
         try:
             procs = node_processes(cluster, node)
+            brokers += any(p.name == "kafka" and p.alive for p in procs)
             shown = ", ".join(
                 f"{p.name}:{p.pid}" if p.alive else f"{p.name}:[red]dead[/]" for p in procs
             )
@@ -202,6 +200,7 @@ def _print_nodes(console: Console, cluster: Cluster, up: dict[str, bool]) -> Non
         ssh = "[green]up[/]" if up.get(node.name) else "[red]down[/]"
         table.add_row(node.name, str(node.node_id), node.address, ssh, shown or "-", node.root_dir)
     console.print(table)
+    return brokers
 
 
 def _print_kafka_state(console: Console, cluster: Cluster) -> None:

@@ -67,6 +67,24 @@ def load_cluster(name: str) -> Cluster:
     return Cluster.load(name)
 
 
+def why_not_reusable(cluster: Cluster, spec: ClusterSpec) -> str | None:
+    """None when ``cluster`` can serve ``spec`` as it is; otherwise the reason (for a log line).
+
+    A saved cluster can outlive its nodes (a reboot drops namespaces and
+    sshds), so reuse needs every node to answer, not just a cluster.json.
+    """
+    from harness.backends.health import probe_nodes
+
+    wanted = (spec.backend, spec.nodes, spec.kafka_version, spec.mode)
+    have = (cluster.backend, len(cluster.nodes), cluster.kafka_version, cluster.mode)
+    if wanted != have:
+        return f"it is {have}, not {wanted} (backend, nodes, Kafka version, mode)"
+    down = [name for name, up in probe_nodes(cluster).items() if not up]
+    if down:
+        return f"nodes {', '.join(down)} do not answer over SSH"
+    return None
+
+
 def destroy_cluster(name: str) -> list[str]:
     """Remove cluster ``name``; idempotent. Returns what was removed (empty: nothing there)."""
     validate_name(name)

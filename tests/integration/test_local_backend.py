@@ -216,3 +216,31 @@ def test_blocked_forwarding_is_opened_for_the_bridge_only_and_cleaned_up() -> No
     removed = backends.destroy_cluster("a2")
     assert f"bridge kcbr{slot}" in removed
     assert leftovers("a2", slot, root, pids) == []
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["kafka-chaos", "cluster", *args], capture_output=True, text=True, timeout=300
+    )
+
+
+def test_cli_up_reuses_a_healthy_cluster_and_recreates_a_broken_one() -> None:
+    assert _cli("down", "--name", "a2").returncode == 0
+    try:
+        first = _cli("up", "--name", "a2", "--nodes", "2", "--no-kafka")
+        assert first.returncode == 0, first.stderr
+        assert "creating local cluster a2" in first.stdout
+        again = _cli("up", "--name", "a2", "--nodes", "2", "--no-kafka")
+        assert "reusing cluster a2" in again.stdout
+        # n2's sshd dies (as after a reboot): the cluster must be rebuilt, not reused
+        sshd = int((cluster_dir("a2") / "nodes/n2/run/sshd.pid").read_text())
+        os.kill(sshd, 15)
+        broken = _cli("up", "--name", "a2", "--nodes", "2", "--no-kafka")
+        assert broken.returncode == 0, broken.stderr
+        assert "nodes n2 do not answer over SSH" in broken.stdout
+        status = _cli("status", "--name", "a2")
+        assert status.returncode == 0 and status.stdout.count(" up ") == 2
+        assert "sshd:" in status.stdout and "no live broker process" in status.stdout
+    finally:
+        down = _cli("down", "--name", "a2")
+    assert down.returncode == 0 and "route unreachable" in down.stdout
