@@ -24,7 +24,8 @@ from harness.spec import NEWEST_KAFKA, ClusterSpec
 
 log = logging.getLogger(__name__)
 
-SHARED_CLUSTER = "kc-test"
+# KC_TEST_CLUSTER lets engineers working side by side keep their sessions apart.
+SHARED_CLUSTER = os.environ.get("KC_TEST_CLUSTER", "kc-test")
 START_TIMEOUT_S = 180.0
 
 
