@@ -117,10 +117,13 @@ def _harness_version() -> str:
 
 def ensure_cluster(spec: TestSpec) -> Cluster:
     """Reuse a running cluster of the same shape, else (re)create it."""
-    from harness import kafka_db
+    from harness import distribution, kafka_db
     from harness.backends import create_cluster, destroy_cluster, load_cluster
 
     want = spec.cluster
+    # Fetch Kafka before touching any node: an unfetchable version must fail
+    # fast and leave nothing behind.
+    distribution.for_spec(want.kafka_version, want.kafka_tarball)
     try:
         cluster = load_cluster(want.name)
     except HarnessError:
@@ -190,11 +193,10 @@ def run_test(
 
 def _execute(spec: TestSpec, run: RunDir) -> bool:
     """Steps 1-6. Returns True when interrupted by a signal."""
-    from nemeses.runner import NemesisRunner
-    from workloads.queue import QueueWorkload
-
     from harness import admin, kafka_db
+    from nemeses.runner import NemesisRunner
     from workloads.history import HistoryWriter
+    from workloads.queue import QueueWorkload
 
     stop = threading.Event()
     with _stop_on_signals(stop):
