@@ -227,12 +227,18 @@ def wipe(node: Node) -> None:
 
 
 def collect_logs(node: Node, dest_dir: str | Path) -> list[Path]:
-    """Copy the node's logs/ and config/ into ``dest_dir``; return the files."""
+    """Copy the node's logs/ and config/ into ``dest_dir``; return the files.
+
+    The backend's sshd host keys live in config/ too and are left out: run
+    directories get shared, private keys must not travel with them.
+    """
     dest = Path(dest_dir)
     dest.mkdir(parents=True, exist_ok=True)
     remote = node.path("run", f"logs-{uuid.uuid4().hex[:8]}.tar.gz")
     node.run(
-        f"cd {quote(node.root_dir)} && tar -czf {quote(remote)} $(ls -d logs config 2>/dev/null)",
+        f"cd {quote(node.root_dir)} && tar -czf {quote(remote)} "
+        "--exclude='config/ssh_host_*' --exclude='config/sshd_config' "
+        "$(ls -d logs config 2>/dev/null)",
         timeout=120,
     )
     try:
@@ -524,8 +530,12 @@ def health_problems(cluster: Cluster, topic: str | None, timeout_s: float) -> li
     problems = []
     if want - have:
         problems.append(f"brokers not registered: {sorted(want - have)}")
-    if admin.controller_id(bootstrap, timeout_s) is None:
-        problems.append("no controller")
+    try:
+        controller = controller_id(cluster, timeout_s)
+    except admin.AdminError as e:
+        return [str(e)]
+    if controller is None or controller not in have:
+        problems.append(f"no live controller (last known: {controller})")
     if topic and not problems:
         try:
             parts = admin.describe_topics(bootstrap, [topic], timeout_s)
@@ -551,7 +561,7 @@ def wait_healthy(
             return
         if time.monotonic() >= deadline:
             down = [n.name for n in cluster.nodes if not _safe_running(n)]
-            extra = f"; broker process down on {down}" if down else ""
+            extra = f"; broker process down on {down} (see logs/server.log)" if down else ""
             raise HarnessError(
                 f"cluster {cluster.name!r} not healthy after {timeout_s}s: "
                 f"{'; '.join(problems[:10])}{extra}"
