@@ -8,13 +8,11 @@ instead of asking again.
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
 from harness.cluster import Cluster
-from harness.node import Node
-from nemeses.base import NEMESIS_COMMAND_TIMEOUT_S, NemesisError, on_nodes
+from nemeses.base import NemesisError
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +73,7 @@ def busiest_partition(bootstrap: str, topic: str, partitions: list[int]) -> tupl
             "group.id": "kafka-chaos-nemesis-targeting",
             "enable.auto.commit": False,
             "socket.timeout.ms": int(ADMIN_TIMEOUT_S * 1000),
+            "log_level": 0,  # a killed or paused broker is the point, not news
         }
     )
     try:
@@ -95,49 +94,11 @@ def busiest_partition(bootstrap: str, topic: str, partitions: list[int]) -> tupl
 
 
 def active_controller(cluster: Cluster) -> dict[str, Any]:
-    """The node that is the active controller right now.
+    """The node that is the active controller right now (ZK controller or KRaft
+    quorum leader, as ``kafka_db.controller_id`` finds it)."""
+    from harness import kafka_db
 
-    In KRaft mode a client's metadata names a random broker as "controller",
-    so the quorum leader is read from each voter's ``quorum-state`` file (the
-    Raft state Kafka persists) and the highest epoch wins.  In ZooKeeper mode
-    the metadata's controller id is the real one.
-    """
-    if cluster.mode == "zk":
-        from harness import admin
-
-        cid = admin.controller_id(cluster.bootstrap_servers(), timeout_s=ADMIN_TIMEOUT_S)
-        if cid is None:
-            raise NemesisError("controller targeting: the cluster reports no controller")
-        return {"node": cluster.node(cid).name, "controller_id": cid, "source": "metadata"}
-    states = on_nodes(cluster.nodes, _quorum_state)
-    best = max(
-        (s for s in states.values() if s and s.get("leaderId", -1) >= 0),
-        key=lambda s: s.get("leaderEpoch", -1),
-        default=None,
-    )
-    if best is None:
-        raise NemesisError("controller targeting: no KRaft voter knows a quorum leader")
-    cid = best["leaderId"]
-    return {
-        "node": cluster.node(cid).name,
-        "controller_id": cid,
-        "leader_epoch": best.get("leaderEpoch"),
-        "source": "quorum-state",
-    }
-
-
-def _quorum_state(node: Node) -> dict[str, Any] | None:
-    out = node.run(
-        f"find {node.root_dir} -maxdepth 5 -path '*__cluster_metadata-0/quorum-state' "
-        "-exec cat {} \\; 2>/dev/null",
-        timeout=NEMESIS_COMMAND_TIMEOUT_S,
-        check=False,
-    ).stdout.strip()
-    if not out:
-        return None
-    try:
-        first = out.splitlines()[0]
-        data = json.loads(first)
-        return data.get("data", data) if isinstance(data, dict) else None
-    except json.JSONDecodeError:
-        return None
+    cid = kafka_db.controller_id(cluster, timeout_s=ADMIN_TIMEOUT_S)
+    if cid is None:
+        raise NemesisError("controller targeting: the cluster reports no active controller")
+    return {"node": cluster.node(cid).name, "controller_id": cid, "mode": cluster.mode}

@@ -1,0 +1,118 @@
+"""The classic acknowledged-loss sequence as one scripted fault.
+
+Kafka loses acknowledged writes when the ISR shrinks to the leader, the
+leader acknowledges writes alone, and then an out-of-sync follower is
+elected.  This fault drives exactly that, on any version and mode:
+
+1. Resolve the leader L of the target partition.
+2. Drop, on L, traffic from the other brokers to L's broker port.  The
+   followers can no longer fetch, but L can still reach the controller (the
+   KRaft quorum port, ZooKeeper, or the ZK-mode controller's broker port via
+   L's own outbound connections) and clients still reach L.  After
+   ``replica.lag.time.max.ms`` L shrinks the ISR to itself.
+3. Keep L alone for ``alone_s``: with min.insync.replicas=1 it acknowledges
+   writes that exist nowhere else.
+4. SIGKILL L.  With unclean election enabled the controller now elects a
+   stale follower; with it disabled the partition stays offline.
+5. At the fault's end: remove the rules and restart L, which truncates its
+   log to the new leader's.
+
+What happened (when the ISR shrank, who was elected) is recorded in the
+fault's ``resolved`` details, so the report can explain the mechanism.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from harness.cluster import BROKER_PORT, Cluster
+from nemeses import partition, process
+from nemeses.base import NEMESIS_COMMAND_TIMEOUT_S, FaultOp, on_nodes
+
+log = logging.getLogger(__name__)
+
+ADMIN_TIMEOUT_S = 10.0
+DEFAULTS = {"alone_s": 8.0, "isr_timeout_s": 40.0, "election_timeout_s": 30.0}
+
+
+def fetch_block_commands(peer_addresses: list[str], rule_tag: str) -> list[str]:
+    """Rules on the leader that stop peers' fetches, and nothing else."""
+    return [
+        f"{partition.IPTABLES} -A INPUT -s {addr} -p tcp --dport {BROKER_PORT} "
+        f"-m comment --comment {rule_tag} -j DROP"
+        for addr in peer_addresses
+    ]
+
+
+def apply(cluster: Cluster, op: FaultOp, topic: str) -> None:
+    """Steps 1-4; details go into ``op.resolved`` as they happen."""
+    params = {**DEFAULTS, **op.params}
+    part = int(params.get("partition", 0))
+    leader = cluster.node(op.targets[0])
+    details = op.resolved if op.resolved is not None else {}
+    op.resolved = details
+    peers = [n.address for n in cluster.nodes if n is not leader]
+    leader.run(
+        " && ".join(fetch_block_commands(peers, partition.tag(cluster.name, op.id))),
+        timeout=NEMESIS_COMMAND_TIMEOUT_S,
+    )
+    start = time.monotonic()
+    isr = _wait_for(
+        lambda s: s is not None and list(s.isr) == [leader.node_id],
+        cluster,
+        topic,
+        part,
+        params["isr_timeout_s"],
+    )
+    details["isr_shrunk_to_leader"] = isr is not None
+    details["isr_shrink_s"] = round(time.monotonic() - start, 2)
+    if isr is None:
+        log.warning("unclean-election: ISR of %s-%d never shrank to %s", topic, part, leader.name)
+    time.sleep(float(params["alone_s"]))
+    process.kill(cluster, leader)
+    details["killed"] = leader.name
+    killed_at = time.monotonic()
+    after = _wait_for(
+        lambda s: s is not None and s.leader not in (None, -1, leader.node_id),
+        cluster,
+        topic,
+        part,
+        params["election_timeout_s"],
+    )
+    details["elected"] = None if after is None else cluster.node(after.leader).name
+    details["elected_isr"] = None if after is None else list(after.isr)
+    details["election_s"] = round(time.monotonic() - killed_at, 2)
+    log.info("unclean-election on %s-%d: %s", topic, part, details)
+
+
+def heal(cluster: Cluster, op: FaultOp) -> dict[str, Any]:
+    """Remove the fetch block and restart the killed leader."""
+    removed = partition.heal(cluster, partition.tag_matcher(cluster.name, op.id))
+    on_nodes([cluster.node(t) for t in op.targets], lambda n: process.ensure_running(cluster, n))
+    return {"rules_removed": removed}
+
+
+def _wait_for(predicate: Any, cluster: Cluster, topic: str, part: int, timeout_s: float) -> Any:
+    """Poll the partition's state until ``predicate`` holds; None on timeout."""
+    from harness import admin
+
+    deadline = time.monotonic() + float(timeout_s)
+    while time.monotonic() < deadline:
+        state = _partition_state(admin, cluster, topic, part)
+        if predicate(state):
+            return state
+        time.sleep(1.0)
+    return None
+
+
+def _partition_state(admin: Any, cluster: Cluster, topic: str, part: int) -> Any:
+    try:
+        states = admin.describe_topics(
+            cluster.bootstrap_servers(), [topic], timeout_s=ADMIN_TIMEOUT_S
+        )
+    except Exception as e:  # a killed broker makes some metadata calls fail; keep asking
+        log.debug("describe %s failed: %s", topic, e)
+        return None
+    return next((s for s in states if s.partition == part), None)

@@ -1,0 +1,312 @@
+"""Nemeses against a real local cluster: every fault really happens and really heals.
+
+Runs on the shared ``kafka_cluster`` (``kc-test``); set ``KC_NEMESIS_CLUSTER``
+to an already running cluster's name to develop against your own instead.
+Every test leaves the cluster healthy (its own ``finally`` heals).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+
+from harness import admin, kafka_db
+from harness.backends import load_cluster
+from harness.cluster import BROKER_PORT, Cluster
+from harness.node import Node
+from harness.spec import NemesisSpec, TestSpec, TopicSpec
+from nemeses import partition, targeting
+from nemeses.base import FaultOp
+from nemeses.runner import NemesisRunner, apply, heal, heal_cluster, prepare
+from nemeses.schedule import Schedule
+from workloads.history import HistoryWriter, read_history
+
+pytestmark = pytest.mark.integration
+
+TIMEOUT_S = 90.0
+HEALTHY_TIMEOUT_S = 150.0
+T = TypeVar("T")
+
+
+@pytest.fixture(scope="module")
+def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
+    name = os.environ.get("KC_NEMESIS_CLUSTER")
+    c = load_cluster(name) if name else request.getfixturevalue("kafka_cluster")
+    yield c
+
+
+@pytest.fixture(scope="module")
+def topic(cluster: Cluster) -> Iterator[str]:
+    name = f"nemesis-{uuid.uuid4().hex[:8]}"
+    admin.create_topic(
+        cluster.bootstrap_servers(),
+        TopicSpec(name=name, partitions=3, replication_factor=3, min_insync_replicas=2),
+        timeout_s=60,
+    )
+    yield name
+    admin.delete_topic(cluster.bootstrap_servers(), name, timeout_s=30)
+
+
+@pytest.fixture
+def healthy(cluster: Cluster, topic: str) -> Iterator[None]:
+    """Start from a healthy cluster and leave one behind, whatever the test did."""
+    kafka_db.wait_healthy(cluster, HEALTHY_TIMEOUT_S, topic=topic)
+    try:
+        yield
+    finally:
+        heal_cluster(cluster)
+        kafka_db.wait_healthy(cluster, HEALTHY_TIMEOUT_S, topic=topic)
+
+
+def wait_for(what: str, check: Callable[[], T], timeout_s: float = TIMEOUT_S) -> T:
+    deadline = time.monotonic() + timeout_s
+    last: object = None
+    while time.monotonic() < deadline:
+        try:
+            result = check()
+            if result:
+                return result
+        except admin.AdminError as e:
+            last = e
+        time.sleep(0.5)
+    pytest.fail(f"{what} did not happen within {timeout_s}s (last error: {last})")
+
+
+def reaches(node: Node, peer: Node, port: int = BROKER_PORT) -> bool:
+    """Whether ``node`` can open a TCP connection to ``peer`` (run on the node)."""
+    res = node.run(f"timeout 3 bash -c '</dev/tcp/{peer.address}/{port}'", timeout=15, check=False)
+    return res.ok
+
+
+def harness_reaches(node: Node, port: int = BROKER_PORT) -> bool:
+    try:
+        with socket.create_connection((node.address, port), timeout=3):
+            return True
+    except OSError:
+        return False
+
+
+def op(f: str, targets: list[str], op_id: int, **params: object) -> FaultOp:
+    return FaultOp(op_id, f, 0.0, 1.0, targets, params=dict(params))
+
+
+def test_killed_broker_leaves_metadata_and_returns(cluster: Cluster, healthy: None) -> None:
+    victim = cluster.nodes[-1]
+    bootstrap = cluster.bootstrap_servers()
+    kill = op("kill", [victim.name], 9001)
+    apply(cluster, kill)
+    assert not kafka_db.is_running(victim)
+    wait_for(
+        f"{victim.name} leaving the metadata",
+        lambda: victim.node_id not in admin.broker_ids(bootstrap, 10),
+    )
+    heal(cluster, kill)
+    wait_for(
+        f"{victim.name} back in the metadata",
+        lambda: victim.node_id in admin.broker_ids(bootstrap, 10),
+    )
+
+
+def test_paused_leader_loses_its_partitions_then_cluster_recovers(
+    cluster: Cluster, topic: str, healthy: None
+) -> None:
+    bootstrap = cluster.bootstrap_servers()
+    resolved = targeting.resolve(cluster, "leader", {"partition": 0}, topic)
+    victim = cluster.node(resolved["node"])
+    led = {
+        p.partition
+        for p in admin.describe_topics(bootstrap, [topic], 10)
+        if p.leader == victim.node_id
+    }
+    assert 0 in led
+    pause = op("pause", [victim.name], 9002)
+    apply(cluster, pause)
+    try:
+        # the paused JVM still holds its pid but stops heartbeating: after the
+        # session timeout the controller moves its partitions elsewhere
+        wait_for(
+            f"partitions {sorted(led)} leaving paused {victim.name}",
+            lambda: all(
+                p.leader not in (None, victim.node_id)
+                for p in admin.describe_topics(bootstrap, [topic], 10)
+                if p.partition in led
+            ),
+        )
+        assert kafka_db.is_running(victim)
+    finally:
+        heal(cluster, pause)
+    kafka_db.wait_healthy(cluster, HEALTHY_TIMEOUT_S, topic=topic)
+
+
+def test_partition_cuts_peers_but_not_the_harness(cluster: Cluster, healthy: None) -> None:
+    n1, n2, n3 = cluster.nodes[:3]
+    grudge = partition.isolate([n.name for n in cluster.nodes], n1.name)
+    cut = FaultOp(
+        9003, "partition", 0.0, 1.0, partition.involved(grudge), params={"grudge": grudge}
+    )
+    assert reaches(n1, n2) and reaches(n2, n1)
+    apply(cluster, cut)
+    try:
+        assert not reaches(n1, n2) and not reaches(n2, n1) and not reaches(n3, n1)
+        assert reaches(n2, n3), "the majority side must still see itself"
+        assert n1.run("hostname", timeout=15).ok, "the harness must still reach the node"
+    finally:
+        outcome = heal(cluster, cut)
+    assert outcome == {"rules_removed": 4 * (len(cluster.nodes) - 1)}
+    assert reaches(n1, n2) and reaches(n2, n1) and reaches(n3, n1)
+
+
+def test_isolate_from_brokers_keeps_clients_connected(
+    cluster: Cluster, topic: str, healthy: None
+) -> None:
+    victim = cluster.node(targeting.resolve(cluster, "leader", {"partition": 1}, topic)["node"])
+    iso = FaultOp(9004, "isolate-from-brokers", 0.0, 1.0, [victim.name])
+    prepare([n.name for n in cluster.nodes], iso)
+    apply(cluster, iso)
+    try:
+        for peer in cluster.nodes:
+            if peer is not victim:
+                assert not reaches(victim, peer) and not reaches(peer, victim)
+        assert harness_reaches(victim), "a client must still reach the isolated broker"
+        md = admin.broker_ids(f"{victim.address}:{BROKER_PORT}", 10)  # a real Kafka request
+        assert victim.node_id in md
+    finally:
+        heal(cluster, iso)
+    assert all(reaches(victim, p) for p in cluster.nodes if p is not victim)
+
+
+def test_heal_all_restores_a_cluster_with_every_fault_at_once(
+    cluster: Cluster, topic: str, healthy: None
+) -> None:
+    n1, n2, n3 = cluster.nodes[:3]
+    grudge = partition.halves([n1.name, n2.name, n3.name])
+    apply(
+        cluster,
+        FaultOp(9005, "partition", 0, 1, partition.involved(grudge), params={"grudge": grudge}),
+    )
+    apply(cluster, op("kill", [n2.name], 9006))
+    apply(cluster, op("pause", [n3.name], 9007))
+    assert not kafka_db.is_running(n2)
+    done = heal_cluster(cluster)
+    assert any("restarted Kafka" in d for d in done)
+    assert any("partition rule" in d for d in done)
+    for node in cluster.nodes:
+        assert "kafka-chaos:" not in node.run("iptables -S", timeout=15).stdout
+    kafka_db.wait_healthy(cluster, HEALTHY_TIMEOUT_S, topic=topic)
+
+
+def run_schedule(cluster: Cluster, spec: TestSpec, run_dir: Path) -> Schedule:
+    run_dir.mkdir()
+    with HistoryWriter(run_dir / "history.jsonl") as history:
+        runner = NemesisRunner(cluster, spec, history, run_dir)
+        runner.start()
+        runner.join(spec.time_limit_s + 180)
+        runner.stop()
+        runner.heal_all()
+    return Schedule.load(run_dir / "schedule.json")
+
+
+def test_schedule_runs_for_real_and_replays_identically(
+    cluster: Cluster, topic: str, healthy: None, tmp_path: Path
+) -> None:
+    spec = TestSpec(
+        seed=20261122,
+        time_limit_s=20.0,
+        topic=TopicSpec(name=topic),
+        nemesis=NemesisSpec(
+            faults=["kill", "pause"], interval_s=3.0, duration_s=5.0, targets="leader"
+        ),
+    )
+    first = run_schedule(cluster, spec, tmp_path / "first")
+    assert len(first.ops) == 2
+    for o in first.ops:
+        assert o.error is None, o.error
+        assert o.targets == [o.resolved["node"]]
+        assert abs(o.started_s - o.at_s) < 2.0 and o.ended_s >= o.end_s - 0.1
+    history = [h for h in read_history(tmp_path / "first" / "history.jsonl")]
+    phases = [(h["f"], h["value"]["phase"], h["value"]["id"]) for h in history]
+    assert phases == [
+        (first.ops[0].f, "start", 0),
+        (first.ops[0].f, "end", 0),
+        (first.ops[1].f, "start", 1),
+        (first.ops[1].f, "end", 1),
+    ]
+    assert all(h["process"] == "nemesis" and h["type"] == "info" for h in history)
+    assert history[0]["value"]["targets"] == first.ops[0].targets
+    kafka_db.wait_healthy(cluster, HEALTHY_TIMEOUT_S, topic=topic)
+
+    recorded = json.loads((tmp_path / "first" / "schedule.json").read_text())
+    replay_spec = TestSpec(
+        seed=1,  # ignored: the recorded schedule wins
+        time_limit_s=20.0,
+        topic=TopicSpec(name=topic),
+        nemesis=NemesisSpec(schedule=recorded["ops"]),
+    )
+    second = run_schedule(cluster, replay_spec, tmp_path / "second")
+    assert second.plan() == first.plan()
+    for a, b in zip(first.ops, second.ops, strict=True):
+        assert b.resolved is None, "a replay hits the recorded node, it does not look again"
+        assert abs(a.started_s - b.started_s) < 2.0
+        # the end is when the heal completed: a JVM restart varies by seconds
+        assert abs(a.ended_s - b.ended_s) < 6.0
+
+
+HARNESS_SCRIPT = """
+import sys, time
+from pathlib import Path
+from harness.backends import load_cluster
+from harness.spec import NemesisSpec, TestSpec
+from nemeses.runner import NemesisRunner
+from workloads.history import HistoryWriter
+cluster = load_cluster(sys.argv[1])
+run = Path(sys.argv[2])
+ops = [{"id": 0, "f": "partition", "at_s": 0.0, "duration_s": 600.0, "targets": [sys.argv[3]],
+        "params": {"topology": "isolate"}},]
+spec = TestSpec(time_limit_s=600, nemesis=NemesisSpec(schedule=ops))
+runner = NemesisRunner(cluster, spec, HistoryWriter(run / "history.jsonl"), run)
+runner.start()
+time.sleep(600)
+"""
+
+
+def test_heal_cli_cleans_up_after_a_sigkilled_harness(
+    cluster: Cluster, topic: str, healthy: None, tmp_path: Path
+) -> None:
+    victim = cluster.nodes[0]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HARNESS_SCRIPT, cluster.name, str(tmp_path), victim.name],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        wait_for(
+            "the partition to be in place",
+            lambda: "kafka-chaos:" in victim.run("iptables -S", timeout=15).stdout,
+            timeout_s=60,
+        )
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+    assert not reaches(victim, cluster.nodes[1])
+    start = [h for h in read_history(tmp_path / "history.jsonl")]
+    assert [h["value"]["phase"] for h in start] == ["start"]  # the end line never came
+    out = subprocess.run(
+        ["kafka-chaos", "heal", "--name", cluster.name, "--all"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "removed" in out.stdout
+    assert reaches(victim, cluster.nodes[1])
