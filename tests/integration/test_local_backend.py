@@ -7,14 +7,16 @@ module checks the nodes themselves, which takes seconds.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
 from _local_leftovers import leftovers, pids_from_files
 
-from harness import backends
+from harness import admin, backends
 from harness.backends import local
 from harness.backends.local_plan import LocalPlan
 from harness.backends.ssh_inventory import load_inventory
@@ -22,7 +24,7 @@ from harness.backends.verify import check_mesh
 from harness.cluster import cluster_dir
 from harness.errors import HarnessError, NodeUnreachable
 from harness.node import Node, SSHTarget
-from harness.spec import ClusterSpec
+from harness.spec import ClusterSpec, TopicSpec
 
 pytestmark = [
     pytest.mark.integration,
@@ -220,7 +222,11 @@ def test_blocked_forwarding_is_opened_for_the_bridge_only_and_cleaned_up() -> No
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        ["kafka-chaos", "cluster", *args], capture_output=True, text=True, timeout=300
+        ["kafka-chaos", "cluster", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "COLUMNS": "200"},  # rich tables unabridged
     )
 
 
@@ -244,3 +250,18 @@ def test_cli_up_reuses_a_healthy_cluster_and_recreates_a_broken_one() -> None:
     finally:
         down = _cli("down", "--name", "a2")
     assert down.returncode == 0 and "route unreachable" in down.stdout
+
+
+def test_status_of_a_running_cluster(kafka_cluster) -> None:
+    bootstrap = kafka_cluster.bootstrap_servers()
+    topic = TopicSpec(name=f"status-{int(time.time())}", partitions=2)
+    admin.create_topic(bootstrap, topic, timeout_s=60)
+    try:
+        out = _cli("status", "--name", kafka_cluster.name)
+    finally:
+        admin.delete_topic(bootstrap, topic.name, timeout_s=30)
+    assert out.returncode == 0, out.stderr
+    assert re.search(r"active controller: [1-3]\b", out.stdout), out.stdout
+    assert len(re.findall(r"kafka:\d+", out.stdout)) == 3
+    rows = [line for line in out.stdout.splitlines() if topic.name in line]
+    assert len(rows) == 2 and all(re.search(r"\b[1-3],[1-3],[1-3]\b", r) for r in rows)

@@ -75,6 +75,18 @@ def test_down_after_sigkill_while_kafka_starts(tmp_path: Path) -> None:
         pids = pids_from_files(root)
         assert set(brokers) <= set(pids) and len(pids) >= 4  # >= 1 broker + 3 sshds
         assert set(brokers) <= set(procs_mentioning(root))
+        # status of the wreck answers, bounded, and shows the (paused) broker
+        started = time.monotonic()
+        status = subprocess.run(
+            ["kafka-chaos", "cluster", "status", "--name", NAME],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "COLUMNS": "200"},
+        )
+        assert status.returncode == 0, status.stderr
+        assert f"kafka:{brokers[0]}" in status.stdout
+        print(f"status of the half-started cluster took {time.monotonic() - started:.1f}s")
     finally:
         if up.poll() is None:
             os.kill(up.pid, signal.SIGKILL)
