@@ -18,12 +18,26 @@ from harness.errors import ConfigError, HarnessError
 from harness.node import Node
 
 # Faults acting on one node (or the resolved leader/controller).
-SINGLE_NODE_KINDS = ("kill", "pause", "restart", "isolate-from-brokers", "netem")
+SINGLE_NODE_KINDS = (
+    "kill",
+    "pause",
+    "restart",
+    "isolate-from-brokers",
+    "netem",
+    "unclean-election",
+)
 # Faults acting on every node in turn.
 ROLLING_KINDS = ("rolling-restart", "hard-rolling-restart")
 FAULT_KINDS = (*SINGLE_NODE_KINDS, "partition", *ROLLING_KINDS)
 # Faults whose target may be the partition leader or the active controller.
-TARGETABLE_KINDS = ("kill", "pause", "restart", "isolate-from-brokers", "partition")
+TARGETABLE_KINDS = (
+    "kill",
+    "pause",
+    "restart",
+    "isolate-from-brokers",
+    "partition",
+    "unclean-election",
+)
 TARGET_MODES = ("random", "leader", "controller")
 TOPOLOGIES = ("isolate", "halves", "bridge", "majorities-ring", "grudge")
 

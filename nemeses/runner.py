@@ -19,7 +19,7 @@ from typing import Any
 
 from harness.cluster import Cluster
 from harness.spec import TestSpec
-from nemeses import netem, partition, process, targeting
+from nemeses import netem, partition, process, targeting, unclean
 from nemeses.base import FaultOp, NemesisError, on_nodes
 from nemeses.schedule import Schedule, for_spec, steps
 from workloads.history import NEMESIS, HistoryWriter
@@ -137,7 +137,7 @@ class NemesisRunner:
         self._record(op, "start")
         if op.error is None:
             try:
-                apply(self.cluster, op)
+                apply(self.cluster, op, self.spec.topic.name)
             except Exception as e:
                 op.error = f"{type(e).__name__}: {e}"
                 log.warning("fault %s #%s failed to start: %s", op.f, op.id, e)
@@ -192,7 +192,7 @@ def prepare(names: list[str], op: FaultOp) -> None:
         op.params["grudge"] = partition.validate_grudge(op.params["grudge"], names)
 
 
-def apply(cluster: Cluster, op: FaultOp) -> None:
+def apply(cluster: Cluster, op: FaultOp, topic: str | None = None) -> None:
     nodes = [cluster.node(t) for t in op.targets]
     if op.f == "kill":
         on_nodes(nodes, lambda n: process.kill(cluster, n))
@@ -208,6 +208,8 @@ def apply(cluster: Cluster, op: FaultOp) -> None:
         )
     elif op.f == "netem":
         on_nodes(nodes, lambda n: netem.start(cluster, n, op.params))
+    elif op.f == "unclean-election":
+        unclean.apply(cluster, op, op.params.get("topic") or topic)
     else:
         raise NemesisError(f"no nemesis implements fault {op.f!r}")
 
@@ -224,6 +226,8 @@ def heal(cluster: Cluster, op: FaultOp) -> dict[str, Any] | None:
         return {"rules_removed": removed}
     elif op.f == "netem":
         on_nodes(nodes, lambda n: netem.heal(cluster, n, op.params))
+    elif op.f == "unclean-election":
+        return unclean.heal(cluster, op)
     return None
 
 

@@ -86,6 +86,8 @@ def draft(kind: str, rng: random.Random, ctx: Ctx) -> Draft:
         params = dict(leader_params)
         if kind == "partition":
             params["topology"] = "isolate"
+        if kind == "unclean-election" and ctx.targets == "leader":
+            params["partition"] = 0  # the scripted fault watches this partition's ISR
         return Draft(kind, [], ctx.targets, params)
     if kind == "partition":
         name = rng.choice(partition.topologies_for(len(nodes)))

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from hypothesis import strategies as st
 
 from harness.spec import NemesisSpec
-from nemeses import partition
+from nemeses import partition, unclean
 from nemeses.base import (
     FAULT_KINDS,
     ROLLING_KINDS,
@@ -153,6 +153,12 @@ class ModelCluster:
         elif op.f == "netem":
             for t in op.targets:
                 self.nodes[t].netem = True
+        elif op.f == "unclean-election":
+            leader = op.targets[0]
+            peers = [_addr(n) for n in self.names if n != leader]
+            cmds = unclean.fetch_block_commands(peers, partition.tag(self.name, op.id))
+            self.nodes[leader].rules += [_as_listed(c) for c in cmds]
+            self.nodes[leader].down = True
         # rolling restarts bounce and rejoin within their start phase: nothing lingers
 
     def end(self, op: FaultOp) -> None:
@@ -167,6 +173,9 @@ class ModelCluster:
         elif op.f == "netem":
             for t in op.targets:
                 self.nodes[t].netem = False
+        elif op.f == "unclean-election":
+            self._delete(partition.tag_matcher(self.name, op.id))
+            self.nodes[op.targets[0]].down = False
 
     def heal_all(self) -> None:
         self._delete(partition.tag_matcher(self.name))
@@ -220,6 +229,9 @@ def _as_listed(cmd: str) -> str:
         if flag in tokens:
             i = tokens.index(flag) + 1
             tokens[i] += "/32"
+    if "--dport" in tokens:  # a port match is listed with its implicit module
+        k = tokens.index("--dport")
+        tokens[k:k] = ["-m", "tcp"]
     # iptables -S prints the match before the target
     j = tokens.index("-j")
     tokens = tokens[:j] + tokens[j + 2 :] + tokens[j : j + 2]
