@@ -5,6 +5,7 @@ it, SIGKILL the leader of partition 0 (via its pid file), and check that
 leadership moves to another replica and the ISR shrinks without it; restart
 the broker and check that it rejoins the ISR.  Once on the shared KRaft
 cluster of the newest Kafka, once in ZooKeeper mode on 3.9 (own cluster).
+A last test covers the cheap lifecycle and admin verbs other layers build on.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TypeVar
 
 import pytest
@@ -19,6 +21,7 @@ from conftest import running_cluster
 
 from harness import admin, kafka_db
 from harness.cluster import Cluster
+from harness.errors import ConfigError, HarnessError
 from harness.spec import KAFKA_39, ClusterSpec, TopicSpec
 
 pytestmark = pytest.mark.integration
@@ -163,3 +166,53 @@ def test_leader_failover_zookeeper_mode() -> None:
     with running_cluster(spec) as cluster:
         assert all(kafka_db.zookeeper_running(n) for n in cluster.nodes)
         check_leader_failover(cluster)
+
+
+def test_lifecycle_verbs_on_the_shared_cluster(kafka_cluster: Cluster, tmp_path) -> None:
+    """The cheap verbs other layers rely on, without restarting anything."""
+    from harness.distribution import fetch
+
+    cluster = kafka_cluster
+    bootstrap = cluster.bootstrap_servers()
+    node = cluster.nodes[0]
+    controller = kafka_db.controller_id(cluster)
+    assert controller in admin.broker_ids(bootstrap)
+
+    # Installing again uploads nothing: the node's checksum marker matches.
+    dist = fetch(cluster.kafka_version)
+    t0 = time.monotonic()
+    assert kafka_db.install(node, dist) == dist.node_dir()
+    assert time.monotonic() - t0 < 10
+
+    with pytest.raises(HarnessError, match="stop kafka before wiping"):
+        kafka_db.wipe(node)
+
+    try:
+        assert kafka_db.pause(node)
+        state = node.run(f"grep ^State: /proc/$(cat {node.path('run', 'kafka.pid')})/status")
+        assert "stopped" in state.stdout
+        assert kafka_db.is_running(node)  # paused is still running
+        assert kafka_db.resume(node)
+    finally:
+        kafka_db.recover_cluster(cluster)
+
+    files = kafka_db.collect_logs(node, tmp_path)
+    names = {p.relative_to(tmp_path).as_posix() for p in files}
+    assert {"logs/server.log", "config/server.properties", "config/kafka-start.sh"} <= names
+    assert not [n for n in names if "ssh" in n]
+
+    topic = TopicSpec(name=f"shape-{uuid.uuid4().hex[:8]}", partitions=2, replication_factor=3)
+    assert len(admin.create_topic(bootstrap, topic, timeout_s=60)) == 2
+    try:
+        assert len(admin.create_topic(bootstrap, topic, timeout_s=60)) == 2  # same shape: fine
+        with pytest.raises(ConfigError, match="exists with 2 partitions"):
+            admin.create_topic(bootstrap, replace(topic, partitions=4), timeout_s=60)
+        assert set(admin.elect_leaders(bootstrap, [(topic.name, 0)]).values()) <= {
+            None,
+            "ELECTION_NOT_NEEDED",
+        }
+    finally:
+        assert admin.delete_topic(bootstrap, topic.name, timeout_s=30)
+    assert not admin.delete_topic(bootstrap, topic.name, timeout_s=30)
+    with pytest.raises(admin.AdminError, match="no-such-topic"):
+        admin.describe_topics(bootstrap, ["no-such-topic"])
