@@ -16,7 +16,7 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -252,11 +252,11 @@ def destroy(cluster: Cluster) -> list[str]:
 
 def find_orphan(name: str) -> LocalPlan | None:
     """Rebuild the plan of a cluster whose cluster.json is gone, from its bridge alias."""
-    alias = f"kafka-chaos:{name}"
-    for bridge in net.bridges_with_alias(alias):
-        slot = bridge.removeprefix("kcbr")
-        if slot.isdigit():
-            return plan_cluster(name, int(slot), MAX_NODES, cluster_dir(name))
+    links = net.links()
+    for slot in sorted(slots_from_links(links)):
+        plan = plan_cluster(name, slot, MAX_NODES, cluster_dir(name))
+        if links[plan.bridge].get("ifalias") == plan.bridge_alias:
+            return plan
     return None
 
 
@@ -269,7 +269,7 @@ def _teardown(plan: LocalPlan, state_dir: Path) -> list[str]:
     removed: list[str] = []
     errors: list[str] = []
 
-    def step(what: str, fn) -> None:
+    def step(what: str, fn: Callable[[], object]) -> None:
         try:
             result = fn()
         except (HarnessError, OSError) as e:
@@ -287,7 +287,7 @@ def _teardown(plan: LocalPlan, state_dir: Path) -> list[str]:
         step(f"veth {node.veth_host}", lambda v=node.veth_host: net.delete_link(v))
         step(f"veth {node.veth_peer}", lambda v=node.veth_peer: net.delete_link(v))
     step(f"bridge {plan.bridge}", lambda: net.delete_link(plan.bridge))
-    step("iptables rules", lambda: net.delete_tagged_rules(_tag(plan.cluster)))
+    step("iptables rules", lambda: net.delete_tagged_rules(_tag(plan.cluster), plan.bridge))
     if not errors:
         step(f"cluster dir {state_dir}", lambda: _remove_dir(state_dir))
     if not errors:

@@ -31,10 +31,6 @@ def route_lines() -> list[str]:
     return [line for line in lines if "10.251." in line]
 
 
-def bridges_with_alias(alias: str) -> list[str]:
-    return [name for name, link in links().items() if link.get("ifalias") == alias]
-
-
 def add_guard_route(plan: LocalPlan) -> bool:
     """Make the whole subnet unreachable except via the bridge; False if already there."""
     if _guard_route_present(plan):
@@ -121,12 +117,16 @@ def allow_bridge_forward(plan: LocalPlan, tag: str) -> None:
     )
 
 
-def delete_tagged_rules(tag: str) -> list[str]:
-    """Delete root-namespace iptables rules carrying comment ``tag``."""
+def delete_tagged_rules(tag: str, bridge: str) -> list[str]:
+    """Delete root-namespace iptables rules carrying comment ``tag`` and naming ``bridge``.
+
+    Requiring the bridge too keeps a same-named cluster of another
+    KAFKA_CHAOS_HOME (another slot, another bridge) safe.
+    """
     removed = []
     for line in host_run(["iptables", "-S"]).stdout.splitlines():
         args = shlex.split(line)
-        if line.startswith("-A ") and _has_comment(args, tag):
+        if line.startswith("-A ") and _has_comment(args, tag) and bridge in args:
             host_run(["iptables", "-D", *args[1:]])
             removed.append(f"iptables rule: {line}")
     return removed

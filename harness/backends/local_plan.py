@@ -49,9 +49,17 @@ class LocalPlan:
         return f"unreachable {self.subnet} metric {UNREACHABLE_METRIC}"
 
     @property
+    def cluster_root(self) -> str:
+        """The cluster's state dir (nodes live in ``<cluster_root>/nodes/<node>``)."""
+        return str(Path(self.nodes[0].root_dir).parent.parent)
+
+    @property
     def bridge_alias(self) -> str:
-        """Label put on the bridge so a cluster with no cluster.json can still be found."""
-        return f"kafka-chaos:{self.cluster}"
+        """Label put on the bridge so a cluster with no cluster.json can still be found.
+
+        It names the state dir too: two KAFKA_CHAOS_HOMEs may hold equal cluster names.
+        """
+        return f"kafka-chaos:{self.cluster}:{self.cluster_root}"
 
     def to_state(self) -> dict[str, Any]:
         data = asdict(self)

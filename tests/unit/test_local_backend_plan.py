@@ -32,7 +32,8 @@ def test_plan_names_and_addresses() -> None:
     plan = plan_cluster("a1", 7, 5, Path("/h/clusters/a1"))
     assert (plan.subnet, plan.gateway, plan.bridge) == ("10.251.7.0/24", "10.251.7.1", "kcbr7")
     assert plan.route == "unreachable 10.251.7.0/24 metric 4000"
-    assert plan.bridge_alias == "kafka-chaos:a1"
+    assert plan.cluster_root == "/h/clusters/a1"
+    assert plan.bridge_alias == "kafka-chaos:a1:/h/clusters/a1"
     n5 = plan.nodes[4]
     assert (n5.name, n5.node_id, n5.address) == ("n5", 5, "10.251.7.15")
     assert (n5.namespace, n5.veth_host, n5.veth_peer) == ("kc7-n5", "kc7v5", "kc7p5")
