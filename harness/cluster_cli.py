@@ -83,6 +83,9 @@ def spec_from_args(args: argparse.Namespace) -> ClusterSpec:
 def cmd_up(args: argparse.Namespace) -> int:
     spec = spec_from_args(args)
     console = Console()
+    kafka_config = None if args.no_kafka else _optional("harness.kafka_config")
+    if kafka_config is not None:  # reject an impossible shape before provisioning anything
+        kafka_config.validate(spec.kafka_version, spec.mode, spec.nodes, spec.broker_heap_mb)
     cluster = _existing_or_new(spec, console)
     try:
         if not args.no_kafka:
