@@ -65,9 +65,8 @@ def resume(cluster: Cluster, node: Node) -> None:
 def resume_all(cluster: Cluster, node: Node) -> None:
     """SIGCONT the broker and (zk mode) ZooKeeper; harmless if none is paused."""
     db = _db()
-    if db.is_running(node):
-        db.resume(node)
-    if _zk(cluster) and db.zookeeper_running(node):
+    db.resume(node)  # signals only a live process whose pid file names this node
+    if _zk(cluster):
         db.resume_zookeeper(node)
 
 

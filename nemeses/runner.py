@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.cluster import Cluster
+from harness.node import Node
 from harness.spec import TestSpec
 from nemeses import netem, partition, process, targeting, unclean
 from nemeses.base import FaultOp, NemesisError, on_nodes
@@ -234,18 +235,20 @@ def heal(cluster: Cluster, op: FaultOp) -> dict[str, Any] | None:
 def heal_cluster(cluster: Cluster, every_tag: bool = False) -> list[str]:
     """Undo anything any fault may have left, on every node; returns what was done.
 
-    Each step is attempted on every node even when another fails, and
-    failures are raised together at the end so none goes unnoticed.
+    Nodes are healed in parallel and every step is attempted on every node
+    even when another fails; failures are raised together at the end so none
+    goes unnoticed.
     """
-    done: list[str] = []
-    errors: list[str] = []
     matcher = partition.tag_matcher(None if every_tag else cluster.name)
-    for node in cluster.nodes:
+
+    def heal_node(node: Node) -> tuple[list[str], list[str]]:
+        done: list[str] = []
+        errors: list[str] = []
         for what, fn in (
-            ("partition rules", lambda n=node: partition.heal_node(n, matcher)),
-            ("packet faults", lambda n=node: netem.heal(cluster, n)),
-            ("paused processes", lambda n=node: process.resume_all(cluster, n)),
-            ("stopped processes", lambda n=node: process.ensure_running(cluster, n)),
+            ("partition rules", lambda: partition.heal_node(node, matcher)),
+            ("packet faults", lambda: netem.heal(cluster, node)),
+            ("paused processes", lambda: process.resume_all(cluster, node)),
+            ("stopped processes", lambda: process.ensure_running(cluster, node)),
         ):
             try:
                 result = fn()
@@ -256,8 +259,13 @@ def heal_cluster(cluster: Cluster, every_tag: bool = False) -> list[str]:
                 done.append(f"{node.name}: removed {result} partition rule(s)")
             if what == "stopped processes" and result:
                 done.append(f"{node.name}: restarted Kafka")
+        return done, errors
+
+    outcomes = on_nodes(cluster.nodes, heal_node).values()
+    errors = [e for _, errs in outcomes for e in errs]
     if errors:
         raise NemesisError("heal incomplete: " + "; ".join(errors))
+    done = [d for ds, _ in outcomes for d in ds]
     for line in done:
         log.info("heal: %s", line)
     return done

@@ -310,3 +310,52 @@ def test_heal_cli_cleans_up_after_a_sigkilled_harness(
     assert out.returncode == 0, out.stderr
     assert "removed" in out.stdout
     assert reaches(victim, cluster.nodes[1])
+
+
+def test_hard_rolling_restart_waits_for_each_node_to_rejoin(
+    cluster: Cluster, topic: str, healthy: None
+) -> None:
+    order = [n.name for n in cluster.nodes[1:]]
+    pids = {n: _pid(cluster.node(n)) for n in order}
+    bounce = FaultOp(9008, "hard-rolling-restart", 0.0, 1.0, order)
+    apply(cluster, bounce)
+    assert [r["node"] for r in bounce.params["rejoined"]] == order
+    for name in order:
+        assert _pid(cluster.node(name)) != pids[name], f"{name} was not restarted"
+    # each node was back in every ISR before the next went down, so the topic
+    # never lost two replicas at once and is whole again now
+    assert not kafka_db.health_problems(cluster, topic, 10)
+
+
+def _pid(node: Node) -> str:
+    return node.run(f"cat {node.path('run', 'kafka.pid')}", timeout=15).stdout.strip()
+
+
+def test_controller_targeting_names_the_active_controller(cluster: Cluster) -> None:
+    resolved = targeting.resolve(cluster, "controller", {}, None)
+    assert cluster.node(resolved["node"]).node_id == kafka_db.controller_id(cluster)
+
+
+def test_netem_says_so_when_the_kernel_lacks_it(cluster: Cluster, tmp_path: Path) -> None:
+    from nemeses import netem
+
+    node = cluster.nodes[0]
+    available = node.run(netem.probe_command(), timeout=15, check=False).ok
+    spec = TestSpec(
+        time_limit_s=5,
+        nemesis=NemesisSpec(
+            schedule=[{"id": 0, "f": "netem", "at_s": 0, "duration_s": 1, "targets": [node.name]}]
+        ),
+    )
+    if available:  # a kernel with netem: the fault must really delay packets
+        netem.start(cluster, node, {"delay_ms": 200})
+        try:
+            t0 = time.monotonic()
+            assert reaches(cluster.nodes[1], node)
+            assert time.monotonic() - t0 >= 0.2
+        finally:
+            netem.heal(cluster, node)
+        return
+    with HistoryWriter(tmp_path / "history.jsonl") as history:
+        with pytest.raises(netem.NetemUnavailable, match="lacks the netem qdisc"):
+            NemesisRunner(cluster, spec, history, tmp_path)
