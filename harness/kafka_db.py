@@ -31,10 +31,10 @@ from typing import TypeVar
 from harness import admin
 from harness import kafka_config as kc
 from harness.cluster import ZOOKEEPER_PORT, Cluster
-from harness.distribution import Distribution, for_spec
+from harness.distribution import Distribution, for_spec, major
 from harness.distribution import install as install_dist
 from harness.errors import CommandFailed, HarnessError, NodeUnreachable
-from harness.node import Node, quote
+from harness.node import Node, RunResult, quote
 from harness.spec import ClusterSpec
 
 log = logging.getLogger(__name__)
@@ -314,18 +314,6 @@ def configure(cluster: Cluster, spec: ClusterSpec, dist: Distribution) -> None:
     _parallel(cluster.nodes, lambda n: write_files(n, node_files(cluster, n, spec, dist)))
 
 
-def tool_command(node: Node, dist: Distribution, version: str, main: str, args: list[str]) -> str:
-    """A shell command running a Kafka tool class on the node (logs WARN to stderr)."""
-    return kc.java_command(
-        node.root_dir,
-        TOOL_HEAP_MB,
-        dist.node_classpath(tools=True),
-        kc.logging_flag(version, node.path("config", "tools-log.properties")),
-        main,
-        args,
-    )
-
-
 def format_storage(node: Node, cluster_id: str, dist: Distribution, version: str) -> None:
     """KRaft: format the node's log dir with the cluster id (no-op if formatted)."""
     marker = node.path("data", "kafka", "meta.properties")
@@ -353,17 +341,66 @@ def _state_file(cluster: Cluster) -> Path:
     return cluster.state_dir / "kafka.json"
 
 
+def _load_state(cluster: Cluster) -> dict:
+    try:
+        return json.loads(_state_file(cluster).read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return {}
+
+
+def _save_state(cluster: Cluster, **updates: object) -> None:
+    state = {**_load_state(cluster), **updates}
+    path = _state_file(cluster)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(state, indent=2) + "\n")
+    tmp.replace(path)
+
+
 def kafka_cluster_id(cluster: Cluster) -> str:
     """The KRaft cluster id, created once and kept with the cluster's state."""
-    path = _state_file(cluster)
-    try:
-        return json.loads(path.read_text())["cluster_id"]
-    except (FileNotFoundError, json.JSONDecodeError, KeyError):
-        pass
-    cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"cluster_id": cid}) + "\n")
+    cid = _load_state(cluster).get("cluster_id")
+    if not cid:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        _save_state(cluster, cluster_id=cid)
     return cid
+
+
+def installed_distribution(cluster: Cluster) -> Distribution:
+    """The distribution ``start_cluster`` installed on this cluster's nodes."""
+    d = _load_state(cluster).get("dist")
+    if not d:
+        raise HarnessError(f"cluster {cluster.name!r} has no Kafka installed; run start_cluster")
+    return Distribution(d["version"], Path(d["cache"]), d["sha256"], d.get("tools_version"))
+
+
+def dump_log_segments_class(version: str) -> str:
+    """DumpLogSegments moved from core (Scala) to the tools module in 4.0."""
+    return (
+        "kafka.tools.DumpLogSegments"
+        if major(version) < 4
+        else ("org.apache.kafka.tools.DumpLogSegments")
+    )
+
+
+def run_tool(
+    cluster: Cluster, node: Node, main: str, args: list[str], timeout_s: float = 120.0
+) -> RunResult:
+    """Run a Kafka tool class (e.g. DumpLogSegments, VerifiableProducer) on ``node``.
+
+    Uses the tools classpath of the installed distribution; non-zero exit
+    raises ``CommandFailed`` with the tool's stderr.
+    """
+    dist = installed_distribution(cluster)
+    cmd = kc.java_command(
+        node.root_dir,
+        TOOL_HEAP_MB,
+        dist.node_classpath(tools=True),
+        kc.logging_flag(dist.version, node.path("config", "tools-log.properties")),
+        main,
+        args,
+    )
+    return node.run(cmd, timeout=timeout_s)
 
 
 # --- whole-cluster operations -------------------------------------------------------
@@ -400,6 +437,15 @@ def start_cluster(
     install(cluster.nodes[0], dist)
     _parallel(cluster.nodes[1:], lambda n: install(n, dist))
     configure(cluster, spec, dist)
+    _save_state(
+        cluster,
+        dist={
+            "version": dist.version,
+            "sha256": dist.sha256,
+            "tools_version": dist.tools_version,
+            "cache": str(dist.root),
+        },
+    )
     t1 = time.monotonic()
     if cluster.mode == "zk":
         _parallel(cluster.nodes, start_zookeeper)

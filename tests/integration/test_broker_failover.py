@@ -211,6 +211,18 @@ def test_lifecycle_verbs_on_the_shared_cluster(kafka_cluster: Cluster, tmp_path)
             None,
             "ELECTION_NOT_NEEDED",
         }
+        # What the broker holds on disk, read with the Kafka tool on a replica.
+        acked = produce(bootstrap, topic.name, range(1000, 1020))
+        p0 = sorted(v for v, (p, _) in acked.items() if p == 0)
+        assert p0, "no message landed in partition 0"
+        segment = node.path("data", "kafka", f"{topic.name}-0", f"{0:020d}.log")
+        dump = kafka_db.run_tool(
+            cluster,
+            node,
+            kafka_db.dump_log_segments_class(cluster.kafka_version),
+            ["--files", segment, "--print-data-log"],
+        ).stdout
+        assert f"payload: {p0[0]}" in dump and f"payload: {p0[-1]}" in dump
     finally:
         assert admin.delete_topic(bootstrap, topic.name, timeout_s=30)
     assert not admin.delete_topic(bootstrap, topic.name, timeout_s=30)
