@@ -49,17 +49,16 @@ def _num(x: float) -> str:
 
 
 def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
-    """Round tick values covering [lo, hi] (1/2/5 steps), for readable axes."""
+    """Round tick values covering [lo, hi] (1/2/2.5/5 steps), for readable axes."""
     if hi <= lo:
         hi = lo + 1
     raw = (hi - lo) / max(count, 1)
     mag = 10 ** math.floor(math.log10(raw))
     step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
-    start = math.floor(lo / step) * step
-    ticks = [round(start, 10)]
-    while ticks[-1] < hi - step * 1e-9:  # end on the first tick at or above hi
-        ticks.append(round(ticks[-1] + step, 10))
-    return ticks
+    digits = max(0, 1 - math.floor(math.log10(step)))  # enough to show 2.5-steps exactly
+    first = math.floor(lo / step)
+    last = math.ceil(hi / step - 1e-9)  # end on the first tick at or above hi
+    return [round(k * step, digits) for k in range(first, max(last, first + 1) + 1)]
 
 
 def fmt_tick(v: float) -> str:

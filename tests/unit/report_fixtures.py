@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,14 @@ XSS = "<script>alert(1)</script>"
 TOPIC = "chaos"
 PARTITIONS = 3
 NODES = ("n1", "n2", "n3")
+
+# a resource reference (src=, href=, url()) to another host, with or without a scheme
+EXTERNAL = re.compile(r"""(?:(?:src|href)\s*=\s*|url\()\s*["']?\s*(?:https?:)?//""", re.IGNORECASE)
+
+
+def assert_self_contained(page: str) -> None:
+    assert not EXTERNAL.search(page), EXTERNAL.search(page)
+    assert "<link" not in page and "@import" not in page
 
 
 @dataclass

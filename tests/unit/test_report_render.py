@@ -8,22 +8,14 @@ import re
 from pathlib import Path
 
 import pytest
-from report_fixtures import XSS, build_run
+from report_fixtures import XSS, assert_self_contained, build_run
 
 from harness.cli import main
 from reports.render import ReportError, write_report
 
-# a resource reference (src=, href=, url()) to another host, with or without a scheme
-EXTERNAL = re.compile(r"""(?:(?:src|href)\s*=\s*|url\()\s*["']?\s*(?:https?:)?//""", re.IGNORECASE)
-
 
 def render(run: Path) -> str:
     return write_report(run).read_text()
-
-
-def assert_self_contained(page: str) -> None:
-    assert not EXTERNAL.search(page), EXTERNAL.search(page)
-    assert "<link" not in page and "@import" not in page
 
 
 def test_invalid_run_shows_the_lost_write_with_its_ack_and_neighbours(tmp_path: Path) -> None:
