@@ -27,7 +27,16 @@ class ClusterTimeline:
     problems: list[str] = field(default_factory=list)
 
     def rows(self) -> list[tuple[str, list[Segment]]]:
-        return [(f"{t}/{p}", segs) for (t, p), segs in sorted(self.partitions.items())]
+        """Labelled by partition number alone when there is one topic (names can be long)."""
+        one_topic = len({t for t, _ in self.partitions}) == 1
+        return [
+            (f"p{p}" if one_topic else f"{t}/{p}", segs)
+            for (t, p), segs in sorted(self.partitions.items())
+        ]
+
+    @property
+    def topics(self) -> list[str]:
+        return sorted({t for t, _ in self.partitions})
 
 
 def _ints(xs: object) -> list[int]:

@@ -15,13 +15,13 @@ from urllib.parse import quote
 
 from reports import svg
 from reports.render import (
-    STATIC,
     ReportError,
     as_dict,
     environment,
     expectation,
     headline,
     load_json,
+    stylesheet,
     verdict_of,
     write_atomic,
 )
@@ -141,7 +141,7 @@ def write_index(store_dir: Path) -> Path:
             counts=counts,
             trends=trends(runs),
             store=str(store_dir),
-            css=(STATIC / "report.css").read_text(encoding="utf-8"),
+            css=stylesheet(),
             generated_at=dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
         )
     )

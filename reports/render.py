@@ -12,6 +12,7 @@ import datetime as dt
 import json
 import math
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any
 from urllib.parse import quote
 
 import jinja2
+from markupsafe import Markup
 
 from harness.errors import HarnessError
 from reports import svg
@@ -29,6 +31,8 @@ from reports.timeline import COUNT_KEYS, summarize_history
 TEMPLATES = Path(__file__).parent / "templates"
 STATIC = Path(__file__).parent / "static"
 VERDICTS = ("valid", "invalid", "unknown")
+# collected node config may include ssh private keys; a report is shared, so never link them
+PRIVATE_KEY = re.compile(r"(^|[_.-])key$|^id_(rsa|dsa|ecdsa|ed25519)$|\.pem$")
 MAX_POINTS = 1500  # chart resolution; longer runs are averaged into wider buckets
 MAX_INDICES = 30
 CONFIG_SECTIONS = ("cluster", "topic", "producer", "consumer", "nemesis", "checker", "versions")
@@ -76,6 +80,11 @@ def environment() -> jinja2.Environment:
     env.filters["num"] = fmt_num
     env.filters["show"] = show_value
     return env
+
+
+def stylesheet() -> Markup:
+    """Our own CSS file, trusted: escaping would break its quotes and selectors in <style>."""
+    return Markup((STATIC / "report.css").read_text(encoding="utf-8"))
 
 
 def fmt_num(v: Any, digits: int = 1) -> str:
@@ -364,6 +373,24 @@ def example_view(check: str, ex: Any) -> dict[str, Any]:
     return view
 
 
+def fmt_ms(ms: float) -> str:
+    """Short duration labels (250ms, 2s) so 16 histogram buckets fit under their bars."""
+    return f"{ms / 1000:g}s" if ms >= 1000 else f"{ms:g}ms"
+
+
+def bucket_labels(buckets: list[dict[str, Any]]) -> list[str]:
+    """``le_ms: null`` is the overflow bucket: label it by the previous bound."""
+    labels, previous = [], None
+    for b in buckets:
+        bound = _f(b.get("le_ms"))
+        if bound is None:
+            labels.append(f">{fmt_ms(previous)}" if previous is not None else "all")
+        else:
+            labels.append(f"≤{fmt_ms(bound)}")
+            previous = bound
+    return labels
+
+
 def lag_section(results: dict[str, Any]) -> dict[str, Any]:
     lag = as_dict(as_dict(results.get("stats")).get("realtime_lag"))
     if not lag:
@@ -372,7 +399,7 @@ def lag_section(results: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"stats": lag, "worst": [as_dict(w) for w in as_list(lag.get("worst"))]}
     if buckets:
         out["svg"] = svg.bar_chart(
-            [f"≤{fmt_num(b.get('le_ms'), 0)}ms" for b in buckets],
+            bucket_labels(buckets),
             [_f(b.get("count")) or 0.0 for b in buckets],
             title="realtime lag histogram (reads per bucket)",
         )
@@ -399,11 +426,14 @@ def links_section(run_dir: Path) -> dict[str, Any]:
             }
         )
     logs_dir = run_dir / "logs"
-    logs = []
+    logs, hidden = [], 0
     if logs_dir.is_dir():
         for root, _dirs, names in os.walk(logs_dir):
             for name in sorted(names):
                 path = Path(root) / name
+                if PRIVATE_KEY.search(name):
+                    hidden += 1
+                    continue
                 logs.append(
                     {
                         "name": path.relative_to(logs_dir).as_posix(),
@@ -412,7 +442,7 @@ def links_section(run_dir: Path) -> dict[str, Any]:
                     }
                 )
     logs.sort(key=lambda x: x["name"])
-    return {"files": files, "logs": logs}
+    return {"files": files, "logs": logs, "hidden": hidden}
 
 
 def schedule_section(run_dir: Path) -> dict[str, Any]:
@@ -437,7 +467,7 @@ def build_context(run_dir: Path) -> dict[str, Any]:
         "run_dir": run_dir.name,
         "run_path": str(run_dir),
         "generated_at": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
-        "css": (STATIC / "report.css").read_text(encoding="utf-8"),
+        "css": stylesheet(),
         "config": config,
         "config_missing": config_in.missing,
         "config_sections": config_sections(config) if config else [],

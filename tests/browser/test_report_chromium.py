@@ -23,6 +23,8 @@ def test_report_renders_without_console_errors(tmp_path: Path, browser) -> None:
 
     assert browser.console_errors() == []
     assert browser.evaluate("document.title").startswith("invalid")
+    # the inlined stylesheet was applied (an escaped <style> silently falls back to serif)
+    assert "DejaVu Sans" in browser.evaluate("getComputedStyle(document.body).fontFamily")
     banner = browser.evaluate(
         "(() => { const b = document.querySelector('#verdict');"
         " const r = b.getBoundingClientRect();"

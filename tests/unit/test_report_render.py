@@ -142,3 +142,31 @@ def test_cli_report_rewrites_the_page(tmp_path: Path, capsys: pytest.CaptureFixt
     assert (tmp_path / "report.html").is_file()
     assert str(tmp_path / "report.html") in capsys.readouterr().out
     assert main(["report", str(tmp_path / "missing")]) == 3
+
+
+def test_stylesheet_is_inlined_unescaped(tmp_path: Path) -> None:
+    page = render(tmp_path)
+    style = page[page.index("<style>") : page.index("</style>")]
+    assert '"DejaVu Sans"' in style and "&#34;" not in style and "&gt;" not in style
+
+
+def test_private_keys_under_logs_are_not_linked(tmp_path: Path) -> None:
+    build_run(tmp_path, "valid")
+    config = tmp_path / "logs" / "n1" / "config"
+    config.mkdir()
+    for name in ("ssh_host_ed25519_key", "id_rsa", "ssh_host_ed25519_key.pub", "server.properties"):
+        (config / name).write_text("x")
+    page = render(tmp_path)
+    assert "ssh_host_ed25519_key.pub" in page and "config/server.properties" in page
+    assert 'ssh_host_ed25519_key"' not in page and "id_rsa" not in page
+    assert "2 private key file(s) under logs/ are not linked" in page
+
+
+def test_lag_histogram_labels_include_the_overflow_bucket(tmp_path: Path) -> None:
+    build_run(tmp_path, "valid")
+    results = json.loads((tmp_path / "results.json").read_text())
+    lag = results["stats"]["realtime_lag"]
+    lag["histogram"] += [{"le_ms": 1000, "count": 3}, {"le_ms": None, "count": 1}]
+    (tmp_path / "results.json").write_text(json.dumps(results))
+    page = render(tmp_path)
+    assert "≤1s: 3" in page and "&gt;1s: 1" in page
