@@ -427,10 +427,15 @@ def start_cluster(
 ) -> None:
     """Install, configure, format and start every node, then wait until healthy.
 
-    Idempotent: a node that already has the distribution, storage or a running
-    process is left as it is.
+    Idempotent: when every process already runs only health is checked
+    (running brokers keep the config they started with); otherwise a node
+    that already has the distribution, storage or a running process is left
+    as it is and only what is missing is done.
     """
     kc.validate(cluster.kafka_version, cluster.mode, len(cluster.nodes), spec.broker_heap_mb)
+    if _load_state(cluster).get("dist") and all(_parallel(cluster.nodes, _all_running(cluster))):
+        wait_healthy(cluster, timeout_s)  # already up: nothing to install, format or start
+        return
     t0 = time.monotonic()
     dist = for_spec(cluster.kafka_version, spec.kafka_tarball)
     # One node first: local nodes share a filesystem, so the rest find it installed.
@@ -464,6 +469,11 @@ def start_cluster(
         t2 - t1,
         time.monotonic() - t2,
     )
+
+
+def _all_running(cluster: Cluster) -> Callable[[Node], bool]:
+    services = (ZOOKEEPER, KAFKA) if cluster.mode == "zk" else (KAFKA,)
+    return lambda node: all(_running(s, node) for s in services)
 
 
 def stop_cluster(cluster: Cluster, timeout_s: float = CLUSTER_STOP_GRACE_S) -> list[str]:
@@ -551,14 +561,17 @@ def controller_id(cluster: Cluster, timeout_s: float = 10.0) -> int | None:
     """
     if cluster.mode == "zk":
         return admin.controller_id(cluster.bootstrap_servers(), timeout_s)
-    best: tuple[int, int] | None = None
-    for node in cluster.nodes:
+
+    def quorum_state(node: Node) -> dict:
         path = node.path("data", "kafka", "__cluster_metadata-0", "quorum-state")
         try:
             res = node.run(f"cat {quote(path)}", timeout=timeout_s, check=False)
-            state = json.loads(res.stdout) if res.ok else {}
+            return json.loads(res.stdout) if res.ok else {}
         except (NodeUnreachable, json.JSONDecodeError):
-            continue
+            return {}
+
+    best: tuple[int, int] | None = None
+    for state in _parallel(cluster.nodes, quorum_state):
         leader, epoch = state.get("leaderId", -1), state.get("leaderEpoch", -1)
         if leader is not None and leader >= 0 and (best is None or epoch > best[0]):
             best = (epoch, leader)

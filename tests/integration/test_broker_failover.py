@@ -187,6 +187,25 @@ def test_lifecycle_verbs_on_the_shared_cluster(kafka_cluster: Cluster, tmp_path)
     with pytest.raises(HarnessError, match="stop kafka before wiping"):
         kafka_db.wipe(node)
 
+    # Starting a running cluster again changes nothing (run.py relies on it).
+    pids = [n.run(f"cat {n.path('run', 'kafka.pid')}").stdout for n in cluster.nodes]
+    spec = ClusterSpec(name=cluster.name, kafka_version=cluster.kafka_version, mode=cluster.mode)
+    kafka_db.start_cluster(cluster, spec, timeout_s=60)
+    assert [n.run(f"cat {n.path('run', 'kafka.pid')}").stdout for n in cluster.nodes] == pids
+
+    # A pid file naming someone else's process (here: the next node's broker)
+    # must never lead to a signal: the cmdline check refuses it.
+    pid_file = node.path("run", "kafka.pid")
+    own, other = pids[0].strip(), pids[1].strip()
+    try:
+        node.run(f"echo {other} > {pid_file}")
+        assert not kafka_db.is_running(node)
+        assert not kafka_db.kill(node)
+        assert kafka_db.is_running(cluster.nodes[1])
+    finally:
+        node.run(f"echo {own} > {pid_file}")
+    assert kafka_db.is_running(node)
+
     try:
         assert kafka_db.pause(node)
         state = node.run(f"grep ^State: /proc/$(cat {node.path('run', 'kafka.pid')})/status")
