@@ -329,7 +329,6 @@ def checks_section(results: dict[str, Any], config: dict[str, Any]) -> list[dict
                 "title": exp.title,
                 "meaning": exp.meaning,
                 "causes": exp.causes,
-                "checker_explanation": check.get("explanation"),
                 "hints": hints(name, config),
                 "examples": [example_view(name, ex) for ex in as_list(check.get("examples"))],
                 "anomalous": count > 0 or check.get("valid") is False,

@@ -335,6 +335,7 @@ def build_run(
         scenario="unclean-election" + (XSS if xss else ""),
         expected_verdict=expected,
     )
+    spec.consumer.mode = "assign"  # the simulated consumer assigns all partitions
     spec.topic.unclean_leader_election = kind == "invalid"
     spec.topic.min_insync_replicas = 1 if kind == "invalid" else 2
     spec.save(
