@@ -33,7 +33,7 @@ def destroy_quietly(name: str) -> None:
     """Stop Kafka (by pid file) and remove the cluster; never raises."""
     with contextlib.suppress(HarnessError):
         cluster = load_cluster(name)
-        kafka_db.stop_cluster(cluster)
+        kafka_db.stop_cluster(cluster, timeout_s=3)  # data is thrown away: no long grace
         cluster.close()
     for attempt in (1, 2):  # teardown may race the kernel removing links; retry once
         try:
