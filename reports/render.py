@@ -31,6 +31,7 @@ from reports.timeline import COUNT_KEYS, summarize_history
 TEMPLATES = Path(__file__).parent / "templates"
 STATIC = Path(__file__).parent / "static"
 VERDICTS = ("valid", "invalid", "unknown")
+SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}  # anomalies are listed worst first
 # collected node config may include ssh private keys; a report is shared, so never link them
 PRIVATE_KEY = re.compile(r"(^|[_.-])key$|^id_(rsa|dsa|ecdsa|ed25519)$|\.pem$")
 MAX_POINTS = 1500  # chart resolution; longer runs are averaged into wider buckets
@@ -122,14 +123,23 @@ def as_list(x: Any) -> list[Any]:
 def verdict_of(results: Input) -> tuple[str, str]:
     if results.data is None:
         return "unknown", f"No checker results: {results.missing}. The check did not complete."
-    v = as_dict(results.data).get("verdict")
+    data = as_dict(results.data)
+    v = data.get("verdict")
     if v not in VERDICTS:
         return "unknown", f"results.json has no recognised verdict ({v!r})."
-    return v, {
-        "valid": "No anomaly of error severity was found.",
-        "invalid": "At least one anomaly of error severity was found.",
-        "unknown": "The checkers could not decide (incomplete history or drain).",
-    }[v]
+    checks = as_dict(data.get("checks"))
+
+    def named(pred: Any) -> str:
+        names = sorted(n for n, c in checks.items() if pred(as_dict(c)))
+        return f" ({', '.join(names)})" if names else ""
+
+    if v == "invalid":
+        failed = named(lambda c: c.get("valid") is False and c.get("severity", "error") == "error")
+        return v, f"At least one anomaly of error severity was found{failed}."
+    if v == "unknown":
+        undecided = named(lambda c: c.get("valid") == "unknown")
+        return v, f"The checkers could not decide{undecided}: e.g. the final drain did not finish."
+    return v, "No anomaly of error severity was found."
 
 
 def expectation(config: dict[str, Any], verdict: str) -> dict[str, Any] | None:
@@ -479,7 +489,10 @@ def build_context(run_dir: Path) -> dict[str, Any]:
         "timeline": timeline,
         "partitions": partitions_section(run_dir, timeline["faults"], timeline["end_s"]),
         "checks": checks,
-        "anomalies": [c for c in checks if c["anomalous"]],
+        "anomalies": sorted(
+            (c for c in checks if c["anomalous"]),
+            key=lambda c: (SEVERITY_ORDER.get(c["severity"], 3), c["name"]),
+        ),
         "lag": lag_section(results),
         "links": links_section(run_dir),
         "schedule": schedule_section(run_dir),

@@ -143,6 +143,14 @@ class Browser:
             raise CdpError(f"evaluate failed: {result['exceptionDetails']}")
         return result["result"].get("value")
 
+    def evaluate_point(self, selector: str) -> dict[str, float]:
+        """Viewport centre of the element, for real mouse clicks (work without page JS)."""
+        box = self.evaluate(
+            f"(() => {{ const r = document.querySelector({json.dumps(selector)})"
+            ".getBoundingClientRect(); return {x: r.x + r.width / 2, y: r.y + r.height / 2}; })()"
+        )
+        return {"x": box["x"], "y": box["y"]}
+
     def console_errors(self) -> list[str]:
         """Console errors, uncaught exceptions and error log entries seen so far."""
         errors = []

@@ -69,3 +69,23 @@ def test_index_filter_works_without_console_errors(tmp_path: Path, browser) -> N
     assert browser.evaluate(visible) == 3
     assert browser.console_errors() == []
     browser.screenshot(ARTIFACTS / "index-screenshot.png")
+
+    # the filter is radio buttons + CSS: it must work with JavaScript disabled too
+    browser.send("Emulation.setScriptExecutionDisabled", {"value": True})
+    browser.navigate(index.as_uri())
+    browser.send("Emulation.setScriptExecutionDisabled", {"value": False})  # to query the DOM
+    assert browser.evaluate("location.hash") == ""
+    assert browser.evaluate(visible) == 3
+    browser.send("Emulation.setScriptExecutionDisabled", {"value": True})
+    click = browser.evaluate_point("label[for=f-valid]")
+    browser.send(
+        "Input.dispatchMouseEvent",
+        {"type": "mousePressed", **click, "button": "left", "clickCount": 1},
+    )
+    browser.send(
+        "Input.dispatchMouseEvent",
+        {"type": "mouseReleased", **click, "button": "left", "clickCount": 1},
+    )
+    browser.send("Emulation.setScriptExecutionDisabled", {"value": False})
+    assert browser.evaluate(visible) == 1
+    assert browser.evaluate("location.hash") == ""  # no script ran to sync the hash

@@ -25,7 +25,10 @@ def test_invalid_run_shows_the_lost_write_with_its_ack_and_neighbours(tmp_path: 
     part, offset = sim.lost
 
     assert 'class="banner v-invalid"' in page
+    assert "error severity was found (lost-write)." in page
     assert "expected invalid — expectation held" in page
+    # worst first: the error-severity anomaly precedes the warning
+    assert page.index('id="anomaly-lost-write"') < page.index('id="anomaly-nonmonotonic-poll"')
     lost = page[page.index('id="anomaly-lost-write"') :]
     lost = lost[: lost.index("</article>")]
     assert f'Value <strong class="val">{value}</strong>' in lost
@@ -59,6 +62,7 @@ def test_unknown_run_reports_the_incomplete_drain(tmp_path: Path) -> None:
     build_run(tmp_path, "unknown")
     page = render(tmp_path)
     assert 'class="banner v-unknown"' in page
+    assert "The checkers could not decide (unseen)" in page
     assert "the final drain did not complete" in page
     assert 'id="anomaly-unseen"' in page
 
