@@ -2,8 +2,8 @@
 
 Brings up (or reuses with --reuse) a local 3-node cluster, runs the queue
 workload's producers unpaced for --seconds with acks/idempotence as given,
-then runs ``org.apache.kafka.tools.ProducerPerformance`` from the cached
-distribution on the same cluster with the same settings, and prints both
+and runs ``org.apache.kafka.tools.ProducerPerformance`` from the cached
+distribution (before and after, same cluster and settings); prints both
 rates and their ratio (target >= 0.5).  Prints figures; asserts nothing.
 
     python bench/throughput.py [--name c1] [--seconds 20] [--workers 1] [--reuse]
@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -42,11 +43,13 @@ def workload_rate(spec: TestSpec, bootstrap: str, seconds: float) -> dict[str, f
     """Unpaced producers with full recording; the rate of acks after warm-up."""
     with tempfile.TemporaryDirectory(prefix="bench-throughput-") as tmp:
         run = Path(tmp)
+        cpu0 = time.process_time()
         with HistoryWriter(run / "history.jsonl") as history:
             workload = QueueWorkload(spec, bootstrap, history, run, live=False)
             workload.start()
             time.sleep(seconds)
             summary = workload.stop()
+        cpu = time.process_time() - cpu0
         acks = []
         with open(run / "history.jsonl", encoding="utf-8") as fh:
             for line in fh:
@@ -60,6 +63,7 @@ def workload_rate(spec: TestSpec, bootstrap: str, seconds: float) -> dict[str, f
         "failed": summary.sends_fail,
         "indeterminate": summary.sends_info,
         "history_lines": lines,
+        "cpu_us_per_msg": cpu / max(1, summary.sends_ok) * 1e6,
     }
 
 
@@ -86,12 +90,20 @@ def perf_rate(spec: TestSpec, bootstrap: str, records: int, timeout_s: float) ->
         "--record-size", str(p.message_bytes), "--throughput", "-1",
         "--producer-props", *props,
     ]  # fmt: skip
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     final = [m for m in PERF_LINE.finditer(out.stdout)]
     if out.returncode != 0 or not final:
         raise SystemExit(f"ProducerPerformance failed ({out.returncode}): {out.stderr[-2000:]}")
     last = final[-1]
-    return {"records": int(last.group(1)), "rate": float(last.group(2))}
+    records_sent = int(last.group(1))
+    return {
+        "records": records_sent,
+        "rate": float(last.group(2)),
+        "cpu_us_per_msg": cpu / max(1, records_sent) * 1e6,  # includes JVM start-up
+    }
 
 
 def on_fresh_topic(
@@ -173,6 +185,12 @@ def main() -> int:
     print(
         f"ProducerPerformance: {perf_mean:.0f} msg/s mean of before/after runs ({runs}; "
         f"{perfs[0]['records']} records each)"
+    )
+    perf_cpu = sum(p["cpu_us_per_msg"] for p in perfs) / len(perfs)
+    print(
+        f"client CPU per acked message (load-independent): workload "
+        f"{wl['cpu_us_per_msg']:.1f} us (librdkafka + recording), ProducerPerformance "
+        f"{perf_cpu:.1f} us (JVM incl. start-up)"
     )
     print(f"1-min load average around the workload run: {load_before:.1f} -> {load_after:.1f}")
     print(f"ratio workload/ProducerPerformance: {ratio:.2f} (target >= 0.5)")

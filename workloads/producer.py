@@ -178,7 +178,7 @@ class ProducerWorker:
         )
         conf["on_delivery"] = self._delivered
         conf["error_cb"] = self._client_error
-        self._fatal: KafkaError | None = None
+        self._fatal = None
         producer = Producer(conf)
         size = self.spec.producer.message_bytes
         partitions = self.spec.topic.partitions
