@@ -50,7 +50,8 @@ def read_cluster_state(path: Path) -> ClusterTimeline:
     """
     out = ClusterTimeline()
     last_time = 0.0
-    with open(path, encoding="utf-8") as fh:
+    # samples are best-effort evidence: undecodable bytes become a skipped line, not a crash
+    with open(path, encoding="utf-8", errors="replace") as fh:
         for lineno, line in enumerate(fh, start=1):
             if not line.strip():
                 continue

@@ -293,7 +293,10 @@ def partitions_section(
     path = run_dir / "cluster-state.jsonl"
     if not path.exists():
         return {"missing": "cluster-state.jsonl not available (no leader/ISR samples)"}
-    state = read_cluster_state(path)
+    try:
+        state = read_cluster_state(path)
+    except OSError as e:
+        return {"missing": f"cluster-state.jsonl not available: {e.strerror or e}"}
     if not state.partitions:
         return {
             "missing": f"cluster-state.jsonl has no partition samples "
@@ -309,6 +312,7 @@ def partitions_section(
             bands=fault_bands(faults),
         ),
         "state": state,
+        "problems": state.problems,
         "leaders": sorted(
             {
                 s.leader

@@ -134,6 +134,8 @@ def summarize_history(path: Path) -> HistorySummary:
             agg.add(op)
     except HistoryError as e:
         problem = str(e)
+    except UnicodeDecodeError as e:
+        problem = f"{path}: not UTF-8 after {agg.ops} lines ({e.reason})"
     except OSError as e:
         problem = f"{path}: cannot read: {e.strerror or e}"
     return agg.summary(problem)

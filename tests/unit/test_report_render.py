@@ -174,3 +174,14 @@ def test_lag_histogram_labels_include_the_overflow_bucket(tmp_path: Path) -> Non
     (tmp_path / "results.json").write_text(json.dumps(results))
     page = render(tmp_path)
     assert "≤1s: 3" in page and "&gt;1s: 1" in page
+
+
+def test_undecodable_bytes_do_not_break_the_report(tmp_path: Path) -> None:
+    build_run(tmp_path, "valid", results=False)
+    with open(tmp_path / "history.jsonl", "ab") as fh:
+        fh.write(b'{"index": 99999, "f": "\xff\xfe"}\n')
+    with open(tmp_path / "cluster-state.jsonl", "ab") as fh:
+        fh.write(b"\xff\xfe\n")
+    page = render(tmp_path)
+    assert "not UTF-8 after" in page
+    assert "line 32: skipped" in page
