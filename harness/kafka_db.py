@@ -72,15 +72,27 @@ ZOOKEEPER = Service("zookeeper")
 # --- pid-file guarded signalling -------------------------------------------------
 
 
+# ``alive PID``: the process exists and is not a zombie (a SIGKILLed JVM
+# stays a zombie until reaped, and must count as gone).
+_ALIVE_FN = (
+    "alive() { s=$(sed -n 's/^State:[[:space:]]*\\([A-Z]\\).*/\\1/p' /proc/$1/status "
+    '2>/dev/null); [ -n "$s" ] && [ "$s" != Z ]; }; '
+)
+
+
 def _owned_pid_script(service: Service, node: Node) -> str:
-    """Shell that sets $pid to the service's pid if it is alive and ours, else exits 3."""
+    """Shell that sets $pid to the service's pid if it is alive and ours, else exits 3.
+
+    The cmdline must contain this node's tag as a whole argument, so node
+    ``n1`` never matches ``n10``'s processes.
+    """
     tag = f"-Dkafka.chaos.root={node.root_dir}"
     return (
-        f"pid=$(cat {quote(service.pid_file(node))} 2>/dev/null) || exit 3; "
-        f'case "$pid" in ""|*[!0-9]*) exit 3;; esac; '
-        f"tr '\\0' '\\n' < /proc/$pid/cmdline 2>/dev/null | grep -qxF -- {quote(tag)} || exit 3; "
-        f'state=$(sed -n "s/^State:[[:space:]]*\\([A-Z]\\).*/\\1/p" /proc/$pid/status); '
-        f'[ "$state" = Z ] && exit 3; '
+        _ALIVE_FN
+        + f"pid=$(cat {quote(service.pid_file(node))} 2>/dev/null) || exit 3; "
+        + 'case "$pid" in ""|*[!0-9]*) exit 3;; esac; '
+        + f"tr '\\0' '\\n' < /proc/$pid/cmdline 2>/dev/null | grep -qxF -- {quote(tag)} "
+        + "|| exit 3; alive $pid || exit 3; "
     )
 
 
@@ -98,12 +110,8 @@ def _signal(service: Service, node: Node, sig: str, wait_exit_s: float = 0.0) ->
     if wait_exit_s > 0:
         loops = max(1, int(wait_exit_s * 5))
         wait = (
-            f"i=0; while [ $i -lt {loops} ] && [ -d /proc/$pid ] && "
-            f'[ "$(sed -n "s/^State:[[:space:]]*\\([A-Z]\\).*/\\1/p" /proc/$pid/status)" != Z ]; '
-            f"do sleep 0.2; i=$((i+1)); done; "
-            f'[ -d /proc/$pid ] && [ "$(sed -n "s/^State:[[:space:]]*\\([A-Z]\\).*/\\1/p" '
-            f'/proc/$pid/status)" != Z ] && exit 4; '
-            f"rm -f {quote(service.pid_file(node))}; "
+            f"i=0; while [ $i -lt {loops} ] && alive $pid; do sleep 0.2; i=$((i+1)); done; "
+            f"alive $pid && exit 4; rm -f {quote(service.pid_file(node))}; "
         )
     script = _owned_pid_script(service, node) + f"kill -{sig} $pid; " + wait + "exit 0"
     res = node.run(script, timeout=wait_exit_s + 20, check=False)
