@@ -6,6 +6,7 @@ so a long run stays a handful of rectangles per partition in the report.
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +34,25 @@ class ClusterTimeline:
             (f"p{p}" if one_topic else f"{t}/{p}", segs)
             for (t, p), segs in sorted(self.partitions.items())
         ]
+
+    def summary(self) -> list[dict[str, object]]:
+        """Per partition: leader changes and how long it was under-replicated or leaderless."""
+        out = []
+        for label, segs in self.rows():
+            leaders = [s.leader for s in segs]
+            out.append(
+                {
+                    "partition": label,
+                    "leader_changes": sum(1 for a, b in itertools.pairwise(leaders) if a != b),
+                    "under_replicated_s": sum(s.end - s.start for s in segs if s.under_replicated),
+                    "leaderless_s": sum(
+                        s.end - s.start for s in segs if s.leader is None or s.leader < 0
+                    ),
+                    "min_isr": min((len(s.isr) for s in segs), default=0),
+                    "replicas": max((len(s.replicas) for s in segs), default=0),
+                }
+            )
+        return out
 
     @property
     def topics(self) -> list[str]:

@@ -110,6 +110,15 @@ def test_cluster_state_collapses_samples_into_segments(tmp_path: Path) -> None:
     assert [(s.start, s.leader, len(s.isr)) for s in p1] == [(0, 2, 3), (10, 3, 2), (20, 2, 3)]
     assert p1[1].under_replicated and not p1[0].under_replicated
     assert state.controllers == [2, 3] and state.end_s == 30
+    p1_summary = state.summary()[1]
+    assert p1_summary == {
+        "partition": "p1",
+        "leader_changes": 2,
+        "under_replicated_s": 10,
+        "leaderless_s": 0,
+        "min_isr": 2,
+        "replicas": 3,
+    }
 
 
 def test_svg_tag_escapes_attributes_and_text() -> None:
