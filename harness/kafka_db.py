@@ -8,8 +8,9 @@ file and checks that ``/proc/<pid>/cmdline`` carries this node's
 ``-Dkafka.chaos.root=<root_dir>`` before touching the pid, so a reused pid or
 another engineer's broker on the same host is never signalled.
 
-Harness-side state (the KRaft cluster id) is kept in
-``<state_dir>/kafka.json`` so a restarted harness formats nothing twice.
+Harness-side state (the KRaft cluster id, the installed distribution) is
+kept in ``<state_dir>/kafka.json``, so a restarted harness formats nothing
+twice and finds the tools classpath without re-resolving anything.
 """
 
 from __future__ import annotations
@@ -148,17 +149,17 @@ def _start(service: Service, node: Node) -> None:
 
 def _stop(service: Service, node: Node, timeout_s: float) -> bool:
     """SIGTERM (plus SIGCONT so a paused JVM can act on it), then SIGKILL."""
+    if not _signal(service, node, "TERM"):
+        return False
+    _signal(service, node, "CONT")
     try:
-        if not _signal(service, node, "TERM"):
-            return False
-        _signal(service, node, "CONT")
-        return _signal(service, node, "0", wait_exit_s=timeout_s) or True
+        _signal(service, node, "0", wait_exit_s=timeout_s)
     except CommandFailed:
         log.warning(
-            "%s: %s ignored SIGTERM for %ss; killing it", node.name, service.name, timeout_s
+            "%s: %s still up %ss after SIGTERM; killing it", node.name, service.name, timeout_s
         )
         _kill(service, node)
-        return True
+    return True
 
 
 def _kill(service: Service, node: Node) -> bool:
@@ -322,27 +323,29 @@ def configure(cluster: Cluster, spec: ClusterSpec, dist: Distribution) -> None:
     _parallel(cluster.nodes, lambda n: write_files(n, node_files(cluster, n, spec, dist)))
 
 
-def format_storage(node: Node, cluster_id: str, dist: Distribution, version: str) -> None:
+def _tool_command(node: Node, dist: Distribution, main: str, args: list[str], tools: bool) -> str:
+    """A short-lived Kafka JVM on the node, logging WARN to stderr."""
+    return kc.java_command(
+        node.root_dir,
+        TOOL_HEAP_MB,
+        dist.node_classpath(tools=tools),
+        kc.logging_flag(dist.version, node.path("config", "tools-log.properties")),
+        main,
+        args,
+    )
+
+
+def format_storage(node: Node, cluster_id: str, dist: Distribution) -> None:
     """KRaft: format the node's log dir with the cluster id (no-op if formatted)."""
     marker = node.path("data", "kafka", "meta.properties")
     if node.run(f"test -f {quote(marker)}", timeout=15, check=False).ok:
         return
-    cmd = kc.java_command(
-        node.root_dir,
-        TOOL_HEAP_MB,
-        dist.node_classpath(),
-        kc.logging_flag(version, node.path("config", "tools-log.properties")),
-        "kafka.tools.StorageTool",
-        [
-            "format",
-            "-t",
-            cluster_id,
-            "-c",
-            node.path("config", "server.properties"),
-            "--ignore-formatted",
-        ],
+    config = node.path("config", "server.properties")
+    args = ["format", "-t", cluster_id, "-c", config, "--ignore-formatted"]
+    node.run(
+        _tool_command(node, dist, "kafka.tools.StorageTool", args, tools=False),
+        timeout=FORMAT_TIMEOUT_S,
     )
-    node.run(cmd, timeout=FORMAT_TIMEOUT_S)
 
 
 def _state_file(cluster: Cluster) -> Path:
@@ -384,11 +387,9 @@ def installed_distribution(cluster: Cluster) -> Distribution:
 
 def dump_log_segments_class(version: str) -> str:
     """DumpLogSegments moved from core (Scala) to the tools module in 4.0."""
-    return (
-        "kafka.tools.DumpLogSegments"
-        if major(version) < 4
-        else ("org.apache.kafka.tools.DumpLogSegments")
-    )
+    if major(version) < 4:
+        return "kafka.tools.DumpLogSegments"
+    return "org.apache.kafka.tools.DumpLogSegments"
 
 
 def run_tool(
@@ -400,22 +401,14 @@ def run_tool(
     raises ``CommandFailed`` with the tool's stderr.
     """
     dist = installed_distribution(cluster)
-    cmd = kc.java_command(
-        node.root_dir,
-        TOOL_HEAP_MB,
-        dist.node_classpath(tools=True),
-        kc.logging_flag(dist.version, node.path("config", "tools-log.properties")),
-        main,
-        args,
-    )
-    return node.run(cmd, timeout=timeout_s)
+    return node.run(_tool_command(node, dist, main, args, tools=True), timeout=timeout_s)
 
 
 # --- whole-cluster operations -------------------------------------------------------
 
 
 def _parallel(nodes: Iterable[Node], fn: Callable[[Node], T]) -> list[T]:
-    """Run ``fn`` on every node concurrently; raise the first failure, naming the node."""
+    """Run ``fn`` on every node concurrently; after all finish, raise the first failure."""
     nodes = list(nodes)
     with ThreadPoolExecutor(max_workers=max(1, len(nodes))) as pool:
         futures = [pool.submit(fn, n) for n in nodes]
@@ -465,7 +458,7 @@ def start_cluster(
         wait_zookeeper(cluster, timeout_s)
     else:
         cid = kafka_cluster_id(cluster)
-        _parallel(cluster.nodes, lambda n: format_storage(n, cid, dist, cluster.kafka_version))
+        _parallel(cluster.nodes, lambda n: format_storage(n, cid, dist))
     t2 = time.monotonic()
     _parallel(cluster.nodes, start)
     wait_healthy(cluster, timeout_s)
