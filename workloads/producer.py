@@ -38,6 +38,7 @@ UNLIMITED_MAX_OUTSTANDING = 20_000  # back-pressure for rate <= 0 (benchmarks)
 SOCKET_TIMEOUT_MS = 10_000
 UNKNOWN_AT_SHUTDOWN = "unknown at shutdown"
 NO_ACK = "NO_ACK (acks=0: sent, never acknowledged)"
+ACKED_NO_OFFSET = "ACKED_WITHOUT_OFFSET (a retry found the batch already written)"
 
 
 class Pacer:
@@ -145,6 +146,7 @@ class ProducerWorker:
         self.stats = ProducerStats()
         self.topic = spec.topic.name
         self.single_attempt = single_attempt(spec.producer)
+        self._no_offset_reason = NO_ACK if spec.producer.acks == "0" else ACKED_NO_OFFSET
         self.process = -1
         self._fatal: KafkaError | None = None
         self._outstanding: set[int] = set()
@@ -237,9 +239,11 @@ class ProducerWorker:
                 return
             offset = msg.offset()
             if offset is None or offset < 0:
-                # acks=0: the broker never answers, so there is no offset and
-                # no acknowledgement - only that the bytes left this client.
-                self._complete("info", {**op, "error": NO_ACK})
+                # No offset, so no "ok" (the contract needs one).  With acks=0
+                # the broker never answers; with acks>=1 librdkafka reports a
+                # retried batch the broker had already written (duplicate
+                # sequence) as delivered but without its offset.
+                self._complete("info", {**op, "error": self._no_offset_reason})
                 return
             self._complete("ok", {**op, "partition": msg.partition(), "offset": offset})
         except ValueError:  # the history was closed: the run is over
