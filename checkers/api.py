@@ -1,0 +1,210 @@
+"""check_history(): judge a history with every check and produce results.json.
+
+All checks run as Spark plans over the same flat operations table; their
+anomalies are normalised to (hid, check, sort key, example JSON) and collected
+in one job that keeps only counts and the first N examples per check.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from checkers.availability import availability, availability_check
+from checkers.group_checks import group_checks
+from checkers.lag import realtime_lag
+from checkers.load import load_history
+from checkers.poll_checks import poll_checks
+from checkers.results import build_checks, check_result, severities, verdict, write_results
+from checkers.send_checks import send_checks
+from checkers.session import get_spark
+from checkers.tables import TP, Tables
+
+NEIGHBOURS = 3  # offsets either side of a lost value shown in its example
+MAX_SKIPPED = 100
+
+Found = dict[int, dict[str, tuple[int, list[dict[str, Any]]]]]
+
+
+def collect_anomalies(frames: list[DataFrame], examples: int | None) -> Found:
+    """{hid: {check: (count, first examples)}} in one Spark job."""
+    allof = frames[0]
+    for frame in frames[1:]:
+        allof = allof.unionByName(frame)
+    part = Window.partitionBy("hid", "check")
+    ranked = allof.select(
+        "hid",
+        "check",
+        "ex",
+        F.count(F.lit(1)).over(part).alias("n"),
+        F.row_number().over(part.orderBy("k", "ex")).alias("rn"),
+    )
+    if examples is not None:
+        ranked = ranked.where(F.col("rn") <= max(examples, 1))
+    found: dict[int, dict[str, list]] = defaultdict(dict)
+    for r in ranked.orderBy("hid", "check", "rn").collect():
+        count, exs = found[r["hid"]].setdefault(r["check"], [r["n"], []])
+        if examples is None or examples > 0:
+            exs.append(json.loads(r["ex"]))
+    return {h: {c: (v[0], v[1]) for c, v in checks.items()} for h, checks in found.items()}
+
+
+def _rows(found: Found, check: str):
+    for hid, checks in found.items():
+        for ex in checks.get(check, (0, []))[1]:
+            yield hid, ex
+
+
+def enrich(spark: SparkSession, t: Tables, found: Found) -> None:
+    """Add the evidence that is only worth computing for shown examples, in place."""
+    for _, ex in _rows(found, "duplicate"):
+        ex["positions"] = [[p["topic"], p["partition"], p["offset"]] for p in ex["positions"]]
+    _neighbours(spark, t, found)
+    _skipped(spark, t, found)
+
+
+def _neighbours(spark: SparkSession, t: Tables, found: Found) -> None:
+    wanted = [
+        (hid, ex["topic"], ex["partition"], ex["offset"])
+        for check in ("lost-write", "unseen")
+        for hid, ex in _rows(found, check)
+    ]
+    if not wanted:
+        return
+    holes = spark.createDataFrame(wanted, "hid int, topic string, partition int, hole long")
+    near = (
+        t.positions.join(F.broadcast(holes), TP)
+        .where(F.abs(F.col("offset") - F.col("hole")) <= NEIGHBOURS)
+        .select(*TP, "hole", "offset", "val", "ack")
+        .distinct()
+        .collect()
+    )
+    seen: dict[tuple, dict[int, dict[str, Any]]] = defaultdict(dict)
+    for r in near:
+        cell = seen[(r["hid"], r["topic"], r["partition"], r["hole"])].setdefault(
+            r["offset"], {"offset": r["offset"], "acked_value": None, "read_values": set()}
+        )
+        if r["ack"]:
+            cell["acked_value"] = r["val"]
+        elif r["val"] is not None:
+            cell["read_values"].add(r["val"])
+    for check in ("lost-write", "unseen"):
+        for hid, ex in _rows(found, check):
+            cells = seen.get((hid, ex["topic"], ex["partition"], ex["offset"]), {})
+            ex["neighbours"] = [
+                {**c, "read_values": sorted(c["read_values"])}
+                for _, c in sorted(cells.items())
+            ]
+
+
+def _skipped(spark: SparkSession, t: Tables, found: Found) -> None:
+    wanted = [
+        (hid, ex["topic"], ex["partition"], ex["from_offset"], ex["to_offset"])
+        for hid, ex in _rows(found, "poll-skip")
+    ]
+    if not wanted:
+        return
+    jumps = spark.createDataFrame(wanted, "hid int, topic string, partition int, a long, b long")
+    known = t.positions.select(*TP, "offset").distinct()
+    rows = (
+        known.join(F.broadcast(jumps), TP)
+        .where((F.col("offset") > F.col("a")) & (F.col("offset") < F.col("b")))
+        .groupBy(*TP, "a", "b")
+        .agg(F.slice(F.array_sort(F.collect_list("offset")), 1, MAX_SKIPPED).alias("s"))
+        .collect()
+    )
+    by_key = {(r["hid"], r["topic"], r["partition"], r["a"], r["b"]): list(r["s"]) for r in rows}
+    for hid, ex in _rows(found, "poll-skip"):
+        key = (hid, ex["topic"], ex["partition"], ex["from_offset"], ex["to_offset"])
+        ex["skipped"] = by_key.get(key, [])
+
+
+def history_meta(t: Tables) -> dict[int, dict[str, Any]]:
+    rows = t.ops.groupBy("hid").agg(
+        F.count(F.lit(1)).alias("ops"),
+        F.coalesce(F.max(F.col("final").cast("int")), F.lit(0)).alias("final"),
+        F.max("time").alias("end_time"),
+        F.min(F.when(F.col("final"), F.col("time"))).alias("drain_start"),
+    )
+    return {r["hid"]: r.asDict() for r in rows.collect()}
+
+
+def analyse(
+    spark: SparkSession,
+    ops: DataFrame,
+    config: dict[str, Any],
+    examples: int | None = 10,
+    stats: bool = True,
+) -> dict[int, dict[str, Any]]:
+    """Results for every history (hid) in ``ops``; ``examples=None`` keeps every anomaly."""
+    t = Tables(ops)
+    checker = config.get("checker", {})
+    frames = (
+        send_checks(t)
+        + poll_checks(t)
+        + group_checks(
+            t, float(checker.get("ownership_grace_s", 10.0)), float(checker.get("unowned_threshold_s", 30.0))
+        )
+    )
+    found = collect_anomalies(frames, examples)
+    enrich(spark, t, found)
+    meta = history_meta(t) or {0: {"ops": 0, "final": 0, "end_time": 0, "drain_start": None}}
+    results = {}
+    for hid, m in meta.items():
+        per_check = found.get(hid, {})
+        counts = {c: v[0] for c, v in per_check.items()}
+        exs = {c: v[1] for c, v in per_check.items()}
+        final = bool(m["final"])
+        results[hid] = {
+            "verdict": None,
+            "history": None,
+            "ops": m["ops"],
+            "final_drain": final,
+            "checks": build_checks(counts, exs, config, final),
+            "stats": {},
+        }
+    if stats:
+        for hid, res in results.items():
+            _add_stats(spark, Tables(ops.where(F.col("hid") == hid)), res, meta[hid], config)
+    for res in results.values():
+        res["verdict"] = verdict(res["checks"])
+    return results
+
+
+def _add_stats(
+    spark: SparkSession, t: Tables, res: dict[str, Any], meta: dict[str, Any], config: dict
+) -> None:
+    threshold = config.get("checker", {}).get("availability_min_rate")
+    end = meta["end_time"] or 0
+    workload_end = meta["drain_start"] if meta["drain_start"] is not None else end
+    avail = availability(spark, t, end, workload_end, threshold)
+    res["stats"] = {"availability": avail, "realtime_lag": realtime_lag(t)}
+    if threshold is not None:
+        slow = availability_check(avail)
+        res["checks"]["availability"] = check_result(
+            "availability", len(slow), severities(config)["availability"], slow
+        )
+
+
+def check_history(
+    history: Path,
+    config: dict[str, Any],
+    out: Path | None = None,
+    spark_master: str | None = None,
+) -> dict[str, Any]:
+    """Judge ``history`` under run ``config``; write results.json to ``out`` when given."""
+    history = Path(history)
+    checker = config.get("checker", {})
+    spark = get_spark(spark_master or checker.get("spark_master"))
+    ops = load_history(spark, history)
+    results = analyse(spark, ops, config, examples=int(checker.get("examples", 10)))
+    res = results.get(0) or next(iter(results.values()))
+    res["history"] = history.name
+    if out is not None:
+        write_results(res, Path(out))
+    return res

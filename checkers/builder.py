@@ -1,0 +1,103 @@
+"""Build histories in code: hand-written checker tests and the property generator.
+
+The builder stamps ``index`` and ``time`` like the real writer does (each line
+a little later than the previous one) so tests only state what happened.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+Record = tuple[str, int, int, int | None]  # topic, partition, offset, value
+
+
+class HistoryBuilder:
+    def __init__(self, step_ms: float = 1.0) -> None:
+        self.ops: list[dict[str, Any]] = []
+        self.time_ns = 0
+        self.step_ns = int(step_ms * 1e6)
+
+    def op(self, process: int | str, type_: str, f: str, value: Any) -> int:
+        self.time_ns += self.step_ns
+        index = len(self.ops)
+        self.ops.append(
+            {"index": index, "time": self.time_ns, "process": process, "type": type_, "f": f, "value": value}
+        )
+        return index
+
+    def advance(self, seconds: float) -> None:
+        self.time_ns += int(seconds * 1e9)
+
+    # -- producer ---------------------------------------------------------------------
+    def invoke_send(self, process: int, value: int, topic: str = "t") -> int:
+        return self.op(process, "invoke", "send", {"topic": topic, "key": str(value), "value": value})
+
+    def complete_send(
+        self, process: int, value: int, outcome: str = "ok", topic: str = "t",
+        partition: int | None = None, offset: int | None = None,
+    ) -> int:
+        v: dict[str, Any] = {"topic": topic, "key": str(value), "value": value}
+        if outcome == "ok":
+            v.update(partition=partition, offset=offset)
+        else:
+            v["error"] = "timed out" if outcome == "info" else "rejected"
+        return self.op(process, outcome, "send", v)
+
+    def send(
+        self, process: int, value: int, partition: int = 0, offset: int | None = None,
+        outcome: str = "ok", topic: str = "t",
+    ) -> tuple[int, int]:
+        """invoke + completion; returns both indices."""
+        i = self.invoke_send(process, value, topic)
+        return i, self.complete_send(process, value, outcome, topic, partition, offset)
+
+    # -- consumer ---------------------------------------------------------------------
+    def poll(self, process: int, records: list[Record], final: bool = False) -> int:
+        self.op(process, "invoke", "poll", {"final": True} if final else None)
+        value: dict[str, Any] = {
+            "records": [
+                {"topic": t, "partition": p, "offset": o, "key": None if v is None else str(v), "value": v}
+                for t, p, o, v in records
+            ]
+        }
+        if final:
+            value["final"] = True
+        return self.op(process, "ok", "poll", value)
+
+    def subscribe(self, process: int, group: str, topics: list[str]) -> int:
+        v = {"group": group, "topics": topics}
+        self.op(process, "invoke", "subscribe", v)
+        return self.op(process, "ok", "subscribe", v)
+
+    def assign(self, process: int, group: str | None, partitions: list[tuple[str, int]]) -> int:
+        v = {"group": group, "partitions": [list(p) for p in partitions]}
+        self.op(process, "invoke", "assign", v)
+        return self.op(process, "ok", "assign", v)
+
+    def rebalance(
+        self, process: int, group: str, assigned: list[tuple[str, int]] = (),
+        revoked: list[tuple[str, int]] = (),
+    ) -> int:
+        v = {"group": group, "assigned": [list(p) for p in assigned], "revoked": [list(p) for p in revoked]}
+        return self.op(process, "ok", "rebalance", v)
+
+    def commit(self, process: int, group: str, offsets: list[tuple[str, int, int]]) -> int:
+        return self.op(process, "ok", "commit", {"group": group, "offsets": [list(o) for o in offsets]})
+
+    def crash(self, process: int, reason: str = "test") -> int:
+        return self.op(process, "info", "crash", {"reason": reason})
+
+    # -- nemesis ----------------------------------------------------------------------
+    def fault(self, f: str, fault_id: int, phase: str, targets: list[str]) -> int:
+        return self.op("nemesis", "info", f, {"phase": phase, "id": fault_id, "targets": targets})
+
+    # -- output -----------------------------------------------------------------------
+    def lines(self, hid: int | None = None) -> list[str]:
+        extra = {} if hid is None else {"hid": hid}
+        return [json.dumps({**op, **extra}, separators=(",", ":")) for op in self.ops]
+
+    def write(self, path: Path) -> Path:
+        Path(path).write_text("".join(line + "\n" for line in self.lines()))
+        return Path(path)

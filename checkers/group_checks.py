@@ -1,0 +1,218 @@
+"""Consumer-group coverage: double ownership, unowned partitions, commits past unread data.
+
+Ownership is replayed from each member's own lines: ``assign`` sets its
+partitions, ``rebalance`` removes ``revoked`` then adds ``assigned``, ``crash``
+clears everything.  The state after each line is what counts, so a line that
+revokes and re-assigns a partition does not break its ownership.  The final
+drain's processes are not group members.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from checkers.tables import TP, Tables, anomaly
+
+NS = 1e9
+KEY = ["hid", "group", "process", "topic", "partition"]
+GTP = ["hid", "group", "topic", "partition"]
+
+
+def _member_ops(t: Tables) -> DataFrame:
+    ops = t.ops.where(~F.col("nemesis")).drop("group")
+    return ops.join(t.members.select("hid", "process", "group"), ["hid", "process"])
+
+
+def _tp(col: str) -> F.Column:
+    return F.explode(col).alias("tp")
+
+
+def ownership_intervals(t: Tables) -> DataFrame:
+    """(hid, group, process, topic, partition, s_index, s_time, e_index, e_time) per ownership run."""
+    ops = _member_ops(t)
+    base = ["hid", "group", "process", "index", "time"]
+    rebal = ops.where(F.col("f") == "rebalance")
+    gained = rebal.select(*base, _tp("assigned"), F.lit(True).alias("owned"))
+    lost = rebal.select(*base, _tp("revoked"), F.lit(False).alias("owned"))
+    assigned = ops.where((F.col("f") == "assign") & (F.col("type") == "ok")).select(
+        *base, _tp("partitions"), F.lit(True).alias("owned")
+    )
+    events = gained.unionByName(lost).unionByName(assigned).select(
+        *base, "tp.topic", "tp.partition", "owned"
+    )
+    touched = events.select(*KEY).distinct()
+    clearing = ops.where(
+        (F.col("f") == "crash") | ((F.col("f") == "assign") & (F.col("type") == "ok"))
+    ).select("hid", "process", "index", "time")
+    clears = clearing.join(touched, ["hid", "process"]).withColumn("owned", F.lit(False))
+    events = events.unionByName(clears.select(*events.columns))
+    state = events.groupBy(*KEY, "index", "time").agg(F.max("owned").alias("owned"))
+    w = Window.partitionBy(*KEY).orderBy("index")
+    state = state.withColumn("prev", F.coalesce(F.lag("owned").over(w), F.lit(False)))
+    changes = state.where(F.col("owned") != F.col("prev"))
+    changes = changes.select(
+        "*", F.lead("index").over(w).alias("e_index"), F.lead("time").over(w).alias("e_time")
+    )
+    starts = changes.where("owned").join(t.horizon, "hid")
+    return starts.select(
+        *KEY,
+        F.col("index").alias("s_index"),
+        F.col("time").alias("s_time"),
+        "e_index",
+        F.coalesce("e_time", "end_time").alias("e_time"),
+    )
+
+
+def double_ownership(t: Tables, intervals: DataFrame, grace_s: float) -> DataFrame:
+    a = intervals.alias("a")
+    b = intervals.alias("b")
+    cond = [F.col(f"a.{c}") == F.col(f"b.{c}") for c in GTP] + [
+        F.col("a.process") < F.col("b.process")
+    ]
+    pairs = a.join(b, cond).select(
+        *[F.col(f"a.{c}").alias(c) for c in GTP],
+        F.array("a.process", "b.process").alias("members"),
+        F.greatest("a.s_time", "b.s_time").alias("start"),
+        F.least("a.e_time", "b.e_time").alias("end"),
+        F.array_sort(F.array("a.s_index", "b.s_index")).alias("indices"),
+    )
+    bad = pairs.where(F.col("end") - F.col("start") > F.lit(grace_s * NS))
+    return anomaly(
+        bad,
+        "group-double-ownership",
+        F.col("indices")[1],
+        "group",
+        "topic",
+        "partition",
+        "members",
+        (F.col("start") / NS).alias("start_s"),
+        (F.col("end") / NS).alias("end_s"),
+        "indices",
+    )
+
+
+def _liveness(t: Tables) -> DataFrame:
+    """(hid, group, process, joined_index, joined_time, crash_index, crash_time) per member."""
+    crashes = (
+        t.ops.where(F.col("f") == "crash")
+        .groupBy("hid", "process")
+        .agg(F.min("index").alias("crash_index"), F.min("time").alias("crash_time"))
+    )
+    return t.members.join(crashes, ["hid", "process"], "left")
+
+
+def _universe(t: Tables, intervals: DataFrame) -> DataFrame:
+    """(hid, group, topic, partition) the group is meant to cover."""
+    subs = _member_ops(t).where(F.col("f") == "subscribe")
+    topics = subs.select("hid", "group", F.explode("topics").alias("topic"))
+    topics = topics.unionByName(intervals.select("hid", "group", "topic")).distinct()
+    commits = t.ops.where(F.col("f") == "commit").select("hid", F.explode("offsets").alias("o"))
+    parts = (
+        t.positions.select(*TP)
+        .unionByName(intervals.select(*TP))
+        .unionByName(commits.select("hid", "o.topic", "o.partition"))
+        .distinct()
+    )
+    return topics.join(parts, ["hid", "topic"])
+
+
+def unowned(t: Tables, intervals: DataFrame, threshold_s: float) -> DataFrame:
+    live = _liveness(t)
+    own = intervals.select(*GTP, F.col("s_index").alias("index"), F.col("s_time").alias("time"),
+                           F.lit(1).alias("d_own"), F.lit(0).alias("d_live"))
+    disown = intervals.where(F.col("e_index").isNotNull()).select(
+        *GTP, F.col("e_index").alias("index"), "e_time", F.lit(-1), F.lit(0)
+    )
+    joins = live.select("hid", "group", "joined_index", "joined_time", F.lit(0), F.lit(1))
+    leaves = live.where(F.col("crash_index").isNotNull()).select(
+        "hid", "group", "crash_index", "crash_time", F.lit(0), F.lit(-1)
+    )
+    universe = _universe(t, intervals)
+    group_events = joins.union(leaves).toDF("hid", "group", "index", "time", "d_own", "d_live")
+    events = own.union(disown).union(
+        universe.join(group_events, ["hid", "group"]).select(*own.columns)
+    )
+    per_line = events.groupBy(*GTP, "index", "time").agg(
+        F.sum("d_own").alias("d_own"), F.sum("d_live").alias("d_live")
+    )
+    w = Window.partitionBy(*GTP).orderBy("index")
+    acc = w.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    states = per_line.select(
+        *GTP,
+        "index",
+        "time",
+        ((F.sum("d_own").over(acc) == 0) & (F.sum("d_live").over(acc) > 0)).alias("bad"),
+    )
+    states = states.withColumn("prev", F.coalesce(F.lag("bad").over(w), F.lit(False)))
+    changes = states.where(F.col("bad") != F.col("prev"))
+    changes = changes.withColumn("next_time", F.lead("time").over(w))
+    runs = changes.where("bad").join(t.horizon, "hid")
+    runs = runs.withColumn("end", F.coalesce("next_time", "end_time"))
+    runs = runs.where(F.col("end") - F.col("time") > F.lit(threshold_s * NS))
+    present = live.select(
+        "hid", "group", "process", "joined_index", F.col("crash_index").alias("ci")
+    )
+    at_start = (F.col("joined_index") <= F.col("index")) & (
+        F.col("ci").isNull() | (F.col("ci") > F.col("index"))
+    )
+    runs = (
+        runs.join(present, ["hid", "group"], "left")
+        .where(at_start)
+        .groupBy(*GTP, "index", "time", "end")
+        .agg(F.array_sort(F.collect_list("process")).alias("members"))
+    )
+    return anomaly(
+        runs,
+        "group-unowned",
+        F.col("index"),
+        "group",
+        "topic",
+        "partition",
+        "members",
+        (F.col("time") / NS).alias("start_s"),
+        (F.col("end") / NS).alias("end_s"),
+        F.array("index").alias("indices"),
+    )
+
+
+def commit_past_unread(t: Tables) -> DataFrame:
+    commits = _member_ops(t).where((F.col("f") == "commit") & (F.col("type") == "ok"))
+    commits = commits.select("hid", "group", "index", F.explode("offsets").alias("o")).select(
+        "hid", "group", "index", "o.topic", "o.partition", F.col("o.offset").alias("c")
+    )
+    top = commits.groupBy(*GTP).agg(
+        F.max("c").alias("committed_offset"),
+        F.min_by("index", F.struct(-F.col("c"), F.col("index"))).alias("commit_index"),
+    )
+    members = t.members.select("hid", "process", "group")
+    read_by_group = t.reads.join(members, ["hid", "process"]).select(*GTP, "offset").distinct()
+    read_by_anyone = t.reads.select(*TP, "offset").distinct()
+    unread = (
+        top.join(read_by_anyone, TP)
+        .where(F.col("offset") < F.col("committed_offset"))
+        .join(read_by_group, GTP + ["offset"], "left_anti")
+    )
+    bad = unread.groupBy(*GTP, "committed_offset", "commit_index").agg(
+        F.slice(F.array_sort(F.collect_list("offset")), 1, 100).alias("unread_offsets")
+    )
+    return anomaly(
+        bad,
+        "group-commit-past-unread",
+        F.col("commit_index"),
+        "group",
+        "topic",
+        "partition",
+        "committed_offset",
+        "unread_offsets",
+        F.array("commit_index").alias("indices"),
+    )
+
+
+def group_checks(t: Tables, grace_s: float, unowned_s: float) -> list[DataFrame]:
+    intervals = ownership_intervals(t)
+    return [
+        double_ownership(t, intervals, grace_s),
+        unowned(t, intervals, unowned_s),
+        commit_past_unread(t),
+    ]

@@ -1,0 +1,51 @@
+"""Realtime lag: how long after its ack a value was first read by anyone."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import functions as F
+
+from checkers.tables import Tables
+
+BUCKETS_MS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 30000, 60000)
+WORST = 5
+
+
+def realtime_lag(t: Tables) -> dict[str, Any]:
+    first_read = t.reads.where(F.col("val").isNotNull()).groupBy("hid", "val").agg(
+        F.min_by(F.struct("time", "index"), "index").alias("r")
+    )
+    lags = t.acks.join(first_read, ["hid", "val"]).select(
+        "val",
+        F.col("index").alias("ack_index"),
+        F.col("r.index").alias("read_index"),
+        ((F.col("r.time") - F.col("time")) / 1e6).alias("lag"),
+    ).cache()
+    bucket = F.lit(None).cast("int")
+    for i, edge in reversed(list(enumerate(BUCKETS_MS))):
+        bucket = F.when(F.col("lag") <= edge, i).otherwise(bucket)
+    summary = lags.agg(
+        F.count("lag").alias("count"),
+        F.percentile_approx("lag", [0.5, 0.95, 0.99]).alias("p"),
+        F.max("lag").alias("max"),
+        F.mean("lag").alias("mean"),
+    ).first()
+    hist = {r["b"]: r["n"] for r in lags.groupBy(bucket.alias("b")).agg(F.count("*").alias("n")).collect()}
+    worst = lags.orderBy(F.desc("lag")).limit(WORST).collect()
+    lags.unpersist()
+    p = summary["p"] or [None, None, None]
+    return {
+        "count": summary["count"],
+        "p50_ms": p[0],
+        "p95_ms": p[1],
+        "p99_ms": p[2],
+        "max_ms": summary["max"],
+        "mean_ms": round(summary["mean"], 3) if summary["mean"] is not None else None,
+        "histogram": [{"le_ms": edge, "count": hist.get(i, 0)} for i, edge in enumerate(BUCKETS_MS)]
+        + [{"le_ms": None, "count": hist.get(None, 0)}],
+        "worst": [
+            {"value": r["val"], "lag_ms": r["lag"], "indices": [r["ack_index"], r["read_index"]]}
+            for r in worst
+        ],
+    }

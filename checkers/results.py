@@ -1,0 +1,113 @@
+"""Severities, validity and the verdict: turning anomaly counts into results.json.
+
+Severity comes from the run config because the same observation can be a
+broken promise or legal behaviour: a duplicate is an error only when the
+producer promised idempotence.  Only severity "error" counts against the
+verdict.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+CHECKS = (
+    "lost-write",
+    "unseen",
+    "duplicate",
+    "inconsistent-offsets",
+    "failed-write-read",
+    "nonmonotonic-send",
+    "nonmonotonic-poll",
+    "poll-skip",
+    "group-double-ownership",
+    "group-unowned",
+    "group-commit-past-unread",
+)
+
+EXPLANATIONS = {
+    "lost-write": "The broker acknowledged these sends, yet no consumer ever read them, although "
+    "later offsets of the same partition were read: the acknowledged data vanished from the log.",
+    "unseen": "The broker acknowledged these sends but nobody read them, and nothing beyond them "
+    "was read in their partition. After a final drain this means the data is gone; without one "
+    "the consumers may simply not have reached it yet.",
+    "duplicate": "One sent value sits at more than one offset, i.e. it was written twice. Legal for "
+    "a non-idempotent producer that retries; a broken promise when idempotence is on.",
+    "inconsistent-offsets": "Two different values were seen at the same partition offset (by acks "
+    "or reads): the log was rewritten, typically truncated after an unclean leader election.",
+    "failed-write-read": "A send the client was told definitely failed was nevertheless read: the "
+    "failure report was wrong (an aborted read, G1a).",
+    "nonmonotonic-send": "A producer got an acknowledgement at a lower or equal offset than an "
+    "earlier acknowledgement of its own in the same partition: its writes were reordered.",
+    "nonmonotonic-poll": "A consumer read a partition backwards (or re-read an offset) without any "
+    "assignment change that could explain a seek.",
+    "poll-skip": "A consumer jumped over offsets known to hold values, without any assignment change "
+    "in between: those records were skipped.",
+    "group-double-ownership": "Two live members of one consumer group owned the same partition at "
+    "the same time for longer than the grace period.",
+    "group-unowned": "No member of the group owned this partition for longer than the threshold "
+    "while the group had live members: nobody was consuming it.",
+    "group-commit-past-unread": "The group committed an offset past records no member ever polled: "
+    "those records are skipped for good (at-least-once broken).",
+    "availability": "The acknowledged-send rate fell below the configured minimum while a fault "
+    "was active.",
+}
+
+
+def severities(config: dict[str, Any]) -> dict[str, str]:
+    """Which anomalies break a promise the configured producer/consumer actually made."""
+    producer = config.get("producer", {})
+    acks = str(producer.get("acks", "all"))
+    idempotent = bool(producer.get("enable_idempotence", True)) and acks in ("all", "-1")
+    sev = {name: "error" for name in CHECKS}
+    sev["availability"] = "error"
+    if not idempotent:
+        sev["duplicate"] = "info"  # retries legally write twice
+        sev["nonmonotonic-send"] = "warning"  # retries with several in flight may reorder
+    if acks == "0":
+        sev["lost-write"] = sev["unseen"] = "warning"  # nothing was promised
+    return sev
+
+
+def check_result(name: str, count: int, severity: str, examples: list, valid: Any = None) -> dict:
+    return {
+        "valid": (count == 0) if valid is None else valid,
+        "count": count,
+        "severity": severity,
+        "explanation": EXPLANATIONS[name],
+        "examples": examples,
+    }
+
+
+def unseen_validity(count: int, final_drain: bool) -> bool | str:
+    """Unseen data is only proof of loss once a final drain tried to read everything."""
+    if count == 0:
+        return True
+    return False if final_drain else "unknown"
+
+
+def verdict(checks: dict[str, dict[str, Any]]) -> str:
+    if any(c["severity"] == "error" and c["valid"] is False for c in checks.values()):
+        return "invalid"
+    if any(c["valid"] == "unknown" for c in checks.values()):
+        return "unknown"
+    return "valid"
+
+
+def build_checks(
+    counts: dict[str, int], examples: dict[str, list], config: dict[str, Any], final_drain: bool
+) -> dict[str, dict[str, Any]]:
+    sev = severities(config)
+    checks = {}
+    for name in CHECKS:
+        n = counts.get(name, 0)
+        valid = unseen_validity(n, final_drain) if name == "unseen" else None
+        checks[name] = check_result(name, n, sev[name], examples.get(name, []), valid)
+    return checks
+
+
+def write_results(results: dict[str, Any], out: Path) -> None:
+    tmp = Path(out).with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(results, indent=2, sort_keys=False) + "\n")
+    tmp.replace(out)
