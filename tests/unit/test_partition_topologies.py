@@ -122,11 +122,12 @@ def test_drop_rules_cover_both_directions_and_carry_the_tag():
     ]
 
 
+# as iptables-nft prints it: comments quoted, addresses with their mask
 LISTING = """-P INPUT ACCEPT
 -P FORWARD ACCEPT
 -P OUTPUT ACCEPT
--A INPUT -s 10.251.3.12/32 -m comment --comment kafka-chaos:d1:1 -j DROP
--A INPUT -s 10.251.3.13/32 -m comment --comment kafka-chaos:d1:10 -j DROP
+-A INPUT -s 10.251.3.12/32 -m comment --comment "kafka-chaos:d1:1" -j DROP
+-A INPUT -s 10.251.3.13/32 -m comment --comment "kafka-chaos:d1:10" -j DROP
 -A INPUT -s 10.251.3.13/32 -m comment --comment "someone else's rule" -j DROP
 -A OUTPUT -d 10.251.3.12/32 -m comment --comment kafka-chaos:d1:1 -j DROP
 -A OUTPUT -d 10.251.3.14/32 -m comment --comment kafka-chaos:other:1 -j DROP
