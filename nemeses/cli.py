@@ -22,6 +22,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--all", action="store_true", help="also delete rules tagged by any other cluster"
     )
+    p.add_argument(
+        "--wait",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="then wait up to this long for every broker to be back (default: don't wait)",
+    )
     p.set_defaults(handler=_heal)
 
 
@@ -40,6 +47,10 @@ def _heal(args: argparse.Namespace) -> int:
     cluster = Cluster.load(args.name or _default_name())
     try:
         done = heal_cluster(cluster, every_tag=args.all)
+        if args.wait > 0:
+            from harness import kafka_db
+
+            kafka_db.wait_healthy(cluster, timeout_s=args.wait)
     finally:
         cluster.close()
     for line in done:
