@@ -97,8 +97,7 @@ def _neighbours(spark: SparkSession, t: Tables, found: Found) -> None:
         for hid, ex in _rows(found, check):
             cells = seen.get((hid, ex["topic"], ex["partition"], ex["offset"]), {})
             ex["neighbours"] = [
-                {**c, "read_values": sorted(c["read_values"])}
-                for _, c in sorted(cells.items())
+                {**c, "read_values": sorted(c["read_values"])} for _, c in sorted(cells.items())
             ]
 
 
@@ -148,7 +147,9 @@ def analyse(
         send_checks(t)
         + poll_checks(t)
         + group_checks(
-            t, float(checker.get("ownership_grace_s", 10.0)), float(checker.get("unowned_threshold_s", 30.0))
+            t,
+            float(checker.get("ownership_grace_s", 10.0)),
+            float(checker.get("unowned_threshold_s", 30.0)),
         )
     )
     found = collect_anomalies(frames, examples)

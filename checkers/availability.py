@@ -29,17 +29,26 @@ def _send_latency(t: Tables) -> DataFrame:
     )
     done = t.sends.where(F.col("type") != "invoke")
     return done.join(invokes, ["hid", "val"], "left").select(
-        "type", "time", _second().alias("t"), ((F.col("time") - F.col("invoke_time")) / 1e6).alias("lat")
+        "type",
+        "time",
+        _second().alias("t"),
+        ((F.col("time") - F.col("invoke_time")) / 1e6).alias("lat"),
     )
 
 
 def timeline(t: Tables) -> list[dict[str, Any]]:
-    sends = _send_latency(t).groupBy("t").agg(
-        F.count(F.when(F.col("type") == "ok", 1)).alias("acked"),
-        F.count(F.when(F.col("type") == "fail", 1)).alias("failed"),
-        F.count(F.when(F.col("type") == "info", 1)).alias("info"),
-        F.percentile_approx(F.when(F.col("type") == "ok", F.col("lat")), [0.5, 0.99]).alias("p"),
-        F.max(F.when(F.col("type") == "ok", F.col("lat"))).alias("lat_max_ms"),
+    sends = (
+        _send_latency(t)
+        .groupBy("t")
+        .agg(
+            F.count(F.when(F.col("type") == "ok", 1)).alias("acked"),
+            F.count(F.when(F.col("type") == "fail", 1)).alias("failed"),
+            F.count(F.when(F.col("type") == "info", 1)).alias("info"),
+            F.percentile_approx(F.when(F.col("type") == "ok", F.col("lat")), [0.5, 0.99]).alias(
+                "p"
+            ),
+            F.max(F.when(F.col("type") == "ok", F.col("lat"))).alias("lat_max_ms"),
+        )
     )
     polls = (
         t.ops.where((F.col("f") == "poll") & (F.col("type") == "ok"))

@@ -23,7 +23,14 @@ class HistoryBuilder:
         self.time_ns += self.step_ns
         index = len(self.ops)
         self.ops.append(
-            {"index": index, "time": self.time_ns, "process": process, "type": type_, "f": f, "value": value}
+            {
+                "index": index,
+                "time": self.time_ns,
+                "process": process,
+                "type": type_,
+                "f": f,
+                "value": value,
+            }
         )
         return index
 
@@ -32,11 +39,18 @@ class HistoryBuilder:
 
     # -- producer ---------------------------------------------------------------------
     def invoke_send(self, process: int, value: int, topic: str = "t") -> int:
-        return self.op(process, "invoke", "send", {"topic": topic, "key": str(value), "value": value})
+        return self.op(
+            process, "invoke", "send", {"topic": topic, "key": str(value), "value": value}
+        )
 
     def complete_send(
-        self, process: int, value: int, outcome: str = "ok", topic: str = "t",
-        partition: int | None = None, offset: int | None = None,
+        self,
+        process: int,
+        value: int,
+        outcome: str = "ok",
+        topic: str = "t",
+        partition: int | None = None,
+        offset: int | None = None,
     ) -> int:
         v: dict[str, Any] = {"topic": topic, "key": str(value), "value": value}
         if outcome == "ok":
@@ -46,8 +60,13 @@ class HistoryBuilder:
         return self.op(process, outcome, "send", v)
 
     def send(
-        self, process: int, value: int, partition: int = 0, offset: int | None = None,
-        outcome: str = "ok", topic: str = "t",
+        self,
+        process: int,
+        value: int,
+        partition: int = 0,
+        offset: int | None = None,
+        outcome: str = "ok",
+        topic: str = "t",
     ) -> tuple[int, int]:
         """invoke + completion; returns both indices."""
         i = self.invoke_send(process, value, topic)
@@ -58,7 +77,13 @@ class HistoryBuilder:
         self.op(process, "invoke", "poll", {"final": True} if final else None)
         value: dict[str, Any] = {
             "records": [
-                {"topic": t, "partition": p, "offset": o, "key": None if v is None else str(v), "value": v}
+                {
+                    "topic": t,
+                    "partition": p,
+                    "offset": o,
+                    "key": None if v is None else str(v),
+                    "value": v,
+                }
                 for t, p, o, v in records
             ]
         }
@@ -77,14 +102,23 @@ class HistoryBuilder:
         return self.op(process, "ok", "assign", v)
 
     def rebalance(
-        self, process: int, group: str, assigned: list[tuple[str, int]] = (),
+        self,
+        process: int,
+        group: str,
+        assigned: list[tuple[str, int]] = (),
         revoked: list[tuple[str, int]] = (),
     ) -> int:
-        v = {"group": group, "assigned": [list(p) for p in assigned], "revoked": [list(p) for p in revoked]}
+        v = {
+            "group": group,
+            "assigned": [list(p) for p in assigned],
+            "revoked": [list(p) for p in revoked],
+        }
         return self.op(process, "ok", "rebalance", v)
 
     def commit(self, process: int, group: str, offsets: list[tuple[str, int, int]]) -> int:
-        return self.op(process, "ok", "commit", {"group": group, "offsets": [list(o) for o in offsets]})
+        return self.op(
+            process, "ok", "commit", {"group": group, "offsets": [list(o) for o in offsets]}
+        )
 
     def crash(self, process: int, reason: str = "test") -> int:
         return self.op(process, "info", "crash", {"reason": reason})

@@ -29,7 +29,7 @@ def _tp(col: str) -> F.Column:
 
 
 def ownership_intervals(t: Tables) -> DataFrame:
-    """(hid, group, process, topic, partition, s_index, s_time, e_index, e_time) per ownership run."""
+    """One row per ownership run: KEY + (s_index, s_time, e_index, e_time)."""
     ops = _member_ops(t)
     base = ["hid", "group", "process", "index", "time"]
     rebal = ops.where(F.col("f") == "rebalance")
@@ -38,8 +38,10 @@ def ownership_intervals(t: Tables) -> DataFrame:
     assigned = ops.where((F.col("f") == "assign") & (F.col("type") == "ok")).select(
         *base, _tp("partitions"), F.lit(True).alias("owned")
     )
-    events = gained.unionByName(lost).unionByName(assigned).select(
-        *base, "tp.topic", "tp.partition", "owned"
+    events = (
+        gained.unionByName(lost)
+        .unionByName(assigned)
+        .select(*base, "tp.topic", "tp.partition", "owned")
     )
     touched = events.select(*KEY).distinct()
     clearing = ops.where(
@@ -119,8 +121,13 @@ def _universe(t: Tables, intervals: DataFrame) -> DataFrame:
 
 def unowned(t: Tables, intervals: DataFrame, threshold_s: float) -> DataFrame:
     live = _liveness(t)
-    own = intervals.select(*GTP, F.col("s_index").alias("index"), F.col("s_time").alias("time"),
-                           F.lit(1).alias("d_own"), F.lit(0).alias("d_live"))
+    own = intervals.select(
+        *GTP,
+        F.col("s_index").alias("index"),
+        F.col("s_time").alias("time"),
+        F.lit(1).alias("d_own"),
+        F.lit(0).alias("d_live"),
+    )
     disown = intervals.where(F.col("e_index").isNotNull()).select(
         *GTP, F.col("e_index").alias("index"), "e_time", F.lit(-1), F.lit(0)
     )

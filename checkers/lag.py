@@ -13,15 +13,21 @@ WORST = 5
 
 
 def realtime_lag(t: Tables) -> dict[str, Any]:
-    first_read = t.reads.where(F.col("val").isNotNull()).groupBy("hid", "val").agg(
-        F.min_by(F.struct("time", "index"), "index").alias("r")
+    first_read = (
+        t.reads.where(F.col("val").isNotNull())
+        .groupBy("hid", "val")
+        .agg(F.min_by(F.struct("time", "index"), "index").alias("r"))
     )
-    lags = t.acks.join(first_read, ["hid", "val"]).select(
-        "val",
-        F.col("index").alias("ack_index"),
-        F.col("r.index").alias("read_index"),
-        ((F.col("r.time") - F.col("time")) / 1e6).alias("lag"),
-    ).cache()
+    lags = (
+        t.acks.join(first_read, ["hid", "val"])
+        .select(
+            "val",
+            F.col("index").alias("ack_index"),
+            F.col("r.index").alias("read_index"),
+            ((F.col("r.time") - F.col("time")) / 1e6).alias("lag"),
+        )
+        .cache()
+    )
     bucket = F.lit(None).cast("int")
     for i, edge in reversed(list(enumerate(BUCKETS_MS))):
         bucket = F.when(F.col("lag") <= edge, i).otherwise(bucket)
@@ -31,7 +37,10 @@ def realtime_lag(t: Tables) -> dict[str, Any]:
         F.max("lag").alias("max"),
         F.mean("lag").alias("mean"),
     ).first()
-    hist = {r["b"]: r["n"] for r in lags.groupBy(bucket.alias("b")).agg(F.count("*").alias("n")).collect()}
+    hist = {
+        r["b"]: r["n"]
+        for r in lags.groupBy(bucket.alias("b")).agg(F.count("*").alias("n")).collect()
+    }
     worst = lags.orderBy(F.desc("lag")).limit(WORST).collect()
     lags.unpersist()
     p = summary["p"] or [None, None, None]

@@ -174,17 +174,15 @@ def _ends_with_newline(path: Path) -> bool:
 def scan_for_bad_line(history: Path) -> None:
     """Walk the file in Python and raise HistoryError at the first invalid line."""
     history = Path(history)
-    lineno = 0
-    for lineno, op in enumerate(_numbered(history), start=1):
-        check_value(op[1], op[0], history)
+    for lineno, op in _numbered(history):
+        check_value(lineno, op, history)
 
 
 def _numbered(history: Path):
     """(line number, op) pairs; ``read_history`` does the envelope checks."""
     with open(history, encoding="utf-8") as fh:
         linenos = [i for i, line in enumerate(fh, start=1) if line.strip()]
-    for lineno, op in zip(linenos, read_history(history), strict=False):
-        yield lineno, op
+    yield from zip(linenos, read_history(history), strict=False)
 
 
 def _is_int(x: Any) -> bool:
@@ -204,23 +202,38 @@ def _check_pairs(items: Any, width: int, name: str, path: Path, lineno: int) -> 
         and all(_is_int(y) for y in x[1:])
         for x in items
     )
-    _need(ok, path, lineno, f"{name} must be a list of [topic, partition{', offset' * (width - 2)}]")
+    _need(
+        ok, path, lineno, f"{name} must be a list of [topic, partition{', offset' * (width - 2)}]"
+    )
 
 
 def check_value(lineno: int, op: dict[str, Any], path: Path) -> None:
     """Type-check the ``value`` of the operations the checkers read."""
     value, f, typ = op.get("value"), op["f"], op["type"]
     if value is None:
-        _need(f == "poll" and typ == "invoke" or op["process"] == "nemesis" or f != "send", path,
-              lineno, f"{f} {typ} needs a value object")
+        _need(
+            f == "poll" and typ == "invoke" or op["process"] == "nemesis" or f != "send",
+            path,
+            lineno,
+            f"{f} {typ} needs a value object",
+        )
         return
-    _need(isinstance(value, dict), path, lineno, f"value must be an object or null, got {json.dumps(value)[:60]}")
+    _need(
+        isinstance(value, dict),
+        path,
+        lineno,
+        f"value must be an object or null, got {json.dumps(value)[:60]}",
+    )
     if f == "send":
         _need(_is_int(value.get("value")), path, lineno, "send value.value must be an integer")
-        _need(isinstance(value.get("topic"), str), path, lineno, "send value.topic must be a string")
+        _need(
+            isinstance(value.get("topic"), str), path, lineno, "send value.topic must be a string"
+        )
         if typ == "ok":
             for key in ("partition", "offset"):
-                _need(_is_int(value.get(key)), path, lineno, f"send ok value.{key} must be an integer")
+                _need(
+                    _is_int(value.get(key)), path, lineno, f"send ok value.{key} must be an integer"
+                )
     elif f == "poll" and typ == "ok":
         records = value.get("records")
         _need(isinstance(records, list), path, lineno, "poll ok value.records must be a list")

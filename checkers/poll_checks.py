@@ -25,9 +25,9 @@ def _resets(t: Tables) -> DataFrame:
         "hid",
         "process",
         "index",
-        F.explode(F.concat(F.coalesce("assigned", F.array()), F.coalesce("revoked", F.array()))).alias(
-            "tp"
-        ),
+        F.explode(
+            F.concat(F.coalesce("assigned", F.array()), F.coalesce("revoked", F.array()))
+        ).alias("tp"),
     )
     named = rebalances.select("hid", "process", "index", "tp.topic", "tp.partition")
     joins = ops.where(F.col("f").isin("subscribe", "assign")).select("hid", "process", "index")
@@ -40,7 +40,10 @@ def read_pairs(t: Tables) -> DataFrame:
     """Consecutive reads (prev -> this) of one process and partition with no reset between."""
     reads = t.reads.select(*STREAM, "index", "j", "offset", F.lit(True).alias("is_read"))
     resets = _resets(t).select(
-        *STREAM, "index", F.lit(-1).alias("j"), F.lit(None).cast("long").alias("offset"),
+        *STREAM,
+        "index",
+        F.lit(-1).alias("j"),
+        F.lit(None).cast("long").alias("offset"),
         F.lit(False).alias("is_read"),
     )
     w = Window.partitionBy(*STREAM).orderBy("index", "j")

@@ -32,8 +32,8 @@ EXPLANATIONS = {
     "unseen": "The broker acknowledged these sends but nobody read them, and nothing beyond them "
     "was read in their partition. After a final drain this means the data is gone; without one "
     "the consumers may simply not have reached it yet.",
-    "duplicate": "One sent value sits at more than one offset, i.e. it was written twice. Legal for "
-    "a non-idempotent producer that retries; a broken promise when idempotence is on.",
+    "duplicate": "One sent value sits at more than one offset, i.e. it was written twice. "
+    "Legal for a non-idempotent producer that retries; a broken promise when idempotence is on.",
     "inconsistent-offsets": "Two different values were seen at the same partition offset (by acks "
     "or reads): the log was rewritten, typically truncated after an unclean leader election.",
     "failed-write-read": "A send the client was told definitely failed was nevertheless read: the "
@@ -42,8 +42,8 @@ EXPLANATIONS = {
     "earlier acknowledgement of its own in the same partition: its writes were reordered.",
     "nonmonotonic-poll": "A consumer read a partition backwards (or re-read an offset) without any "
     "assignment change that could explain a seek.",
-    "poll-skip": "A consumer jumped over offsets known to hold values, without any assignment change "
-    "in between: those records were skipped.",
+    "poll-skip": "A consumer jumped over offsets known to hold values, without any assignment "
+    "change in between: those records were skipped.",
     "group-double-ownership": "Two live members of one consumer group owned the same partition at "
     "the same time for longer than the grace period.",
     "group-unowned": "No member of the group owned this partition for longer than the threshold "

@@ -65,7 +65,9 @@ def duplicate(t: Tables) -> DataFrame:
         F.min("index").alias("first"),
     )
     dup = per_value.where(F.size("positions") > 1)
-    return anomaly(dup, "duplicate", F.col("first"), F.col("val").alias("value"), "positions", "indices")
+    return anomaly(
+        dup, "duplicate", F.col("first"), F.col("val").alias("value"), "positions", "indices"
+    )
 
 
 def inconsistent_offsets(t: Tables) -> DataFrame:
@@ -77,7 +79,14 @@ def inconsistent_offsets(t: Tables) -> DataFrame:
     )
     bad = per_offset.where(F.size("values") > 1)
     return anomaly(
-        bad, "inconsistent-offsets", F.col("first"), "topic", "partition", "offset", "values", "indices"
+        bad,
+        "inconsistent-offsets",
+        F.col("first"),
+        "topic",
+        "partition",
+        "offset",
+        "values",
+        "indices",
     )
 
 

@@ -22,7 +22,9 @@ def to_json(*cols: Column) -> Column:
 
 def anomaly(df: DataFrame, check: str, sort_key: Column, *fields: Column) -> DataFrame:
     """Normalise an anomaly table to (hid, check, k, ex) for the shared collection step."""
-    return df.select("hid", F.lit(check).alias("check"), sort_key.alias("k"), to_json(*fields).alias("ex"))
+    return df.select(
+        "hid", F.lit(check).alias("check"), sort_key.alias("k"), to_json(*fields).alias("ex")
+    )
 
 
 @dataclass

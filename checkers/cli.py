@@ -1,0 +1,85 @@
+"""``kafka-chaos check RUN_DIR|history.jsonl``: judge a history and print the verdict.
+
+Exit codes follow harness/cli.py: 0 valid, 1 invalid, 2 unknown; a
+HarnessError (e.g. a malformed history line) propagates and becomes 3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from harness.errors import ConfigError
+from harness.spec import TestSpec
+
+EXIT_CODES = {"valid": 0, "invalid": 1, "unknown": 2}
+
+
+def add_commands(subparsers: Any) -> None:
+    p = subparsers.add_parser("check", help="judge a history with the Spark checkers")
+    p.add_argument("target", type=Path, help="a run directory or a history.jsonl file")
+    p.add_argument("--spark-master", help="Spark master URL (default: config, else local[*])")
+    p.add_argument("--json", action="store_true", help="print the results JSON instead of a table")
+    p.add_argument("--examples", type=int, help="examples kept per anomaly")
+    p.add_argument("--config", type=Path, help="run config (default: RUN_DIR/config.json)")
+    p.set_defaults(handler=run_check)
+
+
+def resolve(target: Path, config_path: Path | None) -> tuple[Path, dict[str, Any], Path | None]:
+    """(history file, config dict, results.json path or None) for a CLI target."""
+    if target.is_dir() and target.suffix != ".parquet":
+        history, out = target / "history.jsonl", target / "results.json"
+        config_path = config_path or target / "config.json"
+        if not history.exists():
+            raise ConfigError(f"{target}: not a run directory (no history.jsonl)")
+    else:
+        history, out = target, None
+    if config_path is None:
+        config = TestSpec().to_dict()
+    else:
+        TestSpec.load(config_path)  # validates the file, naming any bad key
+        config = json.loads(config_path.read_text())
+    return history, config, out
+
+
+def run_check(args: argparse.Namespace) -> int:
+    from checkers.api import check_history  # Spark import only when actually checking
+
+    history, config, out = resolve(args.target, args.config)
+    if args.examples is not None:
+        config.setdefault("checker", {})["examples"] = args.examples
+    results = check_history(history, config, out, args.spark_master)
+    if args.json:
+        print(json.dumps(results, indent=2))
+    else:
+        print_summary(results)
+    return EXIT_CODES[results["verdict"]]
+
+
+def print_summary(results: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{results['history']}: {results['ops']} ops")
+    for col in ("check", "count", "severity", "valid", "first examples"):
+        table.add_column(col)
+    for name, c in results["checks"].items():
+        shown = "; ".join(_brief(ex) for ex in c["examples"][:2])
+        style = "red" if c["valid"] is False and c["severity"] == "error" else None
+        table.add_row(name, str(c["count"]), c["severity"], str(c["valid"]), shown, style=style)
+    console = Console()
+    console.print(table)
+    avail = results.get("stats", {}).get("availability")
+    if avail:
+        console.print(
+            f"send rate {avail['send_rate']}/s, poll rate {avail['poll_rate']}/s, "
+            f"longest gap {avail['longest_gap_s']} s at {avail['longest_gap_start_s']} s"
+        )
+    console.print(f"final drain: {results['final_drain']}   verdict: [bold]{results['verdict']}")
+
+
+def _brief(example: dict[str, Any]) -> str:
+    skip = {"neighbours", "indices", "explanation"}
+    return ", ".join(f"{k}={v}" for k, v in example.items() if k not in skip)[:120]

@@ -1,0 +1,252 @@
+"""Pure-Python reference checker: the definitions, written as plainly as possible.
+
+It exists to test the Spark checkers: property tests demand both find exactly
+the same anomalies.  It replays the history line by line with dicts and sets,
+so it is obviously right and only suitable for small histories.  Each anomaly
+is reduced to a hashable *key* that identifies it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+NS = 1e9
+
+Anomalies = dict[str, list[tuple]]  # a multiset of keys per check
+
+
+def _reads(ops: list[dict[str, Any]]):
+    """(op, record position, record) for every polled record, in history order."""
+    for op in ops:
+        if op["f"] == "poll" and op["type"] == "ok":
+            for j, r in enumerate(op["value"]["records"]):
+                yield op, j, r
+
+
+def _acks(ops: list[dict[str, Any]]):
+    for op in ops:
+        if op["f"] == "send" and op["type"] == "ok":
+            v = op["value"]
+            off = v.get("offset")
+            yield op, v["topic"], v.get("partition"), -1 if off is None else off, v["value"]
+
+
+def send_anomalies(ops: list[dict[str, Any]]) -> Anomalies:
+    read_values = {r["value"] for _, _, r in _reads(ops) if r["value"] is not None}
+    max_read: dict[tuple, int] = {}
+    positions: dict[int, set] = defaultdict(set)
+    values_at: dict[tuple, set] = defaultdict(set)
+    for _, _, r in _reads(ops):
+        tp = (r["topic"], r["partition"])
+        max_read[tp] = max(max_read.get(tp, -1), r["offset"])
+        if r["value"] is not None:
+            positions[r["value"]].add((*tp, r["offset"]))
+            values_at[(*tp, r["offset"])].add(r["value"])
+    out: Anomalies = defaultdict(list)
+    last_ack: dict[tuple, int] = {}
+    for op, topic, part, off, val in _acks(ops):
+        if off >= 0:
+            positions[val].add((topic, part, off))
+            values_at[(topic, part, off)].add(val)
+            stream = (op["process"], topic, part)
+            if stream in last_ack and off <= last_ack[stream]:
+                out["nonmonotonic-send"].append((op["process"], topic, part, last_ack[stream], off))
+            last_ack[stream] = off
+        if val not in read_values:
+            lost = max_read.get((topic, part), -1) > off
+            out["lost-write" if lost else "unseen"].append((val,))
+    for val, where in positions.items():
+        if len(where) > 1:
+            out["duplicate"].append((val, tuple(sorted(where))))
+    for where, vals in values_at.items():
+        if len(vals) > 1:
+            out["inconsistent-offsets"].append((*where, tuple(sorted(vals))))
+    failed = {op["value"]["value"] for op in ops if op["f"] == "send" and op["type"] == "fail"}
+    for val in failed & read_values:
+        out["failed-write-read"].append((val,))
+    return out
+
+
+def poll_anomalies(ops: list[dict[str, Any]]) -> Anomalies:
+    known: dict[tuple, set] = defaultdict(set)
+    for _, topic, part, off, _ in _acks(ops):
+        if off >= 0:
+            known[(topic, part)].add(off)
+    for _, _, r in _reads(ops):
+        known[(r["topic"], r["partition"])].add(r["offset"])
+    out: Anomalies = defaultdict(list)
+    last: dict[tuple, int] = {}  # (process, topic, partition) -> offset of the previous read
+    for op in ops:
+        p = op["process"]
+        if op["f"] in ("subscribe", "assign"):
+            for stream in [s for s in last if s[0] == p]:
+                del last[stream]
+        elif op["f"] == "rebalance":
+            for topic, part in op["value"]["assigned"] + op["value"]["revoked"]:
+                last.pop((p, topic, part), None)
+        elif op["f"] == "poll" and op["type"] == "ok":
+            for r in op["value"]["records"]:
+                stream = (p, r["topic"], r["partition"])
+                b = r["offset"]
+                if stream in last:
+                    a = last[stream]
+                    if b <= a:
+                        out["nonmonotonic-poll"].append((*stream, a, b))
+                    elif any(a < o < b for o in known[stream[1:]]):
+                        out["poll-skip"].append((*stream, a, b))
+                last[stream] = b
+    return out
+
+
+def _groups(ops: list[dict[str, Any]]) -> tuple[dict[Any, str], set]:
+    """process -> group for consumers in groups, excluding the final drain's processes."""
+    drain = {
+        op["process"]
+        for op in ops
+        if op["f"] == "poll" and isinstance(op["value"], dict) and op["value"].get("final")
+    }
+    group_of: dict[Any, str] = {}
+    for op in ops:
+        if op["f"] in ("subscribe", "assign") and op["process"] not in drain:
+            g = op["value"].get("group")
+            if g is not None:
+                group_of.setdefault(op["process"], g)
+    return group_of, drain
+
+
+def group_anomalies(ops: list[dict[str, Any]], grace_s: float, unowned_s: float) -> Anomalies:
+    group_of, _ = _groups(ops)
+    end = max((op["time"] for op in ops), default=0)
+    owned: dict[Any, set] = defaultdict(set)
+    live: dict[str, set] = defaultdict(set)
+    since: dict[tuple, int] = {}  # (group, process, tp) -> time ownership started
+    runs: list[tuple] = []  # (group, tp, process, start, end)
+    universe_topics: dict[str, set] = defaultdict(set)
+    all_tps: set = set()
+    for op in ops:
+        v = op["value"] if isinstance(op["value"], dict) else {}
+        if op["f"] == "send" and op["type"] == "ok" and v.get("offset", -1) >= 0:
+            all_tps.add((v["topic"], v["partition"]))
+        if op["f"] == "commit":
+            all_tps.update((t, p) for t, p, _ in v.get("offsets", []))
+    for _, _, r in _reads(ops):
+        all_tps.add((r["topic"], r["partition"]))
+
+    # Replay membership, recording ownership runs and the line-by-line group state.
+    states: list[tuple[int, int, dict, dict]] = []  # (index, time, owners per g/tp, live per g)
+    for op in ops:
+        p = op["process"]
+        g = group_of.get(p)
+        if g is not None:
+            v = op["value"] if isinstance(op["value"], dict) else {}
+            before = set(owned[p])
+            if op["f"] in ("subscribe", "assign"):
+                live[g].add(p)
+                universe_topics[g].update(v.get("topics", []))
+            if op["f"] == "assign" and op["type"] == "ok":
+                owned[p] = {tuple(x) for x in v["partitions"]}
+            elif op["f"] == "rebalance":
+                owned[p] = (owned[p] - {tuple(x) for x in v["revoked"]}) | {
+                    tuple(x) for x in v["assigned"]
+                }
+            elif op["f"] == "crash":
+                owned[p] = set()
+                live[g].discard(p)
+            for tp in owned[p] - before:
+                since[(g, p, tp)] = (op["time"], op["index"])
+                universe_topics[g].add(tp[0])
+                all_tps.add(tp)
+            for tp in before - owned[p]:
+                start = since.pop((g, p, tp))
+                runs.append((g, tp, p, start, op["time"]))
+        owners = {
+            (gg, tp): {q for q in owned if group_of.get(q) == gg and tp in owned[q]}
+            for gg in live
+            for tp in all_tps
+        }
+        states.append((op["index"], op["time"], owners, {gg: set(m) for gg, m in live.items()}))
+    for (g, p, tp), start in since.items():
+        runs.append((g, tp, p, start, end))
+
+    out: Anomalies = defaultdict(list)
+    for i, (g, tp, p, (s1, _i1), e1) in enumerate(runs):
+        for g2, tp2, q, (s2, _i2), e2 in runs[i + 1 :]:
+            if (g, tp) == (g2, tp2) and p != q and min(e1, e2) - max(s1, s2) > grace_s * NS:
+                out["group-double-ownership"].append((g, *tp, tuple(sorted((p, q))), max(s1, s2)))
+
+    for g in set(group_of.values()):
+        for tp in all_tps:
+            if tp[0] not in universe_topics[g]:
+                continue
+            bad_since = None
+            for index, time, owners, lives in states:
+                bad = not owners.get((g, tp)) and bool(lives.get(g))
+                if bad and bad_since is None:
+                    bad_since = (time, index)
+                elif not bad and bad_since is not None:
+                    if time - bad_since[0] > unowned_s * NS:
+                        out["group-unowned"].append((g, *tp, bad_since[0]))
+                    bad_since = None
+            if bad_since is not None and end - bad_since[0] > unowned_s * NS:
+                out["group-unowned"].append((g, *tp, bad_since[0]))
+
+    read_all: dict[tuple, set] = defaultdict(set)
+    read_by: dict[tuple, set] = defaultdict(set)
+    for op, _, r in _reads(ops):
+        tp = (r["topic"], r["partition"])
+        read_all[tp].add(r["offset"])
+        if op["process"] in group_of:
+            read_by[(group_of[op["process"]], *tp)].add(r["offset"])
+    committed: dict[tuple, int] = {}
+    for op in ops:
+        if op["f"] == "commit" and op["type"] == "ok" and op["process"] in group_of:
+            g = group_of[op["process"]]
+            for t, p, o in op["value"]["offsets"]:
+                committed[(g, t, p)] = max(committed.get((g, t, p), o), o)
+    for (g, t, p), c in committed.items():
+        unread = sorted(o for o in read_all[(t, p)] if o < c and o not in read_by[(g, t, p)])
+        if unread:
+            out["group-commit-past-unread"].append((g, t, p, tuple(unread)))
+    return out
+
+
+def check(ops: list[dict[str, Any]], config: dict[str, Any]) -> Anomalies:
+    """Every anomaly of every check, as keys."""
+    checker = config.get("checker", {})
+    found: Anomalies = defaultdict(list)
+    for part in (
+        send_anomalies(ops),
+        poll_anomalies(ops),
+        group_anomalies(
+            ops, checker.get("ownership_grace_s", 10.0), checker.get("unowned_threshold_s", 30.0)
+        ),
+    ):
+        for name, keys in part.items():
+            found[name] += keys
+    return found
+
+
+def key_of(check_name: str, ex: dict[str, Any]) -> tuple:
+    """The reference's key for one example the Spark checker reported."""
+    if check_name in ("lost-write", "unseen", "failed-write-read"):
+        return (ex["value"],)
+    if check_name == "duplicate":
+        return (ex["value"], tuple(sorted(tuple(p) for p in ex["positions"])))
+    if check_name == "inconsistent-offsets":
+        return (ex["topic"], ex["partition"], ex["offset"], tuple(ex["values"]))
+    if check_name in ("nonmonotonic-send", "nonmonotonic-poll", "poll-skip"):
+        return (ex["process"], ex["topic"], ex["partition"], ex["from_offset"], ex["to_offset"])
+    if check_name == "group-double-ownership":
+        return (
+            ex["group"],
+            ex["topic"],
+            ex["partition"],
+            tuple(ex["members"]),
+            round(ex["start_s"] * NS),
+        )
+    if check_name == "group-unowned":
+        return (ex["group"], ex["topic"], ex["partition"], round(ex["start_s"] * NS))
+    if check_name == "group-commit-past-unread":
+        return (ex["group"], ex["topic"], ex["partition"], tuple(ex["unread_offsets"]))
+    raise KeyError(check_name)
