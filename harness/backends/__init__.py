@@ -8,10 +8,12 @@ without the local backend's kernel features.
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import os
 import re
+from types import ModuleType
 
 from harness.cluster import Cluster, cluster_dir, home
 from harness.errors import ConfigError, HarnessError
@@ -19,7 +21,9 @@ from harness.spec import ClusterSpec
 
 log = logging.getLogger(__name__)
 
-BACKENDS = ("local", "vagrant", "ssh")
+# backend name -> module with ``create(spec) -> Cluster`` and ``destroy(cluster) -> list[str]``
+_MODULES = {"local": "local", "vagrant": "vagrant", "ssh": "ssh_inventory"}
+BACKENDS = tuple(_MODULES)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$")
 # remote root dirs are /var/lib/kafka-chaos/<name>, beside the harness's own clusters/
 RESERVED_NAMES = {"clusters", "dist", "cache"}
@@ -43,24 +47,13 @@ def cluster_exists(name: str) -> bool:
 def create_cluster(spec: ClusterSpec) -> Cluster:
     """Provision the nodes of ``spec`` (no Kafka yet), save cluster.json, return the handle."""
     validate_name(spec.name)
-    if spec.backend not in BACKENDS:
-        raise ConfigError(f"unknown backend {spec.backend!r} (known: {', '.join(BACKENDS)})")
+    backend = _backend(spec.backend)
     if cluster_exists(spec.name):
         raise HarnessError(
             f"cluster {spec.name!r} already exists ({cluster_dir(spec.name)}); "
             f"remove it with `kafka-chaos cluster down --name {spec.name}`"
         )
-    if spec.backend == "local":
-        from harness.backends import local
-
-        return local.create(spec)
-    if spec.backend == "vagrant":
-        from harness.backends import vagrant
-
-        return vagrant.create(spec)
-    from harness.backends import ssh_inventory
-
-    return ssh_inventory.create(spec)
+    return backend.create(spec)
 
 
 def load_cluster(name: str) -> Cluster:
@@ -94,17 +87,7 @@ def destroy_cluster(name: str) -> list[str]:
         return local.destroy_orphan(name) if _can_probe_local() else []
     cluster = Cluster.load(name)
     try:
-        if cluster.backend == "local":
-            from harness.backends import local
-
-            return local.destroy(cluster)
-        if cluster.backend == "vagrant":
-            from harness.backends import vagrant
-
-            return vagrant.destroy(cluster)
-        from harness.backends import ssh_inventory
-
-        return ssh_inventory.destroy(cluster)
+        return _backend(cluster.backend).destroy(cluster)
     finally:
         cluster.close()
 
@@ -133,6 +116,12 @@ def destroy_all() -> dict[str, list[str]]:
     if errors:
         raise HarnessError("; ".join(errors))
     return results
+
+
+def _backend(name: str) -> ModuleType:
+    if name not in _MODULES:
+        raise ConfigError(f"unknown backend {name!r} (known: {', '.join(BACKENDS)})")
+    return importlib.import_module(f"harness.backends.{_MODULES[name]}")
 
 
 def _can_probe_local() -> bool:
