@@ -218,6 +218,9 @@ def _print_kafka_state(console: Console, cluster: Cluster) -> None:
         console.print(f"[red]Kafka not answering within {ADMIN_TIMEOUT_S:.0f}s:[/] {e}")
         return
     console.print(f"active controller: {controller if controller is not None else '[red]none[/]'}")
+    if not partitions:
+        console.print("no topics")
+        return
     table = Table(title="partitions")
     for column in ("topic", "partition", "leader", "replicas", "isr"):
         table.add_column(column)
