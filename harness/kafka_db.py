@@ -121,7 +121,10 @@ def _signal(service: Service, node: Node, sig: str, wait_exit_s: float = 0.0) ->
     if res.exit_code == 4:
         raise CommandFailed(f"{node.name}: {service.name} still alive {wait_exit_s}s after {sig}")
     if res.exit_code != 0:
-        raise CommandFailed(f"{node.name}: signalling {service.name} failed: {res.stderr.strip()}")
+        raise CommandFailed(
+            f"{node.name}: signalling {service.name} (SIG{sig}) exited {res.exit_code}: "
+            f"{(res.stderr or res.stdout).strip()}"
+        )
     return True
 
 

@@ -2,8 +2,9 @@
 
 One cluster per session (``kc-test``) keeps CI short: starting Kafka is the
 slowest step of most integration tests.  A leftover ``kc-test`` of a crashed
-session is destroyed first; the cluster is torn down at session end whatever
-happened.  Tests that break it (kill, pause, stop) must call
+session is destroyed first, but one whose creating session still runs is
+left alone and this session uses ``kc-test-<pid>`` instead; the cluster is
+torn down at session end whatever happened.  Tests that break it (kill, pause, stop) must call
 ``kafka_db.recover_cluster(cluster)`` before they return.
 """
 
@@ -13,12 +14,14 @@ import contextlib
 import logging
 import os
 from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from harness import kafka_db
 from harness.backends import create_cluster, destroy_cluster, load_cluster
-from harness.cluster import Cluster
+from harness.cluster import Cluster, cluster_dir
 from harness.errors import HarnessError
 from harness.spec import NEWEST_KAFKA, ClusterSpec
 
@@ -43,18 +46,46 @@ def destroy_quietly(name: str) -> None:
             log.warning("destroying cluster %s (attempt %d): %s", name, attempt, e)
 
 
+OWNER_FILE = "test-owner"
+
+
+def _owner_alive(name: str) -> bool:
+    """True if another live test session created cluster ``name``.
+
+    Engineers share one machine: a ``kc-test`` whose creator still runs is
+    in use, not stale, and must not be torn down under its tests.
+    """
+    try:
+        pid = int((cluster_dir(name) / OWNER_FILE).read_text().split()[0])
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, ValueError, IndexError):
+        return False
+    return pid != os.getpid() and b"python" in cmdline
+
+
+def _claim(spec: ClusterSpec) -> Cluster:
+    """Create ``spec``'s cluster, or a session-private one if the name is in use."""
+    if _owner_alive(spec.name):
+        spec = replace(spec, name=f"{spec.name}-{os.getpid()}"[:32])
+    destroy_quietly(spec.name)  # a leftover of a crashed session
+    cluster = create_cluster(spec)
+    (cluster.state_dir / OWNER_FILE).write_text(f"{os.getpid()}\n")
+    return cluster
+
+
 @contextlib.contextmanager
 def running_cluster(spec: ClusterSpec) -> Iterator[Cluster]:
     """A fresh cluster with Kafka running; destroyed on exit, even on failure."""
     if os.geteuid() != 0:
         pytest.skip("integration clusters need root (local backend)")
-    destroy_quietly(spec.name)
+    cluster = None
     try:
-        cluster = create_cluster(spec)
+        cluster = _claim(spec)
         kafka_db.start_cluster(cluster, spec, timeout_s=START_TIMEOUT_S)
         yield cluster
     finally:
-        destroy_quietly(spec.name)
+        if cluster is not None:  # never tear down a cluster another session created
+            destroy_quietly(cluster.name)
 
 
 @pytest.fixture(scope="session")
