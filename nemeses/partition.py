@@ -219,12 +219,24 @@ def tag_matcher(cluster: str | None, fault_id: int | None = None) -> Callable[[s
 # --- acting on nodes -------------------------------------------------------------
 
 
+_harness_addresses: dict[tuple[str, int], str] = {}
+
+
 def harness_address(node: Node) -> str:
-    """The address this harness reaches ``node`` from, as the node sees it."""
-    out = node.run('echo "$SSH_CONNECTION"', timeout=NEMESIS_COMMAND_TIMEOUT_S).stdout.split()
-    if not out:
-        raise NemesisError(f"{node.name}: cannot tell the harness's address (no SSH_CONNECTION)")
-    return out[0]
+    """The address this harness reaches ``node`` from, as the node sees it.
+
+    Asked once per node and remembered: it does not change during a run and
+    every SSH round trip delays the fault.
+    """
+    key = (node.ssh.host, node.ssh.port)
+    if key not in _harness_addresses:
+        out = node.run('echo "$SSH_CONNECTION"', timeout=NEMESIS_COMMAND_TIMEOUT_S).stdout.split()
+        if not out:
+            raise NemesisError(
+                f"{node.name}: cannot tell the harness's address (no SSH_CONNECTION)"
+            )
+        _harness_addresses[key] = out[0]
+    return _harness_addresses[key]
 
 
 def apply_grudge(cluster: Cluster, grudge: Grudge, rule_tag: str) -> None:
@@ -247,15 +259,18 @@ def apply_grudge(cluster: Cluster, grudge: Grudge, rule_tag: str) -> None:
 
 
 def heal_node(node: Node, matches: Callable[[str], bool]) -> int:
-    """Delete this node's matching rules and check none is left; returns how many."""
+    """Delete this node's matching rules and check none is left; returns how many.
+
+    Two round trips: list, then delete and list again in one command.
+    """
     listing = node.run(f"{IPTABLES} -S", timeout=NEMESIS_COMMAND_TIMEOUT_S).stdout
     cmds = delete_commands(listing, matches)
     if not cmds:
         return 0
-    node.run("; ".join(cmds), timeout=NEMESIS_COMMAND_TIMEOUT_S, check=False)
-    left = delete_commands(
-        node.run(f"{IPTABLES} -S", timeout=NEMESIS_COMMAND_TIMEOUT_S).stdout, matches
-    )
+    after = node.run(
+        "; ".join([*cmds, f"{IPTABLES} -S"]), timeout=NEMESIS_COMMAND_TIMEOUT_S, check=False
+    ).stdout
+    left = delete_commands(after, matches)
     if left:
         raise NemesisError(f"{node.name}: {len(left)} partition rule(s) could not be removed")
     return len(cmds)

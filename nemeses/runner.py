@@ -104,7 +104,10 @@ class NemesisRunner:
                         break
                     self._begin(step.op)
                 else:
-                    self._wait_until(step.at_s)  # a stop request cuts the fault short
+                    # a fault that started late still lasts its full duration;
+                    # a stop request cuts it short
+                    started = step.op.started_s if step.op.started_s is not None else 0.0
+                    self._wait_until(max(step.at_s, started + step.op.duration_s))
                     self._finish(step.op)
                     if self._stop.is_set():
                         break
