@@ -118,7 +118,12 @@ def _harness_version() -> str:
 def ensure_cluster(spec: TestSpec) -> Cluster:
     """Reuse a running cluster of the same shape, else (re)create it."""
     from harness import distribution, kafka_db
-    from harness.backends import create_cluster, destroy_cluster, load_cluster
+    from harness.backends import (
+        create_cluster,
+        destroy_cluster,
+        load_cluster,
+        why_not_reusable,
+    )
 
     want = spec.cluster
     # Fetch Kafka before touching any node: an unfetchable version must fail
@@ -129,14 +134,9 @@ def ensure_cluster(spec: TestSpec) -> Cluster:
     except HarnessError:
         cluster = None
     if cluster is not None:
-        same = (
-            cluster.backend == want.backend
-            and cluster.kafka_version == want.kafka_version
-            and cluster.mode == want.mode
-            and len(cluster.nodes) == want.nodes
-        )
-        if not same:
-            log.info("cluster %r has another shape; recreating it", want.name)
+        reason = why_not_reusable(cluster, want)
+        if reason:
+            log.info("recreating cluster %r: %s", want.name, reason)
             with contextlib.suppress(Exception):
                 kafka_db.stop_cluster(cluster)
             destroy_cluster(want.name)
