@@ -1,0 +1,474 @@
+"""Property tests: the Spark checkers and the reference agree, and both find exactly
+the anomalies we injected.
+
+Histories come from a small model of Kafka (partition logs with offsets,
+producers acking appends, a consumer group reading in order with rebalances,
+crashes and commits, and a final drain).  Each history is either valid (with
+the hard legal cases: re-reads after rebalances, indeterminate sends that do
+or do not land, retry duplicates without idempotence) or carries ONE injected
+anomaly made by a precise mutation whose findings we know.
+
+Spark is slow per job, so the hypothesis tests only generate and check
+against the reference (fast, with shrinking); the collected histories are
+then judged together in one Spark job, tagged by history id (``hid``).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import strategies as st
+
+from checkers import reference
+from checkers.builder import HistoryBuilder
+from checkers.results import build_checks, verdict
+
+SEED = int(os.environ.get("CHECKER_PROPERTY_SEED", "20261122"))
+EXAMPLES = int(os.environ.get("CHECKER_PROPERTY_EXAMPLES", "200"))
+GRACE_S, UNOWNED_S = 10.0, 30.0
+TOPIC = "t"
+GROUP = "g"
+FRESH = 10**9  # values never sent, for injected foreign reads
+
+KINDS = (
+    "valid",
+    "valid-no-drain",
+    "valid-retry-duplicates",
+    "lost-write",
+    "unseen",
+    "duplicate",
+    "inconsistent-offsets",
+    "failed-write-read",
+    "nonmonotonic-send",
+    "nonmonotonic-poll",
+    "poll-skip",
+    "group-double-ownership",
+    "group-unowned",
+    "group-commit-past-unread",
+)
+
+print(f"checker property tests: seed={SEED} examples per kind={EXAMPLES}")
+
+
+@dataclass
+class Case:
+    kind: str
+    ops: list[dict[str, Any]]
+    expected: dict[str, list[tuple]]
+    config: dict[str, Any]
+    drain: bool
+
+
+@dataclass
+class Model:
+    """A tiny Kafka: logs, one producer pool, one consumer group, a final drain."""
+
+    rnd: random.Random
+    partitions: int
+    mode: str  # subscribe | assign
+    b: HistoryBuilder = field(default_factory=HistoryBuilder)
+    value: int = 0
+    next_pid: int = 100
+    log: dict[int, list[int]] = field(default_factory=dict)
+    owner: dict[int, int] = field(default_factory=dict)
+    pos: dict[tuple[int, int], int] = field(default_factory=dict)
+    committed: dict[int, int] = field(default_factory=dict)
+    consumers: list[int] = field(default_factory=list)
+    producers: list[int] = field(default_factory=lambda: [1, 2])
+    acked: dict[int, tuple[int, int]] = field(default_factory=dict)
+    group_reads: set[tuple[int, int]] = field(default_factory=set)
+    expected: dict[str, list[tuple]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.log = {p: [] for p in range(self.partitions)}
+        self.committed = {p: 0 for p in range(self.partitions)}
+
+    def expect(self, check: str, key: tuple) -> None:
+        self.expected.setdefault(check, []).append(key)
+
+    # -- producers ----------------------------------------------------------------------
+    def produce(self, outcome: str = "ok", lands: bool | None = None) -> int:
+        """One send; ``lands`` says whether it reaches the log (default: per outcome)."""
+        v = self.value
+        self.value += 1
+        pid = self.rnd.choice(self.producers)
+        p = self.rnd.randrange(self.partitions)
+        self.b.invoke_send(pid, v, TOPIC)
+        if lands is None:
+            lands = outcome == "ok" or (outcome == "info" and self.rnd.random() < 0.5)
+        if lands:
+            self.log[p].append(v)
+        if outcome == "ok":
+            self.acked[v] = (p, len(self.log[p]) - 1)
+            self.b.complete_send(pid, v, "ok", TOPIC, p, len(self.log[p]) - 1)
+        elif outcome == "lost-in-flight":  # the producer crashed: no completion at all
+            self.b.crash(pid)
+            self.producers[self.producers.index(pid)] = self.new_pid()
+        else:
+            self.b.complete_send(pid, v, outcome, TOPIC)
+        return v
+
+    def produce_retry_duplicate(self) -> None:
+        """A retried send written twice; the ack names the second copy."""
+        v = self.value
+        self.value += 1
+        pid, p = self.rnd.choice(self.producers), self.rnd.randrange(self.partitions)
+        self.b.invoke_send(pid, v, TOPIC)
+        self.log[p] += [v, v]
+        o = len(self.log[p]) - 1
+        self.acked[v] = (p, o)
+        self.b.complete_send(pid, v, "ok", TOPIC, p, o)
+        self.expect("duplicate", (v, ((TOPIC, p, o - 1), (TOPIC, p, o))))
+
+    def produce_reordered_pair(self) -> None:
+        """Two sends of one producer land in the opposite order of their acks."""
+        pid, p = self.rnd.choice(self.producers), self.rnd.randrange(self.partitions)
+        a, b = self.value, self.value + 1
+        self.value += 2
+        self.log[p] += [b, a]
+        ob, oa = len(self.log[p]) - 2, len(self.log[p]) - 1
+        self.b.invoke_send(pid, a, TOPIC)
+        self.b.complete_send(pid, a, "ok", TOPIC, p, oa)
+        self.b.invoke_send(pid, b, TOPIC)
+        self.b.complete_send(pid, b, "ok", TOPIC, p, ob)
+        self.acked.update({a: (p, oa), b: (p, ob)})
+        self.expect("nonmonotonic-send", (pid, TOPIC, p, oa, ob))
+
+    # -- consumers ----------------------------------------------------------------------
+    def new_pid(self) -> int:
+        self.next_pid += 1
+        return self.next_pid
+
+    def owned(self, c: int) -> list[int]:
+        return sorted(p for p, o in self.owner.items() if o == c)
+
+    def set_owned(self, c: int, parts: list[int], before: list[int]) -> None:
+        """Emit the line(s) that change consumer c's partitions from ``before`` to ``parts``."""
+        if self.mode == "assign":
+            self.b.assign(c, GROUP, [(TOPIC, p) for p in parts])
+        else:
+            gone = [(TOPIC, p) for p in before if p not in parts]
+            new = [(TOPIC, p) for p in parts if p not in before]
+            if gone:
+                self.b.rebalance(c, GROUP, revoked=gone)
+            if new:
+                self.b.rebalance(c, GROUP, assigned=new)
+
+    def rebalance(self) -> None:
+        """Eager rebalance: everyone gives up everything, then partitions are dealt anew."""
+        before = {c: self.owned(c) for c in self.consumers}
+        for c in self.consumers:
+            if before[c] and self.mode == "subscribe":
+                self.set_owned(c, [], before[c])
+        order = self.consumers[:]
+        self.rnd.shuffle(order)
+        self.owner = {p: order[p % len(order)] for p in range(self.partitions)}
+        for c in self.consumers:
+            now = self.owned(c)
+            if self.mode == "assign" or now:
+                self.set_owned(c, now, [] if self.mode == "subscribe" else before[c])
+            for p in now:
+                self.pos[(c, p)] = self.committed[p]
+
+    def join(self, c: int) -> None:
+        if self.mode == "subscribe":
+            self.b.subscribe(c, GROUP, [TOPIC])
+
+    def start_consumers(self, n: int) -> None:
+        self.consumers = [10 + i for i in range(n)]
+        for c in self.consumers:
+            self.join(c)
+        self.rebalance()
+
+    def poll(self) -> None:
+        c = self.rnd.choice(self.consumers)
+        records = []
+        for p in self.owned(c):
+            start = self.pos[(c, p)]
+            for o in range(start, min(len(self.log[p]), start + self.rnd.randint(0, 3))):
+                records.append((TOPIC, p, o, self.log[p][o]))
+                self.group_reads.add((p, o))
+            self.pos[(c, p)] = start + len([r for r in records if r[1] == p])
+        self.b.poll(c, records)
+
+    def commit(self) -> None:
+        c = self.rnd.choice(self.consumers)
+        parts = self.owned(c)
+        if parts:
+            offsets = [(TOPIC, p, self.pos[(c, p)]) for p in parts]
+            for _, p, o in offsets:
+                self.committed[p] = o
+            self.b.commit(c, GROUP, offsets)
+
+    def crash_consumer(self) -> None:
+        c = self.rnd.choice(self.consumers)
+        self.b.crash(c)
+        for p in self.owned(c):
+            del self.owner[p]
+        fresh = self.new_pid()
+        self.consumers[self.consumers.index(c)] = fresh
+        self.join(fresh)
+        self.rebalance()
+
+    # -- injected group faults ----------------------------------------------------------
+    def next_line_time(self) -> int:
+        """Time of the line that will change ownership (an assign's ok follows its invoke)."""
+        return self.b.time_ns + self.b.step_ns * (2 if self.mode == "assign" else 1)
+
+    def double_own(self) -> None:
+        p = self.rnd.randrange(self.partitions)
+        c1 = self.owner[p]
+        c2 = self.rnd.choice([c for c in self.consumers if c != c1])
+        mine = self.owned(c2)
+        start = self.next_line_time()
+        self.set_owned(c2, mine + [p], mine)
+        self.b.advance(GRACE_S + 1)
+        self.set_owned(c2, mine, mine + [p])
+        for q in mine if self.mode == "assign" else []:  # assign restarts from commits
+            self.pos[(c2, q)] = self.committed[q]
+        self.expect("group-double-ownership", (GROUP, TOPIC, p, tuple(sorted((c1, c2))), start))
+
+    def leave_unowned(self) -> None:
+        p = self.rnd.randrange(self.partitions)
+        c = self.owner[p]
+        mine = self.owned(c)
+        start = self.next_line_time()
+        self.set_owned(c, [q for q in mine if q != p], mine)
+        self.b.advance(UNOWNED_S + 1)
+        self.set_owned(c, mine, [q for q in mine if q != p])
+        for q in mine if self.mode == "assign" else [p]:
+            self.pos[(c, q)] = self.committed[q]
+        self.expect("group-unowned", (GROUP, TOPIC, p, start))
+
+    def commit_past_unread(self) -> bool:
+        """Commit beyond what the group read; needs unread data in the log."""
+        for p in range(self.partitions):
+            read = max([o for q, o in self.group_reads if q == p], default=-1)
+            if len(self.log[p]) >= read + 2 and self.owner.get(p) is not None:
+                c = self.owner[p]
+                new = self.rnd.randint(read + 2, len(self.log[p]))
+                self.b.commit(c, GROUP, [(TOPIC, p, new)])
+                self.expect(
+                    "group-commit-past-unread", (GROUP, TOPIC, p, tuple(range(read + 1, new)))
+                )
+                return True
+        return False
+
+    # -- the end ------------------------------------------------------------------------
+    def final_drain(self) -> int:
+        for c in self.consumers:
+            self.b.crash(c)
+        self.owner = {}
+        d = self.new_pid()
+        self.b.assign(d, None, [(TOPIC, p) for p in range(self.partitions)])
+        for p in range(self.partitions):
+            for start in range(0, len(self.log[p]), 4):
+                chunk = self.log[p][start : start + 4]
+                self.b.poll(d, [(TOPIC, p, start + i, v) for i, v in enumerate(chunk)], final=True)
+        return d
+
+
+GENERATION_INJECTIONS = {
+    "duplicate": Model.produce_retry_duplicate,
+    "nonmonotonic-send": Model.produce_reordered_pair,
+    "group-double-ownership": Model.double_own,
+    "group-unowned": Model.leave_unowned,
+}
+
+
+def build(kind: str, rnd: random.Random) -> Case:
+    partitions = rnd.randint(1, 3)
+    n_consumers = rnd.randint(2 if kind == "group-double-ownership" else 1, 3)
+    m = Model(rnd, partitions, rnd.choice(["subscribe", "assign"]))
+    m.start_consumers(n_consumers)
+    steps = rnd.randint(10, 40)
+    inject_at = rnd.randrange(steps)
+    for step in range(steps):
+        if step == inject_at and kind in GENERATION_INJECTIONS:
+            GENERATION_INJECTIONS[kind](m)
+        if step == inject_at and kind == "failed-write-read":
+            v = m.produce("fail", lands=True)
+            m.expect("failed-write-read", (v,))
+        if kind == "valid-retry-duplicates" and rnd.random() < 0.15:
+            m.produce_retry_duplicate()
+        action = rnd.choices(
+            ["send", "info", "fail", "inflight", "poll", "commit", "rebalance", "crash"],
+            [6, 1, 1, 0.3, 5, 1.5, 0.5 if m.mode == "subscribe" else 0, 0.4],
+        )[0]
+        if action in ("send", "info", "fail"):
+            m.produce({"send": "ok"}.get(action, action))
+        elif action == "inflight":
+            m.produce("lost-in-flight", lands=rnd.random() < 0.5)
+        else:
+            getattr(m, {"crash": "crash_consumer"}.get(action, action))()
+    for _ in range(partitions * 3):  # data the group has not read yet, for the drain
+        m.produce()
+    if kind == "group-commit-past-unread":
+        assert m.commit_past_unread(), "the tail writes always leave unread data"
+    drain = kind != "valid-no-drain"
+    d = m.final_drain() if drain else None
+    if not drain:  # acked values the group has not reached yet are (legally) unseen
+        for v, (p, o) in m.acked.items():
+            if (p, o) not in m.group_reads:
+                m.expect("unseen", (v,))
+    case = Case(kind, m.b.ops, m.expected, config(kind), drain)
+    mutate(case, m, d, rnd)
+    return case
+
+
+def config(kind: str) -> dict[str, Any]:
+    idempotent = kind != "valid-retry-duplicates"
+    return {
+        "producer": {"acks": "all", "enable_idempotence": idempotent},
+        "checker": {"ownership_grace_s": GRACE_S, "unowned_threshold_s": UNOWNED_S},
+    }
+
+
+def _reads(ops: list[dict[str, Any]]):
+    for op in ops:
+        if op["f"] == "poll" and op["type"] == "ok":
+            for j, r in enumerate(op["value"]["records"]):
+                yield op, j, r
+
+
+def mutate(case: Case, m: Model, drain_pid: int | None, rnd: random.Random) -> None:
+    """History-level injections; each knows exactly what it should be reported as."""
+    kind, ops = case.kind, case.ops
+    if kind in ("lost-write", "unseen"):
+        ends = {p: len(m.log[p]) - 1 for p in m.log}
+        choices = [
+            (v, p, o)
+            for v, (p, o) in m.acked.items()
+            if m.log[p][o] == v
+            and m.log[p].count(v) == 1
+            and (o < ends[p]) == (kind == "lost-write")
+        ]
+        if not choices:
+            return _fallback(case)
+        v, p, o = rnd.choice(choices)
+        for _, _, r in _reads(ops):
+            if r["value"] == v:
+                r["value"], r["key"] = None, None
+        case.expected[kind] = [(v,)]
+    elif kind == "inconsistent-offsets":
+        cands = [(op, r) for op, _, r in _reads(ops) if not op["value"].get("final")]
+        if not cands:
+            return _fallback(case)
+        _, r = rnd.choice(cands)
+        old, r["value"] = r["value"], FRESH
+        case.expected[kind] = [(TOPIC, r["partition"], r["offset"], tuple(sorted((old, FRESH))))]
+    elif kind in ("nonmonotonic-poll", "poll-skip"):
+        polls = [op for op in ops if op["process"] == drain_pid and op["f"] == "poll"]
+        polls = [op for op in polls if op["type"] == "ok"]
+        if kind == "nonmonotonic-poll":
+            op = rnd.choice([op for op in polls if op["value"]["records"]])
+            recs = op["value"]["records"]
+            j = rnd.randrange(len(recs))
+            recs.insert(j + 1, dict(recs[j]))
+            r = recs[j]
+            case.expected[kind] = [(drain_pid, TOPIC, r["partition"], r["offset"], r["offset"])]
+        else:
+            cands = [
+                (op, j, r)
+                for op in polls
+                for j, r in enumerate(op["value"]["records"])
+                if 0 < r["offset"] < len(m.log[r["partition"]]) - 1
+                and (r["partition"], r["offset"]) in m.group_reads
+            ]
+            if not cands:
+                return _fallback(case)
+            op, j, r = rnd.choice(cands)
+            del op["value"]["records"][j]
+            o = r["offset"]
+            case.expected[kind] = [(drain_pid, TOPIC, r["partition"], o - 1, o + 1)]
+
+
+def _fallback(case: Case) -> None:
+    """No place to inject: the history stays valid (rare; counted in the report)."""
+    case.kind = "valid"
+    case.expected = {}
+
+
+def expected_keys(case: Case) -> dict[str, Counter]:
+    return {k: Counter(v) for k, v in case.expected.items() if v}
+
+
+def reference_keys(case: Case) -> dict[str, Counter]:
+    found = reference.check(case.ops, case.config)
+    return {k: Counter(v) for k, v in found.items() if v}
+
+
+def build_injected(kind: str, history_seed: int) -> Case:
+    """A history of ``kind``; retries the rare model runs that leave no place to inject."""
+    for attempt in range(20):
+        case = build(kind, random.Random(history_seed + attempt))
+        if case.kind == kind:
+            return case
+    return case
+
+
+COLLECTED: list[Case] = []
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@seed(SEED)
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(history_seed=st.integers(0, 2**63))
+def test_reference_finds_exactly_the_injected_anomalies(kind: str, history_seed: int) -> None:
+    case = build_injected(kind, history_seed)
+    assert reference_keys(case) == expected_keys(case), case.kind
+    COLLECTED.append(case)
+
+
+def test_spark_agrees_with_reference_on_all_generated_histories(spark, tmp_path) -> None:
+    from checkers.api import analyse
+    from checkers.load import load_history
+
+    if not COLLECTED:
+        pytest.skip("run together with the reference property test")
+    per_kind = Counter(c.kind for c in COLLECTED)
+    print(f"seed={SEED}; histories judged in one Spark job: {len(COLLECTED)}; per kind: {per_kind}")
+    path = tmp_path / "many.jsonl"
+    with open(path, "w") as fh:
+        for hid, case in enumerate(COLLECTED):
+            b = HistoryBuilder()
+            b.ops = case.ops
+            fh.writelines(line + "\n" for line in b.lines(hid))
+    ops = load_history(spark, path)
+    results = analyse(spark, ops, config("valid"), examples=None, stats=False)
+    mismatches = []
+    for hid, case in enumerate(COLLECTED):
+        checks = results[hid]["checks"]
+        got = {
+            name: Counter(reference.key_of(name, ex) for ex in c["examples"])
+            for name, c in checks.items()
+            if c["count"]
+        }
+        counts_ok = all(
+            c["count"] == sum(got.get(n, Counter()).values()) for n, c in checks.items()
+        )
+        if got != expected_keys(case) or not counts_ok:
+            mismatches.append((hid, case.kind, got, expected_keys(case)))
+        counts = {n: c["count"] for n, c in checks.items()}
+        want = expected_verdict(case)
+        have = verdict(build_checks(counts, {}, case.config, case.drain))
+        if have != want:
+            mismatches.append((hid, case.kind, f"verdict {have} != {want}"))
+    assert not mismatches, mismatches[:5]
+
+
+def expected_verdict(case: Case) -> str:
+    if case.kind.startswith("valid"):
+        return "unknown" if case.expected.get("unseen") else "valid"
+    return "invalid"
