@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import json
+from pathlib import Path
 
 from harness.cluster import Cluster, home
 from harness.errors import ConfigError
@@ -31,6 +33,26 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     p.set_defaults(handler=_heal)
 
+    s = sub.add_parser(
+        "schedule",
+        help="print the fault schedule a seed gives, without running anything",
+        description=(
+            "Generate the fault schedule a run with these options would use (same seed, same "
+            "schedule), or show a recorded schedule.json. Nothing touches a cluster."
+        ),
+    )
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--faults", default="kill,partition", help="comma-separated fault kinds")
+    s.add_argument("--fault-interval", type=float, default=10.0, help="quiet seconds between")
+    s.add_argument("--fault-duration", type=float, default=8.0, help="seconds each fault lasts")
+    s.add_argument("--targets", default="random", help="random | leader | controller")
+    s.add_argument("--time-limit", type=float, default=60.0)
+    s.add_argument("--nodes", type=int, default=3, help="nodes n1..nN")
+    s.add_argument("--topic", default="chaos", help="topic for leader targeting")
+    s.add_argument("--file", type=Path, help="show this schedule.json instead of generating")
+    s.add_argument("--json", action="store_true", help="print schedule.json content")
+    s.set_defaults(handler=_schedule)
+
 
 def _default_name() -> str:
     clusters = sorted(p.parent.name for p in (home() / "clusters").glob("*/cluster.json"))
@@ -56,4 +78,43 @@ def _heal(args: argparse.Namespace) -> int:
     for line in done:
         print(line)
     print(f"cluster {cluster.name!r} healed" + ("" if done else " (nothing needed undoing)"))
+    return 0
+
+
+def _schedule(args: argparse.Namespace) -> int:
+    from harness.spec import NemesisSpec
+    from nemeses.schedule import Schedule, generate
+
+    if args.file:
+        sched = Schedule.load(args.file)
+    else:
+        if args.nodes < 1:
+            raise ConfigError(f"--nodes: need at least 1 node, got {args.nodes}")
+        spec = NemesisSpec(
+            faults=[f.strip() for f in args.faults.split(",") if f.strip()],
+            interval_s=args.fault_interval,
+            duration_s=args.fault_duration,
+            targets=args.targets,
+        )
+        nodes = [f"n{i}" for i in range(1, args.nodes + 1)]
+        sched = generate(spec, nodes, args.time_limit, args.seed, args.topic)
+    if args.json:
+        print(json.dumps(sched.to_dict(), indent=2, sort_keys=True))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"fault schedule (seed {sched.seed})")
+    for col in ("id", "at s", "f", "targets", "lasts s", "params"):
+        table.add_column(col)
+    for op in sched.ops:
+        table.add_row(
+            str(op.id),
+            f"{op.at_s:.3f}",
+            op.f,
+            ",".join(op.targets) or f"<{op.target}>",
+            f"{op.duration_s:g}",
+            json.dumps(op.params, sort_keys=True) if op.params else "",
+        )
+    Console(width=160).print(table)
     return 0

@@ -206,3 +206,18 @@ def _assert_heals(s: sch.Schedule) -> None:
         model.start(FaultOp.from_dict(op.plan()))
     model.heal_all()
     assert model.broken() == []
+
+
+def test_schedule_command_prints_the_same_schedule_for_the_same_seed(capsys, tmp_path):
+    from harness.cli import main
+
+    argv = ["schedule", "--seed", "11", "--faults", "kill,partition", "--json", "--nodes", "5"]
+    assert main(argv) == 0
+    first = capsys.readouterr().out
+    assert main(argv) == 0
+    assert capsys.readouterr().out == first
+    (tmp_path / "schedule.json").write_text(first)
+    assert main(["schedule", "--file", str(tmp_path / "schedule.json"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == json.loads(first)
+    assert main(["schedule", "--faults", "bogus"]) == 3
+    assert "unknown fault 'bogus'" in capsys.readouterr().err
