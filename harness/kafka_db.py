@@ -150,16 +150,24 @@ def _start(service: Service, node: Node) -> None:
     raise CommandFailed(f"{node.name}: {service.name} did not stay up; its output:\n{tail}")
 
 
-def _stop(service: Service, node: Node, timeout_s: float) -> bool:
-    """SIGTERM (plus SIGCONT so a paused JVM can act on it), then SIGKILL."""
+def _stop(service: Service, node: Node, timeout_s: float, slow_ok: bool = False) -> bool:
+    """SIGTERM (plus SIGCONT so a paused JVM can act on it), then SIGKILL.
+
+    ``slow_ok``: outliving the grace is expected (whole-cluster stops), so it
+    is not worth a warning.
+    """
     if not _signal(service, node, "TERM"):
         return False
     _signal(service, node, "CONT")
     try:
         _signal(service, node, "0", wait_exit_s=timeout_s)
     except CommandFailed:
-        log.warning(
-            "%s: %s still up %ss after SIGTERM; killing it", node.name, service.name, timeout_s
+        log.log(
+            logging.INFO if slow_ok else logging.WARNING,
+            "%s: %s still up %ss after SIGTERM; killing it",
+            node.name,
+            service.name,
+            timeout_s,
         )
         _kill(service, node)
     return True
@@ -498,9 +506,8 @@ def stop_cluster(cluster: Cluster, timeout_s: float = CLUSTER_STOP_GRACE_S) -> l
 
         return run
 
-    _parallel(cluster.nodes, guarded(lambda n: stop(n, timeout_s)))
-    if cluster.mode == "zk":
-        _parallel(cluster.nodes, guarded(lambda n: stop_zookeeper(n, timeout_s)))
+    for service in (KAFKA, ZOOKEEPER) if cluster.mode == "zk" else (KAFKA,):
+        _parallel(cluster.nodes, guarded(lambda n, s=service: _stop(s, n, timeout_s, True)))
     for p in problems:
         log.warning("stop_cluster %s: %s", cluster.name, p)
     return problems
