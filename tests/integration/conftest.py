@@ -4,88 +4,20 @@ One cluster per session (``kc-test``) keeps CI short: starting Kafka is the
 slowest step of most integration tests.  A leftover ``kc-test`` of a crashed
 session is destroyed first, but one whose creating session still runs is
 left alone and this session uses ``kc-test-<pid>`` instead; the cluster is
-torn down at session end whatever happened.  Tests that break it (kill, pause, stop) must call
-``kafka_db.recover_cluster(cluster)`` before they return.
+torn down at session end whatever happened.  Tests that break it (kill,
+pause, stop) must call ``kafka_db.recover_cluster(cluster)`` before they
+return.  The machinery lives in ``_kafka_clusters`` (importable by tests).
 """
 
 from __future__ import annotations
 
-import contextlib
-import logging
-import os
 from collections.abc import Iterator
-from dataclasses import replace
-from pathlib import Path
 
 import pytest
+from _kafka_clusters import SHARED_CLUSTER, running_cluster
 
-from harness import kafka_db
-from harness.backends import create_cluster, destroy_cluster, load_cluster
-from harness.cluster import Cluster, cluster_dir
-from harness.errors import HarnessError
+from harness.cluster import Cluster
 from harness.spec import NEWEST_KAFKA, ClusterSpec
-
-log = logging.getLogger(__name__)
-
-# KC_TEST_CLUSTER lets engineers working side by side keep their sessions apart.
-SHARED_CLUSTER = os.environ.get("KC_TEST_CLUSTER", "kc-test")
-START_TIMEOUT_S = 180.0
-
-
-def destroy_quietly(name: str) -> None:
-    """Stop Kafka (by pid file) and remove the cluster; never raises."""
-    with contextlib.suppress(HarnessError):
-        cluster = load_cluster(name)
-        kafka_db.stop_cluster(cluster, timeout_s=3)  # data is thrown away: no long grace
-        cluster.close()
-    for attempt in (1, 2):  # teardown may race the kernel removing links; retry once
-        try:
-            destroy_cluster(name)
-            return
-        except HarnessError as e:
-            log.warning("destroying cluster %s (attempt %d): %s", name, attempt, e)
-
-
-OWNER_FILE = "test-owner"
-
-
-def _owner_alive(name: str) -> bool:
-    """True if another live test session created cluster ``name``.
-
-    Engineers share one machine: a ``kc-test`` whose creator still runs is
-    in use, not stale, and must not be torn down under its tests.
-    """
-    try:
-        pid = int((cluster_dir(name) / OWNER_FILE).read_text().split()[0])
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except (OSError, ValueError, IndexError):
-        return False
-    return pid != os.getpid() and b"python" in cmdline
-
-
-def _claim(spec: ClusterSpec) -> Cluster:
-    """Create ``spec``'s cluster, or a session-private one if the name is in use."""
-    if _owner_alive(spec.name):
-        spec = replace(spec, name=f"{spec.name}-{os.getpid()}"[:32])
-    destroy_quietly(spec.name)  # a leftover of a crashed session
-    cluster = create_cluster(spec)
-    (cluster.state_dir / OWNER_FILE).write_text(f"{os.getpid()}\n")
-    return cluster
-
-
-@contextlib.contextmanager
-def running_cluster(spec: ClusterSpec) -> Iterator[Cluster]:
-    """A fresh cluster with Kafka running; destroyed on exit, even on failure."""
-    if os.geteuid() != 0:
-        pytest.skip("integration clusters need root (local backend)")
-    cluster = None
-    try:
-        cluster = _claim(spec)
-        kafka_db.start_cluster(cluster, spec, timeout_s=START_TIMEOUT_S)
-        yield cluster
-    finally:
-        if cluster is not None:  # never tear down a cluster another session created
-            destroy_quietly(cluster.name)
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import TypeVar
 
 import pytest
-from conftest import running_cluster
+from _kafka_clusters import running_cluster
 
 from harness import admin, kafka_db
 from harness.cluster import Cluster
