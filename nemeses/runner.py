@@ -114,8 +114,11 @@ class NemesisRunner:
         except Exception:
             log.exception("nemesis schedule aborted")
         finally:
-            if self._active is not None:
-                self._finish(self._active)
+            try:
+                if self._active is not None:
+                    self._finish(self._active)
+            except Exception:  # heal_all (called by every run's finally) still sweeps
+                log.exception("nemesis: healing the active fault failed")
             self._save()
 
     def _wait_until(self, at_s: float) -> bool:
@@ -163,8 +166,8 @@ class NemesisRunner:
         self._save()
 
     def _record(self, op: FaultOp, phase: str, extra: dict[str, Any] | None = None) -> None:
-        value: dict[str, Any] = {"phase": phase, "id": op.id, "targets": list(op.targets)}
-        value.update(op.params)
+        value: dict[str, Any] = {**op.params}
+        value.update({"phase": phase, "id": op.id, "targets": list(op.targets)})
         if op.resolved:
             value["resolved"] = op.resolved
         if op.error:
@@ -207,9 +210,8 @@ def apply(cluster: Cluster, op: FaultOp, topic: str | None = None) -> None:
     elif op.f in ("partition", "isolate-from-brokers"):
         partition.apply_grudge(cluster, op.params["grudge"], partition.tag(cluster.name, op.id))
     elif op.f in ("rolling-restart", "hard-rolling-restart"):
-        op.params["rejoined"] = process.rolling_restart(
-            cluster, op.targets, hard=op.f == "hard-rolling-restart"
-        )
+        rejoined = process.rolling_restart(cluster, op.targets, hard=op.f == "hard-rolling-restart")
+        op.resolved = {**(op.resolved or {}), "rejoined": rejoined}  # an outcome, not a plan
     elif op.f == "netem":
         on_nodes(nodes, lambda n: netem.start(cluster, n, op.params))
     elif op.f == "unclean-election":

@@ -341,7 +341,7 @@ def test_hard_rolling_restart_waits_for_each_node_to_rejoin(
     pids = {n: _pid(cluster.node(n)) for n in order}
     bounce = FaultOp(9008, "hard-rolling-restart", 0.0, 1.0, order)
     apply(cluster, bounce)
-    assert [r["node"] for r in bounce.params["rejoined"]] == order
+    assert [r["node"] for r in bounce.resolved["rejoined"]] == order
     for name in order:
         assert _pid(cluster.node(name)) != pids[name], f"{name} was not restarted"
     # each node was back in every ISR before the next went down, so the topic
