@@ -197,6 +197,7 @@ def _execute(spec: TestSpec, run: RunDir) -> bool:
     from nemeses.runner import NemesisRunner
     from workloads.history import HistoryWriter
     from workloads.queue import QueueWorkload
+    from workloads.sampler import cluster_probe
 
     stop = threading.Event()
     with _stop_on_signals(stop):
@@ -208,7 +209,12 @@ def _execute(spec: TestSpec, run: RunDir) -> bool:
             with HistoryWriter(run.file(store_mod.HISTORY)) as history:
                 nemesis = NemesisRunner(cluster, spec, history, run.path)
                 workload = QueueWorkload(
-                    spec, bootstrap, history, run.path, fault_status=nemesis.current_fault
+                    spec,
+                    bootstrap,
+                    history,
+                    run.path,
+                    fault_status=nemesis.current_fault,
+                    probe=cluster_probe(cluster, spec.topic.name),
                 )
                 try:
                     workload.start()

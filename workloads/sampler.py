@@ -36,6 +36,25 @@ def admin_probe(bootstrap: str, topic: str, timeout_s: float = QUERY_TIMEOUT_S) 
     return probe
 
 
+def cluster_probe(cluster: Any, topic: str, timeout_s: float = QUERY_TIMEOUT_S) -> Probe:
+    """Like ``admin_probe``, but with the real active controller.
+
+    KRaft brokers report a random live broker as "controller" to clients, so
+    the controller comes from ``kafka_db.controller_id`` (the quorum leader
+    read from the voters' quorum-state files over SSH).
+    """
+    from harness import admin, kafka_db
+
+    bootstrap = cluster.bootstrap_servers()
+
+    def probe() -> tuple[int | None, list[dict[str, Any]]]:
+        states = admin.describe_topics(bootstrap, [topic], timeout_s=timeout_s)
+        controller = kafka_db.controller_id(cluster, timeout_s=timeout_s)
+        return controller, [partition_row(s) for s in states]
+
+    return probe
+
+
 def partition_row(state: Any) -> dict[str, Any]:
     """One partition in the sample format, from a dataclass or mapping."""
     d = asdict(state) if is_dataclass(state) else dict(state)
