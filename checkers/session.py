@@ -21,6 +21,7 @@ def get_spark(master: str | None = None) -> SparkSession:
     matters inside tests).
     """
     os.environ.setdefault("PYSPARK_PYTHON", "python3")
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # never bind beyond this machine
     builder = (
         SparkSession.builder.master(master or DEFAULT_MASTER)
         .appName("kafka-chaos-check")
