@@ -26,6 +26,20 @@ UNCLEAN_FAULTS: dict[str, Any] = {
     "targets": "leader",
 }
 
+# Idempotence off: after an unclean election an idempotent producer's sequence
+# numbers no longer match the truncated log and librdkafka fails fatally,
+# which would end the writes that show the loss.
+UNCLEAN_PRODUCER: dict[str, Any] = {
+    "acks": "all",
+    "enable_idempotence": False,
+    "rate": 500.0,
+    "workers": 2,
+}
+# Assign mode: the fault also cuts the group coordinator off from its
+# followers, and a group left without owners for the whole fault would judge
+# the coordinator's availability, not the durability these presets are about.
+UNCLEAN_CONSUMER: dict[str, Any] = {"mode": "assign"}
+
 SCENARIOS: dict[str, dict[str, Any]] = {
     "broker-failover": {
         "description": "Kill the leader of a partition; leadership moves, nothing acked is lost.",
