@@ -147,7 +147,7 @@ def load_history(spark: SparkSession, history: Path, parquet: Path | None = None
     history = Path(history)
     if history.suffix == ".parquet" or history.is_dir():
         return spark.read.parquet(str(history))
-    parquet = parquet or history.with_name(PARQUET_NAME)
+    parquet = parquet or history.with_suffix(".parquet")
     marker = parquet / "_SUCCESS"
     if marker.exists() and marker.stat().st_mtime >= history.stat().st_mtime:
         return spark.read.parquet(str(parquet))
