@@ -13,6 +13,7 @@ default 0) so that many small histories can be judged in one Spark job.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +84,8 @@ def _flatten(raw: DataFrame) -> DataFrame:
         F.col(v + "id").alias("fault_id"),
         F.col(v + "targets").alias("targets"),
         F.col(v + "reason").alias("reason"),
+        "_bad",
+        "_corrupt",
     )
 
 
@@ -100,8 +103,8 @@ def _bad_row() -> F.Column:
     )
 
 
-def read_json(spark: SparkSession, history: Path) -> DataFrame:
-    """Parse and validate ``history``; raise HistoryError naming the first bad line."""
+def parse_json(spark: SparkSession, history: Path) -> DataFrame:
+    """The flat table of ``history`` plus ``_bad``/``_corrupt``, not yet validated."""
     history = Path(history)
     if not history.exists():
         raise HistoryError(f"{history}: no such history file")
@@ -111,52 +114,69 @@ def read_json(spark: SparkSession, history: Path) -> DataFrame:
         .option("columnNameOfCorruptRecord", "_corrupt")
         .json(str(history))
     )
-    raw = raw.withColumn("_bad", _bad_row()).cache()
+    return _flatten(raw.withColumn("_bad", _bad_row()))
+
+
+def validate(flat: DataFrame, history: Path) -> DataFrame:
+    """Raise HistoryError naming the first bad line, else return the good rows.
+
+    One cheap aggregation decides; the Python scan runs only when it finds a
+    problem.  Indices must be distinct per history: n == max - min + 1.
+    """
     stats = (
-        raw.groupBy(F.coalesce("hid", F.lit(0)).alias("hid"))
+        flat.groupBy("hid")
         .agg(
             F.sum(F.col("_bad").cast("long")).alias("bad"),
             F.count(F.when(~F.col("_bad"), 1)).alias("n"),
             F.min(F.when(~F.col("_bad"), F.col("index"))).alias("lo"),
             F.max(F.when(~F.col("_bad"), F.col("index"))).alias("hi"),
-            F.countDistinct(F.when(~F.col("_bad"), F.col("index"))).alias("distinct"),
         )
         .collect()
     )
     bad = sum(r["bad"] for r in stats)
-    misnumbered = [r for r in stats if r["n"] and r["distinct"] != r["n"]]
+    misnumbered = [r for r in stats if r["n"] and r["hi"] - r["lo"] + 1 != r["n"]]
     if bad or misnumbered:
         scan_for_bad_line(history)  # raises with the line number when it finds one
         if misnumbered:
-            raise HistoryError(f"{history}: operation indices repeat (history {misnumbered[0]})")
+            raise HistoryError(f"{history}: operation indices repeat or skip ({misnumbered[0]})")
         if bad > 1 or _ends_with_newline(history):
-            sample = raw.where("_bad").select("_corrupt").first()
+            sample = flat.where("_bad").select("_corrupt").first()
             raise HistoryError(
                 f"{history}: {bad} line(s) have fields of the wrong type, e.g. {sample[0]!r:.200}"
             )
         # Only a final line cut short by a crash: readers skip it, so do we.
-    flat = _flatten(raw.where(~F.col("_bad")))
-    return flat
+    return flat.where(~F.col("_bad")).drop("_bad", "_corrupt")
+
+
+def read_json(spark: SparkSession, history: Path) -> DataFrame:
+    """Parse and validate ``history`` without writing anything."""
+    return validate(parse_json(spark, history), history)
 
 
 def load_history(spark: SparkSession, history: Path, parquet: Path | None = None) -> DataFrame:
     """DataFrame of a history, via its Parquet cache when that is up to date.
 
-    ``history`` may also be a Parquet file/directory written by this module.
+    The JSON is parsed once: straight into Parquet (bad rows flagged), and
+    validation then reads only three Parquet columns.  ``history`` may also be
+    a Parquet directory written by this module.
     """
     history = Path(history)
     if history.suffix == ".parquet" or history.is_dir():
-        return spark.read.parquet(str(history))
+        return spark.read.parquet(str(history)).where(~F.col("_bad")).drop("_bad", "_corrupt")
     parquet = parquet or history.with_suffix(".parquet")
     marker = parquet / "_SUCCESS"
-    if marker.exists() and marker.stat().st_mtime >= history.stat().st_mtime:
-        return spark.read.parquet(str(parquet))
-    flat = read_json(spark, history)
+    if not (marker.exists() and marker.stat().st_mtime >= history.stat().st_mtime):
+        try:
+            parse_json(spark, history).write.mode("overwrite").parquet(str(parquet))
+        except HistoryError:
+            raise
+        except Exception:  # noqa: BLE001 - e.g. read-only run dir: judge straight from JSON
+            return read_json(spark, history)
     try:
-        flat.write.mode("overwrite").parquet(str(parquet))
-    except Exception:  # noqa: BLE001 - read-only run dir: judge straight from JSON
-        return flat
-    return spark.read.parquet(str(parquet))
+        return validate(spark.read.parquet(str(parquet)), history)
+    except HistoryError:
+        shutil.rmtree(parquet, ignore_errors=True)
+        raise
 
 
 def _ends_with_newline(path: Path) -> bool:
