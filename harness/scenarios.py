@@ -84,7 +84,8 @@ SCENARIOS: dict[str, dict[str, Any]] = {
             "min_insync_replicas": 1,
             "unclean_leader_election": True,
         },
-        "producer": {"acks": "all", "enable_idempotence": False, "rate": 500.0, "workers": 2},
+        "producer": UNCLEAN_PRODUCER,
+        "consumer": UNCLEAN_CONSUMER,
         "nemesis": UNCLEAN_FAULTS,
     },
     "unclean-leader-election-safe": {
@@ -98,7 +99,8 @@ SCENARIOS: dict[str, dict[str, Any]] = {
             "min_insync_replicas": 2,
             "unclean_leader_election": False,
         },
-        "producer": {"acks": "all", "enable_idempotence": False, "rate": 500.0, "workers": 2},
+        "producer": UNCLEAN_PRODUCER,
+        "consumer": UNCLEAN_CONSUMER,
         "nemesis": UNCLEAN_FAULTS,
     },
 }

@@ -79,3 +79,11 @@ def test_config_round_trips_with_run_metadata(tmp_path):
     path = tmp_path / "config.json"
     spec.save(path, extra={"versions": {"kafka": "4.4.0"}, "topic_name_used": "x"})
     assert TestSpec.load(path) == spec
+
+
+def test_unclean_presets_use_assign_mode_and_no_idempotence():
+    for name in ("unclean-leader-election", "unclean-leader-election-safe"):
+        spec = build_spec(scenario_layer(name))
+        assert spec.consumer.mode == "assign"
+        assert spec.producer.enable_idempotence is False
+        assert spec.nemesis.faults == ["unclean-election"]
