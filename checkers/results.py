@@ -67,6 +67,11 @@ def severities(config: dict[str, Any]) -> dict[str, str]:
         sev["nonmonotonic-send"] = "warning"  # retries with several in flight may reorder
     if acks == "0":
         sev["lost-write"] = sev["unseen"] = "warning"  # nothing was promised
+    if (config.get("nemesis") or {}).get("faults"):
+        # A fault that cuts off the group coordinator leaves partitions unowned
+        # until it heals: lost liveness, which Kafka never promised to bound,
+        # not lost data.  Without faults an ownership gap is a real defect.
+        sev["group-unowned"] = "warning"
     return sev
 
 
