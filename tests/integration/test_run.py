@@ -14,41 +14,13 @@ import time
 from pathlib import Path
 
 import pytest
+from _cli import kafka_chaos, ops, report_path, run_args, write_ops
 
 from harness import kafka_db
 from harness.backends import cluster_exists
 from harness.cluster import Cluster
 
 pytestmark = pytest.mark.integration
-
-RUN_TIMEOUT_S = 600
-
-
-def kafka_chaos(*args: str, timeout: float = RUN_TIMEOUT_S) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "harness.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
-def run_args(cluster: Cluster, store: Path, *extra: str) -> list[str]:
-    return ["run", "--cluster-name", cluster.name, "--store", str(store), *extra]
-
-
-def report_path(stdout: str) -> Path:
-    lines = [line for line in stdout.splitlines() if line.startswith("report: ")]
-    assert lines, f"no report path printed:\n{stdout}"
-    return Path(lines[-1].removeprefix("report: "))
-
-
-def ops(history: Path) -> list[dict]:
-    return [json.loads(line) for line in history.read_text().splitlines()]
-
-
-def write_ops(history: Path, rows: list[dict]) -> None:
-    history.write_text("".join(json.dumps(op) + "\n" for op in rows))
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,39 @@
+"""Running the real CLI as a subprocess, and reading what it wrote."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from harness.cluster import Cluster
+
+RUN_TIMEOUT_S = 600
+
+
+def kafka_chaos(*args: str, timeout: float = RUN_TIMEOUT_S) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def run_args(cluster: Cluster, store: Path, *extra: str) -> list[str]:
+    return ["run", "--cluster-name", cluster.name, "--store", str(store), *extra]
+
+
+def report_path(stdout: str) -> Path:
+    lines = [line for line in stdout.splitlines() if line.startswith("report: ")]
+    assert lines, f"no report path printed:\n{stdout}"
+    return Path(lines[-1].removeprefix("report: "))
+
+
+def ops(history: Path) -> list[dict]:
+    return [json.loads(line) for line in history.read_text().splitlines()]
+
+
+def write_ops(history: Path, rows: list[dict]) -> None:
+    history.write_text("".join(json.dumps(op) + "\n" for op in rows))

@@ -1,0 +1,50 @@
+"""The seed-lab presets that the suite test does not cover assert their expected verdicts.
+
+(broker-failover and pubsub-vs-queue run in test_run's two-scenario suite.)
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from _cli import kafka_chaos, ops, report_path, run_args
+
+from harness.cluster import Cluster
+
+pytestmark = pytest.mark.integration
+
+
+def run_scenario(cluster: Cluster, store: Path, name: str, *extra: str) -> Path:
+    proc = kafka_chaos(*run_args(cluster, store, "--scenario", name, *extra))
+    assert "expectation held" in proc.stdout, proc.stdout + proc.stderr[-3000:]
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    return report_path(proc.stdout).parent
+
+
+def test_consumer_failover_keeps_full_group_coverage(kafka_cluster: Cluster, tmp_path: Path):
+    run = run_scenario(
+        kafka_cluster,
+        tmp_path,
+        "consumer-failover",
+        "--time-limit",
+        "30",
+        "--consumer-crash-interval",
+        "8",
+    )
+    history = ops(run / "history.jsonl")
+    crashes = [op for op in history if op["f"] == "crash"]
+    assert crashes, "no consumer was crashed"
+    results = json.loads((run / "results.json").read_text())
+    for check in ("group-unowned", "group-double-ownership", "group-commit-past-unread"):
+        assert results["checks"][check]["count"] == 0, check
+
+
+def test_rate_holds_while_a_node_is_down(kafka_cluster: Cluster, tmp_path: Path):
+    run = run_scenario(kafka_cluster, tmp_path, "rate-under-failure", "--time-limit", "35")
+    results = json.loads((run / "results.json").read_text())
+    availability = results["stats"]["availability"]
+    assert availability["threshold"] == 800.0
+    assert availability["faults"], "no node was killed"
+    assert results["checks"]["availability"]["valid"] is True
