@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from checkers import reference
 from checkers.builder import HistoryBuilder
-from checkers.results import build_checks, verdict
+from checkers.results import CHECKS, build_checks, verdict
 
 SEED = int(os.environ.get("CHECKER_PROPERTY_SEED", "20261122"))
 EXAMPLES = int(os.environ.get("CHECKER_PROPERTY_EXAMPLES", "200"))
@@ -36,22 +36,7 @@ TOPIC = "t"
 GROUP = "g"
 FRESH = 10**9  # values never sent, for injected foreign reads
 
-KINDS = (
-    "valid",
-    "valid-no-drain",
-    "valid-retry-duplicates",
-    "lost-write",
-    "unseen",
-    "duplicate",
-    "inconsistent-offsets",
-    "failed-write-read",
-    "nonmonotonic-send",
-    "nonmonotonic-poll",
-    "poll-skip",
-    "group-double-ownership",
-    "group-unowned",
-    "group-commit-past-unread",
-)
+KINDS = ("valid", "valid-no-drain", "valid-retry-duplicates", *CHECKS)
 
 print(f"checker property tests: seed={SEED} examples per kind={EXAMPLES}")
 
