@@ -48,3 +48,23 @@ def test_rate_holds_while_a_node_is_down(kafka_cluster: Cluster, tmp_path: Path)
     assert availability["threshold"] == 800.0
     assert availability["faults"], "no node was killed"
     assert results["checks"]["availability"]["valid"] is True
+
+
+def test_unclean_leader_election_loses_acknowledged_writes(kafka_cluster: Cluster, tmp_path):
+    """The classic reproduction: expected invalid, so `run` exits 1 and says it held."""
+    proc = kafka_chaos(*run_args(kafka_cluster, tmp_path, "--scenario", "unclean-leader-election"))
+    assert proc.returncode == 1, proc.stdout + proc.stderr[-3000:]
+    assert "expectation held" in proc.stdout
+    run = report_path(proc.stdout).parent
+    results = json.loads((run / "results.json").read_text())
+    lost = results["checks"]["lost-write"]["count"]
+    truncated = results["checks"]["inconsistent-offsets"]["count"]
+    assert lost + truncated > 0
+    fault_end = [
+        op
+        for op in ops(run / "history.jsonl")
+        if op["f"] == "unclean-election" and op["value"]["phase"] == "end"
+    ]
+    resolved = fault_end[0]["value"]["resolved"]
+    assert resolved["isr_shrunk_to_leader"] is True
+    assert resolved["elected"] not in (None, resolved["killed"])

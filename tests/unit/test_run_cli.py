@@ -57,3 +57,20 @@ def test_anomalies_are_the_error_checks_that_fired(tmp_path):
         }
     }
     assert _anomalies(recorded_run(tmp_path, {"ops": []}, results)) == {"lost-write"}
+
+
+@pytest.mark.parametrize(
+    "verdict, interrupted, code",
+    [
+        ("valid", False, 0),
+        ("invalid", False, 1),
+        ("unknown", False, 2),
+        (None, False, 3),
+        (None, True, 130),
+    ],
+)
+def test_run_exit_codes_follow_the_verdict(tmp_path, verdict, interrupted, code):
+    from harness.run import RunOutcome
+
+    run = store_mod.new_run_dir(tmp_path, "t")
+    assert RunOutcome(run, verdict, None, interrupted=interrupted).exit_code == code
