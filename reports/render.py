@@ -26,6 +26,7 @@ from harness.errors import HarnessError
 from reports import svg
 from reports.cluster_state import read_cluster_state
 from reports.explanations import explain, hints
+from reports.mechanism import mechanism_section
 from reports.timeline import COUNT_KEYS, summarize_history
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -476,6 +477,7 @@ def build_context(run_dir: Path) -> dict[str, Any]:
     verdict, verdict_reason = verdict_of(results_in)
     timeline = timeline_section(run_dir, results)
     checks = checks_section(results, config)
+    schedule = schedule_section(run_dir)
     return {
         "run_dir": run_dir.name,
         "run_path": str(run_dir),
@@ -499,7 +501,10 @@ def build_context(run_dir: Path) -> dict[str, Any]:
         ),
         "lag": lag_section(results),
         "links": links_section(run_dir),
-        "schedule": schedule_section(run_dir),
+        "schedule": schedule,
+        "mechanism": mechanism_section(
+            run_dir, config.get("topic_name_used"), schedule.get("ops", [])
+        ),
     }
 
 
