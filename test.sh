@@ -7,7 +7,8 @@ cd "$(dirname "$0")"
 ruff check . || exit 1
 python3 -m pytest -p no:cacheprovider --timeout=900 "$@" tests
 rc=$?
-# Never leave a test cluster behind, whatever happened.
+# Never leave a cluster behind, whatever happened: this removes EVERY
+# kafka-chaos cluster on the machine, not only the tests' own.
 kafka-chaos cluster down --all >/dev/null 2>&1 || true
 if [ "$rc" -eq 5 ]; then
   echo "test.sh: pytest collected no tests" >&2
