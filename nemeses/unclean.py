@@ -28,6 +28,7 @@ import time
 from typing import Any
 
 from harness.cluster import BROKER_PORT, Cluster
+from harness.errors import HarnessError
 from nemeses import partition, process
 from nemeses.base import NEMESIS_COMMAND_TIMEOUT_S, FaultOp, on_nodes
 
@@ -38,12 +39,18 @@ DEFAULTS = {"alone_s": 8.0, "isr_timeout_s": 40.0, "election_timeout_s": 30.0}
 
 
 def fetch_block_commands(peer_addresses: list[str], rule_tag: str) -> list[str]:
-    """Rules on the leader that stop peers' fetches, and nothing else."""
-    return [
-        f"{partition.IPTABLES} -A INPUT -s {addr} -p tcp --dport {BROKER_PORT} "
-        f"-m comment --comment {rule_tag} -j DROP"
-        for addr in peer_addresses
-    ]
+    """Rules on the leader that stop peers' fetches, and nothing else.
+
+    Each rule is added only if absent (``-C || -A``), so installing twice is
+    harmless and a retry after a lost SSH exit status cannot duplicate rules.
+    """
+    cmds = []
+    for addr in peer_addresses:
+        rule = (
+            f"INPUT -s {addr} -p tcp --dport {BROKER_PORT} -m comment --comment {rule_tag} -j DROP"
+        )
+        cmds.append(f"{{ {partition.IPTABLES} -C {rule} || {partition.IPTABLES} -A {rule}; }}")
+    return cmds
 
 
 def apply(cluster: Cluster, op: FaultOp, topic: str) -> None:
@@ -54,10 +61,14 @@ def apply(cluster: Cluster, op: FaultOp, topic: str) -> None:
     details = op.resolved if op.resolved is not None else {}
     op.resolved = details
     peers = [n.address for n in cluster.nodes if n is not leader]
-    leader.run(
-        " && ".join(fetch_block_commands(peers, partition.tag(cluster.name, op.id))),
-        timeout=NEMESIS_COMMAND_TIMEOUT_S,
-    )
+    install = " && ".join(fetch_block_commands(peers, partition.tag(cluster.name, op.id)))
+    try:
+        leader.run(install, timeout=NEMESIS_COMMAND_TIMEOUT_S)
+    except HarnessError as e:
+        # Under load SSH sometimes loses a command's exit status (exit -1) although
+        # it ran; the install is idempotent, so one retry settles it either way.
+        log.warning("unclean-election: installing the fetch block failed (%s); retrying", e)
+        leader.run(install, timeout=NEMESIS_COMMAND_TIMEOUT_S)
     start = time.monotonic()
     isr = _wait_for(
         lambda s: s is not None and list(s.isr) == [leader.node_id],
