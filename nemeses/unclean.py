@@ -39,18 +39,25 @@ DEFAULTS = {"alone_s": 8.0, "isr_timeout_s": 40.0, "election_timeout_s": 30.0}
 
 
 def fetch_block_commands(peer_addresses: list[str], rule_tag: str) -> list[str]:
-    """Rules on the leader that stop peers' fetches, and nothing else.
+    """``iptables -A`` commands on the leader that stop peers' fetches, and nothing else."""
+    return [
+        f"{partition.IPTABLES} -A INPUT -s {addr} -p tcp --dport {BROKER_PORT} "
+        f"-m comment --comment {rule_tag} -j DROP"
+        for addr in peer_addresses
+    ]
 
-    Each rule is added only if absent (``-C || -A``), so installing twice is
-    harmless and a retry after a lost SSH exit status cannot duplicate rules.
+
+def idempotent(append_commands: list[str]) -> str:
+    """One shell command adding each rule only if absent (``-C || -A``).
+
+    Installing twice is then harmless, so a retry after a lost SSH exit
+    status cannot duplicate rules.
     """
-    cmds = []
-    for addr in peer_addresses:
-        rule = (
-            f"INPUT -s {addr} -p tcp --dport {BROKER_PORT} -m comment --comment {rule_tag} -j DROP"
-        )
-        cmds.append(f"{{ {partition.IPTABLES} -C {rule} || {partition.IPTABLES} -A {rule}; }}")
-    return cmds
+    parts = []
+    for cmd in append_commands:
+        check = cmd.replace(" -A ", " -C ", 1)
+        parts.append(f"{{ {check} || {cmd}; }}")
+    return " && ".join(parts)
 
 
 def apply(cluster: Cluster, op: FaultOp, topic: str) -> None:
@@ -61,7 +68,7 @@ def apply(cluster: Cluster, op: FaultOp, topic: str) -> None:
     details = op.resolved if op.resolved is not None else {}
     op.resolved = details
     peers = [n.address for n in cluster.nodes if n is not leader]
-    install = " && ".join(fetch_block_commands(peers, partition.tag(cluster.name, op.id)))
+    install = idempotent(fetch_block_commands(peers, partition.tag(cluster.name, op.id)))
     try:
         leader.run(install, timeout=NEMESIS_COMMAND_TIMEOUT_S)
     except HarnessError as e:
