@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import ConfigError
+from harness.jsonfile import load_json
 
 NEWEST_KAFKA = "4.4.0"
 KAFKA_39 = "3.9.2"
@@ -124,13 +125,7 @@ class TestSpec:
 
     @classmethod
     def load(cls, path: Path) -> TestSpec:
-        try:
-            data = json.loads(Path(path).read_text())
-        except FileNotFoundError as e:
-            raise ConfigError(f"{path}: no such config file") from e
-        except json.JSONDecodeError as e:
-            raise ConfigError(f"{path}: line {e.lineno}: not valid JSON: {e.msg}") from e
-        return cls.from_dict(data)
+        return cls.from_dict(load_json(path, "config"))
 
 
 def _build(cls: type, data: Any, where: str) -> Any:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import ConfigError
+from harness.jsonfile import load_json
 from harness.spec import NemesisSpec
 from nemeses import partition
 from nemeses.base import (
@@ -228,13 +229,7 @@ class Schedule:
 
     @classmethod
     def load(cls, path: Path) -> Schedule:
-        try:
-            data = json.loads(Path(path).read_text())
-        except FileNotFoundError as e:
-            raise ConfigError(f"{path}: no such schedule file") from e
-        except json.JSONDecodeError as e:
-            raise ConfigError(f"{path}: line {e.lineno}: not valid JSON: {e.msg}") from e
-        return cls.from_dict(data, str(path))
+        return cls.from_dict(load_json(path, "schedule"), str(path))
 
 
 def validate_sequence(ops: Sequence[FaultOp], where: str = "schedule") -> None:
