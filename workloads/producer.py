@@ -2,8 +2,9 @@
 
 A worker sends asynchronously (many sends in flight per process; sends pair
 by their unique ``value``).  The delivery callback only classifies and
-appends one history line, and it runs inside ``producer.poll`` on the
-worker's own thread, so it can never stall another worker.  Every delivery is
+queues one history line, and it runs inside ``producer.poll`` on the
+worker's own thread, so it can never stall another worker; the lines it
+queued are written as soon as ``poll`` returns.  Every delivery is
 bounded by ``delivery.timeout.ms``; shutdown is bounded by a flush timeout
 after which the remaining messages are purged and recorded as indeterminate.
 """
@@ -22,10 +23,11 @@ from harness.errors import ConfigError
 from harness.spec import ProducerSpec, TestSpec
 from workloads.delivery_errors import classify, error_name
 from workloads.history import HistoryWriter
+from workloads.send_lines import SendLines
 from workloads.values import (
     CLIENT_LOGGER,
+    KEYS_PER_PARTITION,
     Counter,
-    decode_key,
     decode_payload,
     encode_payload,
     key_and_partition,
@@ -34,6 +36,11 @@ from workloads.values import (
 log = logging.getLogger(__name__)
 
 MAX_POLL_WAIT_S = 0.05  # longest wait inside the send loop, so stop() is prompt
+# poll() waits in whole milliseconds, so a shorter wait would spin until the
+# next send is due; sleeping 1 ms and sending what is then due (the pacer's
+# schedule is absolute) keeps the rate with a fraction of the CPU.
+MIN_POLL_WAIT_S = 0.001
+MAX_BURST = 500  # most sends recorded with one write and produced before the next poll()
 UNLIMITED_MAX_OUTSTANDING = 20_000  # back-pressure for rate <= 0 (benchmarks)
 SOCKET_TIMEOUT_MS = 10_000
 UNKNOWN_AT_SHUTDOWN = "unknown at shutdown"
@@ -65,6 +72,20 @@ class Pacer:
 
     def sent(self) -> None:
         self.next_due += self.interval
+
+    def due(self, now: float, limit: int) -> int:
+        """How many sends are due at ``now`` (at most ``limit``), counted as sent.
+
+        Unlimited pacing always allows ``limit``; the caller bounds the
+        burst by its own back-pressure.
+        """
+        if self.interval == 0.0:
+            return limit
+        n = 0
+        while n < limit and self.delay(now) == 0.0:
+            self.sent()
+            n += 1
+        return n
 
 
 def producer_config(p: ProducerSpec, bootstrap: str, client_id: str) -> dict[str, object]:
@@ -122,7 +143,15 @@ class ProducerStats:
 
 
 class ProducerWorker:
-    """One producer thread; a fatal producer error restarts it under a new process."""
+    """One producer thread; a fatal producer error restarts it under a new process.
+
+    Recording costs at most two ``os.write`` calls per loop turn, however
+    many messages the turn handles: the invokes of a send burst go out in
+    one write *before* the burst is handed to librdkafka (so an invoke always
+    precedes anything that could observe the message), and the completions
+    that one ``poll()`` delivered go out in one write as soon as ``poll()``
+    returns (so none waits in memory across a blocking call).
+    """
 
     def __init__(
         self,
@@ -147,9 +176,19 @@ class ProducerWorker:
         self.topic = spec.topic.name
         self.single_attempt = single_attempt(spec.producer)
         self._no_offset_reason = NO_ACK if spec.producer.acks == "0" else ACKED_NO_OFFSET
+        # A value's key and partition depend only on value % len(routes).
+        partitions = spec.topic.partitions
+        self._routes = [
+            (key.encode(), partition)
+            for key, partition in (
+                key_and_partition(k, partitions) for k in range(partitions * KEYS_PER_PARTITION)
+            )
+        ]
         self.process = -1
+        self._lines = SendLines(self.process, self.topic)
         self._fatal: KafkaError | None = None
         self._outstanding: set[int] = set()
+        self._completed: list[bytes] = []  # completion lines of the current poll()
         self.thread = threading.Thread(target=self._run, name="producer", daemon=True)
 
     def start(self) -> None:
@@ -175,6 +214,8 @@ class ProducerWorker:
 
     def _incarnation(self, pacer: Pacer) -> None:
         self.process = self.processes.next()
+        self._lines = SendLines(self.process, self.topic)
+        self._completed = []
         conf = producer_config(
             self.spec.producer, self.bootstrap, f"{self.spec.name}-p{self.process}"
         )
@@ -182,60 +223,72 @@ class ProducerWorker:
         conf["error_cb"] = self._client_error
         self._fatal = None
         producer = Producer(conf)
-        size = self.spec.producer.message_bytes
-        partitions = self.spec.topic.partitions
         unlimited = self.rate <= 0
         try:
             while not self.stop_event.is_set() and self._fatal is None:
-                wait = pacer.delay(time.monotonic())
-                if wait > 0:
-                    producer.poll(min(wait, MAX_POLL_WAIT_S))
-                    continue
-                if unlimited and len(producer) >= UNLIMITED_MAX_OUTSTANDING:
-                    producer.poll(0.001)
-                    continue
-                value = self.values.next()
-                key, partition = key_and_partition(value, partitions)
-                self._send(producer, value, key, partition, encode_payload(value, size))
-                pacer.sent()
-                producer.poll(0)
+                now = time.monotonic()
+                burst = pacer.due(now, MAX_BURST)
+                if unlimited:
+                    burst = min(burst, UNLIMITED_MAX_OUTSTANDING - len(producer))
+                if burst > 0:
+                    self._send_burst(producer, self.values.take(burst))
+                    producer.poll(0)
+                elif unlimited:
+                    producer.poll(0.001)  # back-pressure: wait for deliveries
+                else:
+                    wait = min(max(pacer.delay(now), MIN_POLL_WAIT_S), MAX_POLL_WAIT_S)
+                    producer.poll(wait)
+                self._write_completed()
         finally:
             self._shutdown(producer)
         if self._fatal is not None:
             self._crash(f"fatal producer error {self._fatal.name()}: {self._fatal.str()}")
 
-    def _send(
-        self, producer: Producer, value: int, key: str, partition: int, payload: bytes
-    ) -> None:
-        op = {"topic": self.topic, "key": key, "value": value}
-        self.history.append(self.process, "invoke", "send", op)
-        self.stats.invoked += 1
-        try:
-            producer.produce(self.topic, payload, key.encode(), partition=partition)
-        except BufferError:
-            self._complete("fail", {**op, "error": "_QUEUE_FULL"})
-            return
-        except KafkaException as e:
-            # produce() raised, so the message never entered the queue.
-            err = e.args[0] if e.args and isinstance(e.args[0], KafkaError) else None
-            self._complete("fail", {**op, "error": err.name() if err else str(e)})
-            if err is not None and err.fatal():
-                self._fatal = err
-            return
-        self._outstanding.add(value)
+    def _send_burst(self, producer: Producer, values: range) -> None:
+        """Record every invoke with one write, then hand the messages to librdkafka.
+
+        ``produce()`` never blocks and never runs delivery callbacks, so a
+        failure it raises is recorded with the next write of completions.
+        """
+        routes, lines = self._routes, self._lines
+        n_routes = len(routes)
+        self.history.append_encoded(
+            [lines.invoke(routes[value % n_routes][0], value) for value in values]
+        )
+        self.stats.invoked += len(values)
+        topic, size, outstanding = self.topic, self.spec.producer.message_bytes, self._outstanding
+        for value in values:
+            key, partition = routes[value % n_routes]
+            try:
+                producer.produce(topic, encode_payload(value, size), key, partition)
+            except BufferError:
+                self._complete_other("fail", value, "_QUEUE_FULL")
+                continue
+            except KafkaException as e:
+                # produce() raised, so the message never entered the queue.
+                err = e.args[0] if e.args and isinstance(e.args[0], KafkaError) else None
+                self._complete_other("fail", value, err.name() if err else str(e))
+                if err is not None and err.fatal():
+                    self._fatal = err
+                continue
+            outstanding.add(value)
 
     def _delivered(self, err: KafkaError | None, msg: Any) -> None:
-        """Delivery report: exactly one completion line per send, never raising.
+        """Delivery report: queue exactly one completion line per send, never raising.
 
-        confluent-kafka turns an exception in a callback into an opaque
-        SystemError in poll(), so a recorder bug must not escape from here.
+        It runs inside ``poll()`` on this worker's thread; the line is written
+        when ``poll()`` returns.  confluent-kafka turns an exception in a
+        callback into an opaque SystemError in poll(), so a recorder bug must
+        not escape from here.
         """
         value = decode_payload(msg.value())
-        op = {"topic": msg.topic(), "key": decode_key(msg.key()), "value": value}
-        self._outstanding.discard(value)  # type: ignore[arg-type]
+        try:
+            self._outstanding.remove(value)  # type: ignore[arg-type]
+        except KeyError:  # not ours, or already completed as unknown at shutdown
+            return
         try:
             if err is not None:
-                self._complete(classify(err, self.single_attempt), {**op, "error": error_name(err)})
+                self._complete_other(classify(err, self.single_attempt), value, error_name(err))
                 return
             offset = msg.offset()
             if offset is None or offset < 0:
@@ -243,18 +296,25 @@ class ProducerWorker:
                 # the broker never answers; with acks>=1 librdkafka reports a
                 # retried batch the broker had already written (duplicate
                 # sequence) as delivered but without its offset.
-                self._complete("info", {**op, "error": self._no_offset_reason})
+                self._complete_other("info", value, self._no_offset_reason)
                 return
-            self._complete("ok", {**op, "partition": msg.partition(), "offset": offset})
-        except ValueError:  # the history was closed: the run is over
-            raise
+            self._completed.append(self._lines.ok(msg.key(), value, msg.partition(), offset))
+            self.stats.ok += 1
         except Exception as e:
             log.exception("recording the delivery of %s failed", value)
-            self._complete("info", {**op, "error": f"recorder error: {type(e).__name__}: {e}"})
+            self._complete_other("info", value, f"recorder error: {type(e).__name__}: {e}")
 
-    def _complete(self, type_: str, value: dict[str, object]) -> None:
-        self.history.append(self.process, type_, "send", value)
+    def _complete_other(self, type_: str, value: int, error: str) -> None:
+        """Queue a fail/info completion; the general (orjson) path, for the rare lines."""
+        key = self._routes[value % len(self._routes)][0].decode()
+        self._completed.append(self._lines.other(type_, key, value, error=error))
         setattr(self.stats, type_, getattr(self.stats, type_) + 1)
+
+    def _write_completed(self) -> None:
+        """Write the completions queued since the last call, with one write."""
+        if self._completed:
+            lines, self._completed = self._completed, []
+            self.history.append_encoded(lines)
 
     def _client_error(self, err: KafkaError) -> None:
         if err.fatal():
@@ -262,21 +322,28 @@ class ProducerWorker:
         log.debug("producer %s: %s", self.process, err)
 
     def _shutdown(self, producer: Producer) -> None:
-        """Bounded: flush, purge what is left, and mark the rest indeterminate."""
-        timeout = 0.0 if self._fatal is not None else self.flush_timeout_s
+        """Bounded: deliver, purge what is left, and mark the rest indeterminate.
+
+        ``poll()`` in a loop rather than ``flush()``: flush may run callbacks
+        and then keep waiting, and a line must not sit in memory meanwhile.
+        """
+        deadline = time.monotonic() + (0.0 if self._fatal is not None else self.flush_timeout_s)
         try:
-            producer.flush(timeout)
+            while len(producer) and (left := deadline - time.monotonic()) > 0:
+                producer.poll(min(left, MAX_POLL_WAIT_S))
+                self._write_completed()
             if len(producer):
                 producer.purge(in_queue=True, in_flight=True, blocking=False)
                 producer.poll(0)
-        except Exception as e:  # a fatal producer may refuse flush/purge
+        except ValueError:  # the history was closed
+            raise
+        except Exception as e:  # a fatal producer may refuse purge
             log.debug("producer %s shutdown: %s", self.process, e)
         for value in sorted(self._outstanding):
-            key, _ = key_and_partition(value, self.spec.topic.partitions)
-            op = {"topic": self.topic, "key": key, "value": value, "error": UNKNOWN_AT_SHUTDOWN}
-            self._complete("info", op)
+            self._complete_other("info", value, UNKNOWN_AT_SHUTDOWN)
             self.stats.unknown_at_shutdown += 1
         self._outstanding.clear()
+        self._write_completed()
 
     def _crash(self, reason: str) -> None:
         self.history.append(self.process, "info", "crash", {"reason": reason})

@@ -8,7 +8,6 @@ padding up to the configured message size.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import threading
 
@@ -27,12 +26,21 @@ class Counter:
     """A thread-safe counter: values and process numbers come from these."""
 
     def __init__(self, start: int = 0) -> None:
-        self._it = itertools.count(start)
+        self._next = start
         self._lock = threading.Lock()
 
     def next(self) -> int:
         with self._lock:
-            return next(self._it)
+            value = self._next
+            self._next += 1
+            return value
+
+    def take(self, n: int) -> range:
+        """``n`` consecutive values at once: one lock round per send burst, not per send."""
+        with self._lock:
+            first = self._next
+            self._next += n
+            return range(first, first + n)
 
 
 def encode_payload(value: int, size: int) -> bytes:

@@ -1,12 +1,19 @@
 """The history writer and reader (docs/history.md)."""
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
 import threading
+import time
+from pathlib import Path
 
 import pytest
 
 from harness.errors import HistoryError
-from workloads.history import HistoryWriter, read_history
+from workloads.history import HistoryWriter, encode_tail, read_history
 
 
 def test_concurrent_writers_keep_index_and_time_ordered(tmp_path):
@@ -69,3 +76,96 @@ def test_a_line_cut_short_by_a_crash_leaves_the_prefix(tmp_path):
     first = '{"index": 0, "time": 1, "process": 0, "type": "invoke", "f": "poll", "value": null}'
     path.write_text(first + "\n" + '{"index": 1, "ti')
     assert [op["index"] for op in read_history(path)] == [0]
+
+
+def test_a_batch_gets_consecutive_indices_and_one_time(tmp_path):
+    path = tmp_path / "history.jsonl"
+    with HistoryWriter(path) as h:
+        h.append("nemesis", "info", "kill", {"phase": "start", "id": 0, "targets": ["n1"]})
+        tails = [encode_tail(3, "invoke", "send", {"value": v}) for v in range(5)]
+        first, stamp = h.append_encoded(tails)
+        assert h.append_encoded([])[0] == 6  # nothing written, nothing numbered
+        h.append(3, "ok", "send", {"value": 0, "partition": 0, "offset": 0})
+    ops = list(read_history(path))
+    assert first == 1
+    assert [op["index"] for op in ops] == list(range(7))
+    assert [op["time"] for op in ops[1:6]] == [stamp] * 5
+    times = [op["time"] for op in ops]
+    assert times == sorted(times)
+    assert [op["value"]["value"] for op in ops[1:6]] == list(range(5))
+
+
+def test_append_returns_what_it_wrote(tmp_path):
+    path = tmp_path / "history.jsonl"
+    with HistoryWriter(path) as h:
+        op = h.append(0, "invoke", "poll", {"final": True})
+    assert list(read_history(path)) == [op]
+
+
+def test_concurrent_batches_never_interleave(tmp_path):
+    path = tmp_path / "history.jsonl"
+    with HistoryWriter(path) as h:
+
+        def work(p):
+            for i in range(50):
+                h.append_encoded([encode_tail(p, "info", "x", {"i": i, "j": j}) for j in range(20)])
+
+        threads = [threading.Thread(target=work, args=(p,)) for p in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    ops = list(read_history(path))
+    assert [op["index"] for op in ops] == list(range(4000))
+    for k in range(0, 4000, 20):  # each batch is contiguous in the file
+        batch = ops[k : k + 20]
+        assert {op["process"] for op in batch} == {batch[0]["process"]}
+        assert [op["value"]["j"] for op in batch] == list(range(20))
+
+
+def test_a_batch_cut_short_by_sigkill_leaves_a_valid_prefix(tmp_path):
+    """A real SIGKILL while a process writes batches: the file is a valid prefix."""
+    path = tmp_path / "history.jsonl"
+    script = textwrap.dedent(
+        """
+        import sys
+        from workloads.history import HistoryWriter, encode_tail
+        h, v = HistoryWriter(sys.argv[1]), 0
+        while True:
+            pad = "x" * 300
+            h.append_encoded([encode_tail(0, "invoke", "send", {"value": v + j, "pad": pad})
+                              for j in range(200)])
+            h.append_encoded([encode_tail(0, "ok", "send", {"value": v + j})
+                              for j in range(200)])
+            v += 200
+        """
+    )
+    repo = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen([sys.executable, "-c", script, str(path)], cwd=repo)
+    try:
+        deadline = time.monotonic() + 30
+        while (
+            not path.exists() or path.stat().st_size < 2_000_000
+        ) and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    ops = list(read_history(path))  # raises on anything but a cut-short last line
+    assert len(ops) > 1000
+    assert [op["index"] for op in ops] == list(range(len(ops)))
+    invoked: set[int] = set()
+    for op in ops:
+        if op["type"] == "invoke":
+            invoked.add(op["value"]["value"])
+        else:
+            assert op["value"]["value"] in invoked
+
+
+def test_a_line_cut_inside_a_batch_is_skipped(tmp_path):
+    path = tmp_path / "history.jsonl"
+    with HistoryWriter(path) as h:
+        h.append_encoded([encode_tail(0, "invoke", "send", {"value": v}) for v in range(3)])
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) - 7])  # the write stopped inside the third line
+    assert [op["index"] for op in read_history(path)] == [0, 1]
