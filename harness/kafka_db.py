@@ -379,11 +379,23 @@ def _save_state(cluster: Cluster, **updates: object) -> None:
     tmp.replace(path)
 
 
+def new_cluster_id() -> str:
+    """A random id as Kafka makes them (base64url of a UUID), never starting with "-".
+
+    ``kafka-storage format -t -abc...`` reads such an id as an option and
+    fails; Kafka's own ``Uuid.randomUuid`` redraws those for the same reason.
+    """
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
+
+
 def kafka_cluster_id(cluster: Cluster) -> str:
     """The KRaft cluster id, created once and kept with the cluster's state."""
     cid = _load_state(cluster).get("cluster_id")
     if not cid:
-        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        cid = new_cluster_id()
         _save_state(cluster, cluster_id=cid)
     return cid
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import pytest
 
 from harness import kafka_config as kc
+from harness import kafka_db
 from harness.cluster import Cluster
 from harness.distribution import Distribution
 from harness.errors import ConfigError
@@ -184,3 +186,12 @@ def test_node_files_for_zookeeper_mode():
     assert "org.apache.zookeeper.server.quorum.QuorumPeerMain" in zk and "-Xmx128m" in zk
     assert "-Dlog4j.configuration=file:" in zk
     assert "zookeeper.connect=" in files[f"{root}/config/server.properties"]
+
+
+def test_cluster_ids_never_start_with_a_dash(monkeypatch):
+    # The first UUID encodes to "-..." (base64url of 0xf8...), which kafka-storage
+    # would read as an option; it is redrawn.
+    drawn = iter([uuid.UUID(bytes=b"\xf8" + b"\x00" * 15), uuid.UUID(int=1)])
+    monkeypatch.setattr(kafka_db.uuid, "uuid4", lambda: next(drawn))
+    cid = kafka_db.new_cluster_id()
+    assert cid == "AAAAAAAAAAAAAAAAAAAAAQ" and len(cid) == 22
