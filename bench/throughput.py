@@ -7,6 +7,7 @@ distribution (before and after, same cluster and settings); prints both
 rates and their ratio (target >= 0.5).  Prints figures; asserts nothing.
 
     python bench/throughput.py [--name c1] [--seconds 20] [--workers 1] [--reuse]
+                               [--perf-prop batch.size=1000000 ...]
 """
 
 from __future__ import annotations
@@ -33,6 +34,15 @@ from workloads.queue import QueueWorkload
 
 WARMUP_S = 2.0
 PERF_LINE = re.compile(r"(\d+) records sent, ([\d.]+) records/sec")
+# Both clients get the same acks, idempotence, linger.ms, max in flight and
+# timeouts; everything else is each client's default, which differ:
+DEFAULTS_DIFFER = (
+    "batch size: librdkafka batch.size 1,000,000 B / batch.num.messages 10,000, "
+    "Java batch.size 16,384 B; queue: workload keeps <= 20,000 messages outstanding "
+    "(librdkafka queue.buffering.max.messages 100,000), Java buffer.memory 32 MiB; "
+    "records: workload sends a 1-2 byte key to an explicit partition (value round robin), "
+    "ProducerPerformance no key (sticky partitioner)"
+)
 
 
 def cli(*args: str, timeout: float) -> None:
@@ -67,8 +77,13 @@ def workload_rate(spec: TestSpec, bootstrap: str, seconds: float) -> dict[str, f
     }
 
 
-def perf_rate(spec: TestSpec, bootstrap: str, records: int, timeout_s: float) -> dict[str, float]:
-    """Kafka's ProducerPerformance from the host, same acks/idempotence/size/linger."""
+def perf_rate(
+    spec: TestSpec, bootstrap: str, records: int, timeout_s: float, extra: list[str]
+) -> dict[str, float]:
+    """Kafka's ProducerPerformance from the host, same acks/idempotence/size/linger.
+
+    ``extra`` are further ``key=value`` producer properties (``--perf-prop``).
+    """
     dist = load_cached(spec.cluster.kafka_version)
     if dist is None:
         raise SystemExit(f"Kafka {spec.cluster.kafka_version} is not cached; run dist fetch")
@@ -82,6 +97,7 @@ def perf_rate(spec: TestSpec, bootstrap: str, records: int, timeout_s: float) ->
         f"max.in.flight.requests.per.connection={p.max_in_flight}",
         f"request.timeout.ms={p.request_timeout_ms}",
         f"delivery.timeout.ms={p.delivery_timeout_ms}",
+        *extra,
     ]
     cmd = [
         "java", "-Xmx512m", "-cp", f"{dist.root}/{sub}/*",
@@ -128,6 +144,13 @@ def main() -> int:
     ap.add_argument("--message-bytes", type=int, default=100)
     ap.add_argument("--perf-records", type=int, default=1_000_000)
     ap.add_argument("--reuse", action="store_true", help="use an existing cluster, keep it")
+    ap.add_argument(
+        "--perf-prop",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra ProducerPerformance producer property, e.g. batch.size=1000000 (repeatable)",
+    )
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
 
@@ -154,7 +177,7 @@ def main() -> int:
         # ProducerPerformance runs before and after the workload, so a change
         # in the (shared, busy) machine's load shows up as a spread.
         def perf() -> dict[str, float]:
-            return perf_rate(spec, bootstrap, args.perf_records, timeout_s=600)
+            return perf_rate(spec, bootstrap, args.perf_records, 600, args.perf_prop)
 
         perfs = [on_fresh_topic(spec, bootstrap, f"bench-perf1-{stamp}", perf)]
         load_before = os.getloadavg()[0]
@@ -173,8 +196,12 @@ def main() -> int:
     idem = "on" if spec.producer.enable_idempotence else "off"
     print(
         f"settings: acks={args.acks} idempotence={idem} message_bytes={args.message_bytes} "
+        f"linger.ms={spec.producer.linger_ms} max.in.flight={spec.producer.max_in_flight} "
         f"workers={args.workers} kafka={spec.cluster.kafka_version}"
     )
+    print(f"client defaults that differ: {DEFAULTS_DIFFER}")
+    if args.perf_prop:
+        print(f"ProducerPerformance extra properties: {' '.join(args.perf_prop)}")
     print(
         f"queue workload (history recorded): {wl['acked_rate']:.0f} acked msg/s "
         f"over {args.seconds - WARMUP_S:.0f}s steady state "

@@ -49,6 +49,16 @@ def encode_payload(value: int, size: int) -> bytes:
     return head + _PAD * max(0, size - len(head))
 
 
+def payload_template(value: int, size: int) -> tuple[bytes, int]:
+    """A ``%d`` template of ``encode_payload`` for values as long as ``value``, and their bound.
+
+    ``template % v == encode_payload(v, size)`` for ``value <= v < bound``: one
+    formatting operation per payload instead of three (the producer's hot path).
+    """
+    digits = len(b"%d" % value)
+    return b"%d " + _PAD * max(0, size - digits - 1), 10**digits
+
+
 def decode_payload(payload: bytes | None) -> int | None:
     """The value a payload starts with, or None if it is not one of ours."""
     if not payload:

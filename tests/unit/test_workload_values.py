@@ -14,6 +14,7 @@ from workloads.values import (
     decode_payload,
     encode_payload,
     key_and_partition,
+    payload_template,
 )
 
 
@@ -66,3 +67,12 @@ def test_counter_is_unique_across_threads():
     for t in threads:
         t.join()
     assert sorted(out) == list(range(8000))
+
+
+@given(st.integers(min_value=0, max_value=2**62), st.integers(min_value=0, max_value=300))
+def test_payload_template_matches_encode_payload(value, size):
+    template, bound = payload_template(value, size)
+    assert bound > value
+    for v in {value, (value + bound - 1) // 2, bound - 1}:
+        assert template % v == encode_payload(v, size)
+    assert len(b"%d" % bound) == len(b"%d" % value) + 1
