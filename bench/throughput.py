@@ -30,6 +30,7 @@ from harness.cluster import Cluster, cluster_dir
 from harness.distribution import load_cached
 from harness.spec import NEWEST_KAFKA, TestSpec
 from workloads.history import HistoryWriter
+from workloads.producer import UNLIMITED_MAX_OUTSTANDING
 from workloads.queue import QueueWorkload
 
 WARMUP_S = 2.0
@@ -38,7 +39,8 @@ PERF_LINE = re.compile(r"(\d+) records sent, ([\d.]+) records/sec")
 # timeouts; everything else is each client's default, which differ:
 DEFAULTS_DIFFER = (
     "batch size: librdkafka batch.size 1,000,000 B / batch.num.messages 10,000, "
-    "Java batch.size 16,384 B; queue: workload keeps <= 20,000 messages outstanding "
+    f"Java batch.size 16,384 B; queue: workload keeps <= {UNLIMITED_MAX_OUTSTANDING:,} "
+    "messages outstanding "
     "(librdkafka queue.buffering.max.messages 100,000), Java buffer.memory 32 MiB; "
     "records: workload sends a 1-2 byte key to an explicit partition (value round robin), "
     "ProducerPerformance no key (sticky partitioner)"
