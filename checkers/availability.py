@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import SparkSession, Window
 from pyspark.sql import functions as F
 
 from checkers.tables import Tables
@@ -22,40 +22,35 @@ def _second() -> F.Column:
     return F.floor(F.col("time") / F.lit(NS)).cast("long")
 
 
-def _send_latency(t: Tables) -> DataFrame:
-    """Send completions with their second and invoke->completion latency (ms)."""
-    invokes = t.sends.where(F.col("type") == "invoke").select(
-        "hid", "val", F.col("time").alias("invoke_time")
-    )
-    done = t.sends.where(F.col("type") != "invoke")
-    return done.join(invokes, ["hid", "val"], "left").select(
-        "type",
-        "time",
-        _second().alias("t"),
-        ((F.col("time") - F.col("invoke_time")) / 1e6).alias("lat"),
-    )
-
-
 def timeline(t: Tables) -> list[dict[str, Any]]:
+    """Per second: sends acked/failed/indeterminate, records polled, ack latency.
+
+    Counts come straight from the rows; latency (invoke -> ack) from the
+    cached per-value table, so no join of sends to their invokes is needed.
+    """
     sends = (
-        _send_latency(t)
-        .groupBy("t")
+        t.sends.where(F.col("type") != "invoke")
+        .groupBy(_second().alias("t"))
         .agg(
             F.count(F.when(F.col("type") == "ok", 1)).alias("acked"),
             F.count(F.when(F.col("type") == "fail", 1)).alias("failed"),
             F.count(F.when(F.col("type") == "info", 1)).alias("info"),
-            F.percentile_approx(F.when(F.col("type") == "ok", F.col("lat")), [0.5, 0.99]).alias(
-                "p"
-            ),
-            F.max(F.when(F.col("type") == "ok", F.col("lat"))).alias("lat_max_ms"),
         )
     )
-    polls = (
-        t.ops.where((F.col("f") == "poll") & (F.col("type") == "ok"))
-        .groupBy(_second().alias("t"))
-        .agg(F.sum(F.size("records")).alias("polled"))
+    acked = t.per_value.where(F.col("ack").isNotNull() & F.col("invoke").isNotNull())
+    latency = (
+        acked.select(
+            F.floor(F.col("ack.time") / F.lit(NS)).cast("long").alias("t"),
+            ((F.col("ack.time") - F.col("invoke.time")) / 1e6).alias("lat"),
+        )
+        .groupBy("t")
+        .agg(
+            F.percentile_approx("lat", [0.5, 0.99]).alias("p"),
+            F.max("lat").alias("lat_max_ms"),
+        )
     )
-    rows = sends.join(polls, "t", "full").orderBy("t").collect()
+    polls = t.reads.groupBy(_second().alias("t")).agg(F.count(F.lit(1)).alias("polled"))
+    rows = sends.join(latency, "t", "full").join(polls, "t", "full").orderBy("t").collect()
     out = []
     for r in rows:
         p = r["p"] or [None, None]
@@ -109,7 +104,7 @@ def longest_gap(t: Tables, start: int, end: int) -> tuple[float, float]:
 
 
 def faults(t: Tables, end_time: int) -> list[dict[str, Any]]:
-    lines = t.ops.where(F.col("nemesis") & F.col("fault_id").isNotNull())
+    lines = t.control.where(F.col("nemesis") & F.col("fault_id").isNotNull())
     rows = (
         lines.groupBy("fault_id")
         .agg(
@@ -143,11 +138,16 @@ def fault_rates(spark: SparkSession, t: Tables, found: list[dict[str, Any]]) -> 
         [(f["id"], f["start"], f["end"]) for f in found], "id long, start long, end long"
     )
     length = F.col("end") - F.col("start")
+    # Each span is cut into the seconds it covers, so acks join it on their
+    # second (an equi-join) instead of every ack meeting every fault.
+    first_s = F.floor((F.col("start") - length) / F.lit(NS)).cast("long")
+    last_s = F.floor((F.col("end") - 1) / F.lit(NS)).cast("long")
+    spans = spans.withColumn("t", F.explode(F.sequence(F.greatest(first_s, F.lit(0)), last_s)))
     during = (F.col("time") >= F.col("start")) & (F.col("time") < F.col("end"))
     before = (F.col("time") >= F.col("start") - length) & (F.col("time") < F.col("start"))
     counts = (
-        t.acks.select("time")
-        .join(F.broadcast(spans), during | before)
+        t.acks.select("time", _second().alias("t"))
+        .join(F.broadcast(spans), "t")
         .groupBy("id")
         .agg(F.count(F.when(during, 1)).alias("d"), F.count(F.when(before, 1)).alias("b"))
         .collect()

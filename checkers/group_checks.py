@@ -20,7 +20,7 @@ GTP = ["hid", "group", "topic", "partition"]
 
 
 def _member_ops(t: Tables) -> DataFrame:
-    ops = t.ops.where(~F.col("nemesis")).drop("group")
+    ops = t.control.where(~F.col("nemesis")).drop("group")
     return ops.join(t.members.select("hid", "process", "group"), ["hid", "process"])
 
 
@@ -97,7 +97,7 @@ def double_ownership(t: Tables, intervals: DataFrame, grace_s: float) -> DataFra
 def _liveness(t: Tables) -> DataFrame:
     """(hid, group, process, joined_index, joined_time, crash_index, crash_time) per member."""
     crashes = (
-        t.ops.where(F.col("f") == "crash")
+        t.control.where(F.col("f") == "crash")
         .groupBy("hid", "process")
         .agg(F.min("index").alias("crash_index"), F.min("time").alias("crash_time"))
     )
@@ -109,9 +109,9 @@ def _universe(t: Tables, intervals: DataFrame) -> DataFrame:
     subs = _member_ops(t).where(F.col("f") == "subscribe")
     topics = subs.select("hid", "group", F.explode("topics").alias("topic"))
     topics = topics.unionByName(intervals.select("hid", "group", "topic")).distinct()
-    commits = t.ops.where(F.col("f") == "commit").select("hid", F.explode("offsets").alias("o"))
+    commits = t.control.where(F.col("f") == "commit").select("hid", F.explode("offsets").alias("o"))
     parts = (
-        t.positions.select(*TP)
+        t.partitions.select(*TP)
         .unionByName(intervals.select(*TP))
         .unionByName(commits.select("hid", "o.topic", "o.partition"))
         .distinct()
@@ -192,13 +192,10 @@ def commit_past_unread(t: Tables) -> DataFrame:
         F.max("c").alias("committed_offset"),
         F.min_by("index", F.struct(-F.col("c"), F.col("index"))).alias("commit_index"),
     )
-    members = t.members.select("hid", "process", "group")
-    read_by_group = t.reads.join(members, ["hid", "process"]).select(*GTP, "offset").distinct()
-    read_by_anyone = t.reads.select(*TP, "offset").distinct()
-    unread = (
-        top.join(read_by_anyone, TP)
-        .where(F.col("offset") < F.col("committed_offset"))
-        .join(read_by_group, GTP + ["offset"], "left_anti")
+    read = t.per_position.where(F.col("read") == 1)
+    unread = read.join(F.broadcast(top), TP).where(
+        (F.col("offset") < F.col("committed_offset"))
+        & ~F.array_contains(F.col("readers"), F.col("group"))
     )
     bad = unread.groupBy(*GTP, "committed_offset", "commit_index").agg(
         F.slice(F.array_sort(F.collect_list("offset")), 1, 100).alias("unread_offsets")

@@ -13,21 +13,13 @@ WORST = 5
 
 
 def realtime_lag(t: Tables) -> dict[str, Any]:
-    first_read = (
-        t.reads.where(F.col("val").isNotNull())
-        .groupBy("hid", "val")
-        .agg(F.min_by(F.struct("time", "index"), "index").alias("r"))
-    )
-    lags = (
-        t.acks.join(first_read, ["hid", "val"])
-        .select(
-            "val",
-            F.col("index").alias("ack_index"),
-            F.col("r.index").alias("read_index"),
-            ((F.col("r.time") - F.col("time")) / 1e6).alias("lag"),
-        )
-        .cache()
-    )
+    pv = t.per_value.where(F.col("ack").isNotNull() & F.col("read").isNotNull())
+    lags = pv.select(
+        "val",
+        F.col("ack.index").alias("ack_index"),
+        F.col("read.index").alias("read_index"),
+        ((F.col("read.time") - F.col("ack.time")) / 1e6).alias("lag"),
+    ).cache()
     bucket = F.lit(None).cast("int")
     for i, edge in reversed(list(enumerate(BUCKETS_MS))):
         bucket = F.when(F.col("lag") <= edge, i).otherwise(bucket)

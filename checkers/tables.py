@@ -1,16 +1,24 @@
-"""Derived tables every check family shares (acks, reads, positions, consumers).
+"""Derived tables every check family shares, built so big histories stay cheap.
 
-Built once per history DataFrame as lazy Spark plans; Spark reuses the
-exchanges they share when the checks run together.
+The expensive work of judging a history is a handful of shuffles over its
+observations; everything else is small.  So the heavy aggregations are made
+once and cached (``per_value``: everything known about one sent value,
+``per_position``: everything known about one partition offset), and the small
+tables (membership lines, per-partition figures) are cached too, because many
+checks read them.  Each check then only filters and joins small or cached data.
+Call ``release()`` when done, so a long-lived session (the tests) frees memory.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+
+from checkers.load import line_rows
 
 TP = ["hid", "topic", "partition"]
 
@@ -27,13 +35,43 @@ def anomaly(df: DataFrame, check: str, sort_key: Column, *fields: Column) -> Dat
     )
 
 
+def is_send(type_: str | None = None) -> Column:
+    cond = F.col("f") == "send"
+    return cond if type_ is None else cond & (F.col("type") == type_)
+
+
+def is_read() -> Column:
+    """A polled record (a poll line with no records has a row with ``j`` null)."""
+    return (F.col("f") == "poll") & (F.col("type") == "ok") & F.col("j").isNotNull()
+
+
+def is_position() -> Column:
+    """An observation of a value at an offset: an ack that carries one, or a read."""
+    return (is_send("ok") & (F.col("offset") >= 0)) | is_read()
+
+
 @dataclass
 class Tables:
+    """Views of one rows table (see checkers/load.py): a poll line has one row per record."""
+
     ops: DataFrame
+    _cached: list[DataFrame] = field(default_factory=list, repr=False)
+
+    def keep(self, df: DataFrame) -> DataFrame:
+        """Cache ``df`` until ``release()``: for tables several checks read."""
+        self._cached.append(df.persist(StorageLevel.MEMORY_AND_DISK))
+        return df
+
+    def release(self) -> None:
+        for df in self._cached:
+            df.unpersist()
+        self._cached.clear()
+
+    # -- plain views (filters of the rows table) --------------------------------------
 
     @cached_property
     def sends(self) -> DataFrame:
-        return self.ops.where(F.col("f") == "send").select(
+        return self.ops.where(is_send()).select(
             "hid", "index", "time", "process", "type", "topic", "partition", "offset", "val"
         )
 
@@ -47,61 +85,128 @@ class Tables:
     @cached_property
     def reads(self) -> DataFrame:
         """One row per polled record: (index, j) orders reads within a process."""
-        polls = self.ops.where((F.col("f") == "poll") & (F.col("type") == "ok"))
-        return polls.select(
-            "hid", "index", "time", "process", "final", F.posexplode("records").alias("j", "r")
-        ).select(
-            "hid",
-            "index",
-            "j",
-            "time",
-            "process",
-            "final",
-            F.col("r.topic").alias("topic"),
-            F.col("r.partition").alias("partition"),
-            F.col("r.offset").alias("offset"),
-            F.col("r.value").alias("val"),
+        return self.ops.where(is_read()).select(
+            "hid", "index", "j", "time", "process", "final", "topic", "partition", "offset", "val"
         )
 
     @cached_property
     def positions(self) -> DataFrame:
         """Every observation of a value at an offset: acks (with offsets) and reads."""
-        cols = ["hid", "topic", "partition", "offset", "val", "index"]
-        acked = self.acks.where(F.col("offset") >= 0).select(*cols, F.lit(True).alias("ack"))
-        read = self.reads.select(*cols, F.lit(False).alias("ack"))
-        return acked.unionByName(read)
+        return self.ops.where(is_position()).select(
+            *TP, "offset", "val", "index", "process", (F.col("f") == "send").alias("ack")
+        )
+
+    # -- small cached tables ----------------------------------------------------------
+
+    @cached_property
+    def control(self) -> DataFrame:
+        """Every line that is neither a send nor a poll: membership, commits, faults."""
+        return self.keep(self.ops.where(~F.col("f").isin("send", "poll")))
 
     @cached_property
     def drain_processes(self) -> DataFrame:
         """Processes of the final drain: they are not members of any group."""
-        return (
-            self.ops.where((F.col("f") == "poll") & F.col("final"))
-            .select("hid", "process")
-            .distinct()
-        )
+        polls = self.ops.where((F.col("f") == "poll") & F.col("final"))
+        return self.keep(polls.select("hid", "process").distinct())
 
     @cached_property
     def members(self) -> DataFrame:
         """(hid, process, group, joined_index, joined_time) for group consumers."""
-        joins = self.ops.where(F.col("f").isin("subscribe", "assign") & F.col("group").isNotNull())
-        joins = joins.join(self.drain_processes, ["hid", "process"], "left_anti")
-        return joins.groupBy("hid", "process").agg(
-            F.min_by("group", "index").alias("group"),
-            F.min("index").alias("joined_index"),
-            F.min("time").alias("joined_time"),
+        joins = self.control.where(
+            F.col("f").isin("subscribe", "assign") & F.col("group").isNotNull()
+        )
+        joins = joins.join(F.broadcast(self.drain_processes), ["hid", "process"], "left_anti")
+        return self.keep(
+            joins.groupBy("hid", "process").agg(
+                F.min_by("group", "index").alias("group"),
+                F.min("index").alias("joined_index"),
+                F.min("time").alias("joined_time"),
+            )
+        )
+
+    @cached_property
+    def meta(self) -> DataFrame:
+        """Per history: line count, end time/index, whether and when a final drain ran."""
+        lines = self.ops.where(line_rows())
+        return self.keep(
+            lines.groupBy("hid").agg(
+                F.count(F.lit(1)).alias("ops"),
+                F.max("time").alias("end_time"),
+                F.max("index").alias("end_index"),
+                F.coalesce(F.max(F.col("final").cast("int")), F.lit(0)).alias("final"),
+                F.min(F.when(F.col("final"), F.col("time"))).alias("drain_start"),
+            )
         )
 
     @cached_property
     def horizon(self) -> DataFrame:
         """(hid, end_time, end_index): the last moment of each history."""
-        return self.ops.groupBy("hid").agg(
-            F.max("time").alias("end_time"), F.max("index").alias("end_index")
+        return self.meta.select("hid", "end_time", "end_index")
+
+    @cached_property
+    def partitions(self) -> DataFrame:
+        """(hid, topic, partition, max_read): every partition that holds a known value."""
+        return self.keep(
+            self.positions.groupBy(*TP).agg(
+                F.max(F.when(~F.col("ack"), F.col("offset"))).alias("max_read")
+            )
+        )
+
+    # -- the two big aggregations -----------------------------------------------------
+
+    @cached_property
+    def per_value(self) -> DataFrame:
+        """Everything about one sent value, in one shuffle of its sends and reads.
+
+        Structs order by their first field, so ``min`` of a struct led by the
+        history index picks the earliest line.  ``pos_lo``/``pos_hi`` are the
+        smallest and largest place the value was seen: different means it was
+        seen in two places (a duplicate).
+        """
+        seen = self.ops.where((is_send() | is_read()) & F.col("val").isNotNull())
+        pos = F.struct("topic", "partition", "offset")
+
+        def first(cond: Column, *cols: str) -> Column:
+            return F.min(F.when(cond, F.struct("index", *cols)))
+
+        return self.keep(
+            seen.groupBy("hid", "val").agg(
+                first(is_send("invoke"), "time").alias("invoke"),
+                F.min(
+                    F.when(
+                        is_send("ok"),
+                        F.struct(
+                            "index",
+                            "time",
+                            "topic",
+                            "partition",
+                            F.coalesce("offset", F.lit(-1)).alias("offset"),
+                        ),
+                    )
+                ).alias("ack"),
+                F.min(F.when(is_send("fail"), F.col("index"))).alias("fail_index"),
+                first(is_read(), "time").alias("read"),
+                F.min(F.when(is_position(), pos)).alias("pos_lo"),
+                F.max(F.when(is_position(), pos)).alias("pos_hi"),
+                F.min(F.when(is_position(), F.col("index"))).alias("pos_first"),
+            )
         )
 
     @cached_property
-    def final_drain(self) -> DataFrame:
-        """(hid, final_drain, ops) per history."""
-        return self.ops.groupBy("hid").agg(
-            F.max(F.col("final").cast("int")).cast("boolean").alias("final_drain"),
-            F.count(F.lit(1)).alias("ops"),
+    def per_position(self) -> DataFrame:
+        """Everything about one partition offset: the values seen there, who read it.
+
+        ``readers`` are the consumer groups whose members read the offset
+        (groups are few, so the set stays tiny).
+        """
+        groups = F.broadcast(self.members.select("hid", "process", F.col("group").alias("g")))
+        pos = self.positions.join(groups, ["hid", "process"], "left")
+        return self.keep(
+            pos.groupBy(*TP, "offset").agg(
+                F.min("val").alias("v_lo"),
+                F.max("val").alias("v_hi"),
+                F.min(F.when(F.col("val").isNotNull(), F.col("index"))).alias("first"),
+                F.max((~F.col("ack")).cast("int")).alias("read"),
+                F.collect_set(F.when(~F.col("ack"), F.col("g"))).alias("readers"),
+            )
         )
