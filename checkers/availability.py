@@ -37,11 +37,11 @@ def timeline(t: Tables) -> list[dict[str, Any]]:
             F.count(F.when(F.col("type") == "info", 1)).alias("info"),
         )
     )
-    acked = t.per_value.where(F.col("ack").isNotNull() & F.col("invoke").isNotNull())
+    acked = t.per_value.where(F.col("ack_index").isNotNull() & F.col("invoke_index").isNotNull())
     latency = (
         acked.select(
-            F.floor(F.col("ack.time") / F.lit(NS)).cast("long").alias("t"),
-            ((F.col("ack.time") - F.col("invoke.time")) / 1e6).alias("lat"),
+            F.floor(F.col("ack_time") / F.lit(NS)).cast("long").alias("t"),
+            ((F.col("ack_time") - F.col("invoke_time")) / 1e6).alias("lat"),
         )
         .groupBy("t")
         .agg(

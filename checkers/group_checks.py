@@ -19,18 +19,13 @@ KEY = ["hid", "group", "process", "topic", "partition"]
 GTP = ["hid", "group", "topic", "partition"]
 
 
-def _member_ops(t: Tables) -> DataFrame:
-    ops = t.control.where(~F.col("nemesis")).drop("group")
-    return ops.join(t.members.select("hid", "process", "group"), ["hid", "process"])
-
-
 def _tp(col: str) -> F.Column:
     return F.explode(col).alias("tp")
 
 
 def ownership_intervals(t: Tables) -> DataFrame:
     """One row per ownership run: KEY + (s_index, s_time, e_index, e_time)."""
-    ops = _member_ops(t)
+    ops = t.member_ops
     base = ["hid", "group", "process", "index", "time"]
     rebal = ops.where(F.col("f") == "rebalance")
     gained = rebal.select(*base, _tp("assigned"), F.lit(True).alias("owned"))
@@ -101,12 +96,12 @@ def _liveness(t: Tables) -> DataFrame:
         .groupBy("hid", "process")
         .agg(F.min("index").alias("crash_index"), F.min("time").alias("crash_time"))
     )
-    return t.members.join(crashes, ["hid", "process"], "left")
+    return t.keep(t.members.join(crashes, ["hid", "process"], "left"))
 
 
 def _universe(t: Tables, intervals: DataFrame) -> DataFrame:
     """(hid, group, topic, partition) the group is meant to cover."""
-    subs = _member_ops(t).where(F.col("f") == "subscribe")
+    subs = t.member_ops.where(F.col("f") == "subscribe")
     topics = subs.select("hid", "group", F.explode("topics").alias("topic"))
     topics = topics.unionByName(intervals.select("hid", "group", "topic")).distinct()
     commits = t.control.where(F.col("f") == "commit").select("hid", F.explode("offsets").alias("o"))
@@ -184,7 +179,7 @@ def unowned(t: Tables, intervals: DataFrame, threshold_s: float) -> DataFrame:
 
 
 def commit_past_unread(t: Tables) -> DataFrame:
-    commits = _member_ops(t).where((F.col("f") == "commit") & (F.col("type") == "ok"))
+    commits = t.member_ops.where((F.col("f") == "commit") & (F.col("type") == "ok"))
     commits = commits.select("hid", "group", "index", F.explode("offsets").alias("o")).select(
         "hid", "group", "index", "o.topic", "o.partition", F.col("o.offset").alias("c")
     )
@@ -192,10 +187,11 @@ def commit_past_unread(t: Tables) -> DataFrame:
         F.max("c").alias("committed_offset"),
         F.min_by("index", F.struct(-F.col("c"), F.col("index"))).alias("commit_index"),
     )
+    top = top.join(F.broadcast(t.group_bits), "group")
     read = t.per_position.where(F.col("read") == 1)
     unread = read.join(F.broadcast(top), TP).where(
         (F.col("offset") < F.col("committed_offset"))
-        & ~F.array_contains(F.col("readers"), F.col("group"))
+        & (F.col("readers").bitwiseAND(F.col("bit")) == 0)
     )
     bad = unread.groupBy(*GTP, "committed_offset", "commit_index").agg(
         F.slice(F.array_sort(F.collect_list("offset")), 1, 100).alias("unread_offsets")
@@ -214,7 +210,7 @@ def commit_past_unread(t: Tables) -> DataFrame:
 
 
 def group_checks(t: Tables, grace_s: float, unowned_s: float) -> list[DataFrame]:
-    intervals = ownership_intervals(t)
+    intervals = t.keep(ownership_intervals(t))  # three checks read it
     return [
         double_ownership(t, intervals, grace_s),
         unowned(t, intervals, unowned_s),

@@ -13,12 +13,12 @@ WORST = 5
 
 
 def realtime_lag(t: Tables) -> dict[str, Any]:
-    pv = t.per_value.where(F.col("ack").isNotNull() & F.col("read").isNotNull())
+    pv = t.per_value.where(F.col("ack_index").isNotNull() & F.col("read_index").isNotNull())
     lags = pv.select(
         "val",
-        F.col("ack.index").alias("ack_index"),
-        F.col("read.index").alias("read_index"),
-        ((F.col("read.time") - F.col("ack.time")) / 1e6).alias("lag"),
+        "ack_index",
+        "read_index",
+        ((F.col("read_time") - F.col("ack_time")) / 1e6).alias("lag"),
     ).cache()
     bucket = F.lit(None).cast("int")
     for i, edge in reversed(list(enumerate(BUCKETS_MS))):

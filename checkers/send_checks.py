@@ -22,15 +22,7 @@ def _pair(*cols: str) -> F.Column:
 
 def lost_and_unseen(t: Tables) -> tuple[DataFrame, DataFrame]:
     """Acked values no poll returned: lost when a later offset of the partition was read."""
-    unread = t.per_value.where(F.col("ack").isNotNull() & F.col("read").isNull()).select(
-        "hid",
-        "val",
-        "ack.topic",
-        "ack.partition",
-        "ack.offset",
-        F.col("ack.index").alias("ack_index"),
-        F.col("invoke.index").alias("invoke_index"),
-    )
+    unread = t.per_value.where(F.col("ack_index").isNotNull() & F.col("read_index").isNull())
     missing = unread.join(F.broadcast(t.partitions), TP, "left")
     fields = [
         F.col("val").alias("value"),
@@ -51,7 +43,7 @@ def lost_and_unseen(t: Tables) -> tuple[DataFrame, DataFrame]:
 
 def duplicate(t: Tables) -> DataFrame:
     """One value seen at two places; ``positions``/``indices`` come from ``enrich``."""
-    dup = t.per_value.where(F.col("pos_lo") != F.col("pos_hi"))
+    dup = t.per_value.where("dup")
     return anomaly(dup, "duplicate", F.col("pos_first"), F.col("val").alias("value"))
 
 
@@ -62,8 +54,7 @@ def inconsistent_offsets(t: Tables) -> DataFrame:
 
 
 def failed_write_read(t: Tables) -> DataFrame:
-    bad = t.per_value.where(F.col("fail_index").isNotNull() & F.col("read").isNotNull())
-    bad = bad.select("hid", "val", "fail_index", F.col("read.index").alias("read_index"))
+    bad = t.per_value.where(F.col("fail_index").isNotNull() & F.col("read_index").isNotNull())
     return anomaly(
         bad,
         "failed-write-read",

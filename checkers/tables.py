@@ -19,8 +19,10 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from checkers.load import line_rows
+from harness.errors import HistoryError
 
 TP = ["hid", "topic", "partition"]
+MAX_GROUPS = 63  # consumer groups per history: one bit each in a long
 
 
 def to_json(*cols: Column) -> Column:
@@ -125,6 +127,13 @@ class Tables:
         )
 
     @cached_property
+    def member_ops(self) -> DataFrame:
+        """Control lines of group members, each with the member's group."""
+        ops = self.control.where(~F.col("nemesis")).drop("group")
+        groups = F.broadcast(self.members.select("hid", "process", "group"))
+        return self.keep(ops.join(groups, ["hid", "process"]))
+
+    @cached_property
     def meta(self) -> DataFrame:
         """Per history: line count, end time/index, whether and when a final drain ran."""
         lines = self.ops.where(line_rows())
@@ -158,55 +167,69 @@ class Tables:
     def per_value(self) -> DataFrame:
         """Everything about one sent value, in one shuffle of its sends and reads.
 
-        Structs order by their first field, so ``min`` of a struct led by the
-        history index picks the earliest line.  ``pos_lo``/``pos_hi`` are the
-        smallest and largest place the value was seen: different means it was
-        seen in two places (a duplicate).
+        Only primitive min/max aggregates, because they are what Spark
+        aggregates fastest: ``min_by(x, when(cond, index))`` is x at the
+        earliest line meeting cond.  A value seen at two places has two
+        distinct positions, so some component's min and max differ (``dup``).
         """
         seen = self.ops.where((is_send() | is_read()) & F.col("val").isNotNull())
-        pos = F.struct("topic", "partition", "offset")
 
-        def first(cond: Column, *cols: str) -> Column:
-            return F.min(F.when(cond, F.struct("index", *cols)))
+        def at_first(cond: Column, col: str | Column) -> Column:
+            return F.min_by(col, F.when(cond, F.col("index")))
 
+        def spread(col: str) -> Column:
+            return F.min(F.when(is_position(), F.col(col))) != F.max(
+                F.when(is_position(), F.col(col))
+            )
+
+        ok = is_send("ok")
         return self.keep(
             seen.groupBy("hid", "val").agg(
-                first(is_send("invoke"), "time").alias("invoke"),
-                F.min(
-                    F.when(
-                        is_send("ok"),
-                        F.struct(
-                            "index",
-                            "time",
-                            "topic",
-                            "partition",
-                            F.coalesce("offset", F.lit(-1)).alias("offset"),
-                        ),
-                    )
-                ).alias("ack"),
+                F.min(F.when(is_send("invoke"), F.col("index"))).alias("invoke_index"),
+                at_first(is_send("invoke"), "time").alias("invoke_time"),
+                F.min(F.when(ok, F.col("index"))).alias("ack_index"),
+                at_first(ok, "time").alias("ack_time"),
+                at_first(ok, "topic").alias("topic"),
+                at_first(ok, "partition").alias("partition"),
+                at_first(ok, F.coalesce("offset", F.lit(-1))).alias("offset"),
                 F.min(F.when(is_send("fail"), F.col("index"))).alias("fail_index"),
-                first(is_read(), "time").alias("read"),
-                F.min(F.when(is_position(), pos)).alias("pos_lo"),
-                F.max(F.when(is_position(), pos)).alias("pos_hi"),
+                F.min(F.when(is_read(), F.col("index"))).alias("read_index"),
+                at_first(is_read(), "time").alias("read_time"),
+                (spread("topic") | spread("partition") | spread("offset")).alias("dup"),
                 F.min(F.when(is_position(), F.col("index"))).alias("pos_first"),
             )
+        )
+
+    @cached_property
+    def group_bits(self) -> DataFrame:
+        """(group, bit): one bit per consumer group, so "which groups read it" is a bit_or."""
+        names = sorted(r["group"] for r in self.members.select("group").distinct().collect())
+        if len(names) > MAX_GROUPS:
+            raise HistoryError(f"{len(names)} consumer groups; the checkers handle {MAX_GROUPS}")
+        spark = self.ops.sparkSession
+        return spark.createDataFrame(
+            [(g, 1 << i) for i, g in enumerate(names)], "group string, bit long"
         )
 
     @cached_property
     def per_position(self) -> DataFrame:
         """Everything about one partition offset: the values seen there, who read it.
 
-        ``readers`` are the consumer groups whose members read the offset
-        (groups are few, so the set stays tiny).
+        ``readers`` has the bit (``group_bits``) of every consumer group whose
+        members read the offset.
         """
-        groups = F.broadcast(self.members.select("hid", "process", F.col("group").alias("g")))
-        pos = self.positions.join(groups, ["hid", "process"], "left")
+        bits = self.members.join(F.broadcast(self.group_bits), "group")
+        pos = self.positions.join(
+            F.broadcast(bits.select("hid", "process", "bit")), ["hid", "process"], "left"
+        )
         return self.keep(
             pos.groupBy(*TP, "offset").agg(
                 F.min("val").alias("v_lo"),
                 F.max("val").alias("v_hi"),
                 F.min(F.when(F.col("val").isNotNull(), F.col("index"))).alias("first"),
                 F.max((~F.col("ack")).cast("int")).alias("read"),
-                F.collect_set(F.when(~F.col("ack"), F.col("g"))).alias("readers"),
+                F.coalesce(F.bit_or(F.when(~F.col("ack"), F.col("bit"))), F.lit(0)).alias(
+                    "readers"
+                ),
             )
         )
