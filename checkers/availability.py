@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql import SparkSession, Window
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from checkers.tables import Tables
+from checkers.tables import Tables, is_read, is_send
 
 NS = 1e9
 
@@ -22,20 +22,23 @@ def _second() -> F.Column:
     return F.floor(F.col("time") / F.lit(NS)).cast("long")
 
 
+def ack_times(t: Tables) -> DataFrame:
+    """(time) of every acked send, from the cached per-value table."""
+    return t.per_value.where(F.col("ack_index").isNotNull()).select(F.col("ack_time").alias("time"))
+
+
 def timeline(t: Tables) -> list[dict[str, Any]]:
     """Per second: sends acked/failed/indeterminate, records polled, ack latency.
 
     Counts come straight from the rows; latency (invoke -> ack) from the
     cached per-value table, so no join of sends to their invokes is needed.
     """
-    sends = (
-        t.sends.where(F.col("type") != "invoke")
-        .groupBy(_second().alias("t"))
-        .agg(
-            F.count(F.when(F.col("type") == "ok", 1)).alias("acked"),
-            F.count(F.when(F.col("type") == "fail", 1)).alias("failed"),
-            F.count(F.when(F.col("type") == "info", 1)).alias("info"),
-        )
+    counted = t.ops.where((is_send() & (F.col("type") != "invoke")) | is_read())
+    counts = counted.groupBy(_second().alias("t")).agg(
+        F.count(F.when(is_send("ok"), 1)).alias("acked"),
+        F.count(F.when(is_send("fail"), 1)).alias("failed"),
+        F.count(F.when(is_send("info"), 1)).alias("info"),
+        F.count(F.when(F.col("f") == "poll", 1)).alias("polled"),
     )
     acked = t.per_value.where(F.col("ack_index").isNotNull() & F.col("invoke_index").isNotNull())
     latency = (
@@ -49,8 +52,7 @@ def timeline(t: Tables) -> list[dict[str, Any]]:
             F.max("lat").alias("lat_max_ms"),
         )
     )
-    polls = t.reads.groupBy(_second().alias("t")).agg(F.count(F.lit(1)).alias("polled"))
-    rows = sends.join(latency, "t", "full").join(polls, "t", "full").orderBy("t").collect()
+    rows = counts.join(latency, "t", "full").orderBy("t").collect()
     out = []
     for r in rows:
         p = r["p"] or [None, None]
@@ -75,7 +77,7 @@ def longest_gap(t: Tables, start: int, end: int) -> tuple[float, float]:
     Gaps inside one second come from a window per second; gaps across seconds
     from each second's first and last ack, joined on the driver.
     """
-    acks = t.acks.select("time", _second().alias("t"))
+    acks = ack_times(t).select("time", _second().alias("t"))
     w = Window.partitionBy("t").orderBy("time")
     within = acks.select("t", "time", (F.col("time") - F.lag("time").over(w)).alias("gap"))
     per_second = (
@@ -146,7 +148,8 @@ def fault_rates(spark: SparkSession, t: Tables, found: list[dict[str, Any]]) -> 
     during = (F.col("time") >= F.col("start")) & (F.col("time") < F.col("end"))
     before = (F.col("time") >= F.col("start") - length) & (F.col("time") < F.col("start"))
     counts = (
-        t.acks.select("time", _second().alias("t"))
+        ack_times(t)
+        .select("time", _second().alias("t"))
         .join(F.broadcast(spans), "t")
         .groupBy("id")
         .agg(F.count(F.when(during, 1)).alias("d"), F.count(F.when(before, 1)).alias("b"))

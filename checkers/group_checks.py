@@ -96,7 +96,7 @@ def _liveness(t: Tables) -> DataFrame:
         .groupBy("hid", "process")
         .agg(F.min("index").alias("crash_index"), F.min("time").alias("crash_time"))
     )
-    return t.keep(t.members.join(crashes, ["hid", "process"], "left"))
+    return t.keep(t.members.join(crashes, ["hid", "process"], "left"), small=True)
 
 
 def _universe(t: Tables, intervals: DataFrame) -> DataFrame:
@@ -210,7 +210,7 @@ def commit_past_unread(t: Tables) -> DataFrame:
 
 
 def group_checks(t: Tables, grace_s: float, unowned_s: float) -> list[DataFrame]:
-    intervals = t.keep(ownership_intervals(t))  # three checks read it
+    intervals = t.keep(ownership_intervals(t), small=True)  # three checks read it
     return [
         double_ownership(t, intervals, grace_s),
         unowned(t, intervals, unowned_s),

@@ -18,7 +18,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from checkers.tables import TP, Tables, anomaly, is_position
+from checkers.tables import TP, Tables, anomaly, is_send
 
 STREAM = ["hid", "process", "topic", "partition", "send"]
 
@@ -41,47 +41,96 @@ def _resets(t: Tables) -> DataFrame:
     return named.unionByName(everything.select(*named.columns))
 
 
-def suspicious_pairs(t: Tables) -> DataFrame:
-    """Consecutive (previous -> this) entries of a stream that may be an anomaly (cached).
+PAIR = ["hid", "process", "topic", "partition", "send", "index"]
 
-    ``send`` streams: an ack at an offset not above the previous ack's.
-    Read streams: two reads in a row that go backwards or jump ahead.
+
+def _runs(t: Tables) -> DataFrame:
+    """Stream entries: one per ack, one per (poll line, partition) read, one per reset.
+
+    A poll's records of one partition are summarised by their first and last
+    offset and whether they are one ``straight`` run (offset - position
+    constant: consecutive offsets, in order).  Rows of one poll line sit side by
+    side, so this aggregates before any shuffle and the ordered pass below
+    sorts polls, not records.
     """
-    observed = t.ops.where(is_position()).select(
+    reads = (
+        t.reads.groupBy("hid", "process", "topic", "partition", "index")
+        .agg(
+            F.min_by("offset", "j").alias("first"),
+            F.max_by("offset", "j").alias("last"),
+            (F.min(F.col("offset") - F.col("j")) == F.max(F.col("offset") - F.col("j"))).alias(
+                "straight"
+            ),
+        )
+        .select("*", F.lit(False).alias("send"), F.lit(False).alias("reset"))
+    )
+    acks = t.ops.where(is_send("ok") & (F.col("offset") >= 0)).select(
         "hid",
         "process",
         "topic",
         "partition",
-        (F.col("f") == "send").alias("send"),
         "index",
-        F.coalesce("j", F.lit(-1)).alias("j"),
-        "offset",
-        (F.col("f") == "poll").alias("is_read"),
+        F.col("offset").alias("first"),
+        F.col("offset").alias("last"),
+        F.lit(True).alias("straight"),
+        F.lit(True).alias("send"),
+        F.lit(False).alias("reset"),
     )
     resets = _resets(t).select(
         "hid",
         "process",
         "topic",
         "partition",
-        F.lit(False).alias("send"),
         "index",
-        F.lit(-1).alias("j"),
-        F.lit(None).cast("long").alias("offset"),
-        F.lit(False).alias("is_read"),
+        F.lit(None).cast("long").alias("first"),
+        F.lit(None).cast("long").alias("last"),
+        F.lit(True).alias("straight"),
+        F.lit(False).alias("send"),
+        F.lit(True).alias("reset"),
     )
-    w = Window.partitionBy(*STREAM).orderBy("index", "j")
-    stream = observed.unionByName(resets).select(
+    return reads.unionByName(acks).unionByName(resets)
+
+
+def _suspicious(offset: str, prev: str) -> F.Column:
+    return (F.col(offset) <= F.col(prev)) | (F.col(offset) > F.col(prev) + 1)
+
+
+def suspicious_pairs(t: Tables) -> DataFrame:
+    """Consecutive (previous -> this) entries of a stream that may be an anomaly (cached).
+
+    ``send`` streams: an ack at an offset not above the previous ack's.
+    Read streams: two reads in a row, with no reset between, that go
+    backwards or jump ahead: across polls (previous poll's last record ->
+    this poll's first), and inside polls that are not one straight run.
+    """
+    w = Window.partitionBy(*STREAM).orderBy("index")
+    runs = _runs(t).select(
         "*",
-        F.lag("is_read").over(w).alias("prev_is_read"),
-        F.lag("offset").over(w).alias("prev_offset"),
+        F.lag("last").over(w).alias("prev_offset"),
+        F.lag("reset").over(w).alias("prev_reset"),
         F.lag("index").over(w).alias("prev_index"),
     )
-    backwards = F.col("offset") <= F.col("prev_offset")
-    jump = F.col("offset") > F.col("prev_offset") + 1
-    keep = (F.col("send") & backwards) | (
-        F.col("is_read") & F.col("prev_is_read") & (backwards | jump)
+    read_pair = ~F.col("send") & ~F.col("reset") & ~F.col("prev_reset")
+    across = runs.where(
+        (F.col("send") & (F.col("first") <= F.col("prev_offset")))
+        | (read_pair & _suspicious("first", "prev_offset"))
+    ).select(*PAIR, F.col("first").alias("offset"), "prev_offset", "prev_index")
+    poll = ["hid", "process", "topic", "partition", "index"]
+    crooked = runs.where(~F.col("straight")).select(*poll)
+    by_position = Window.partitionBy(*poll).orderBy("j")
+    inside = (
+        t.reads.join(crooked, poll, "left_semi")
+        .select(
+            *poll[:-1],
+            F.lit(False).alias("send"),
+            "index",
+            "offset",
+            F.lag("offset").over(by_position).alias("prev_offset"),
+            F.col("index").alias("prev_index"),
+        )
+        .where(_suspicious("offset", "prev_offset"))
     )
-    return t.keep(stream.where(keep))
+    return t.keep(across.unionByName(inside), small=True)
 
 
 def _next_known(t: Tables) -> DataFrame:

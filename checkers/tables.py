@@ -59,8 +59,15 @@ class Tables:
     ops: DataFrame
     _cached: list[DataFrame] = field(default_factory=list, repr=False)
 
-    def keep(self, df: DataFrame) -> DataFrame:
-        """Cache ``df`` until ``release()``: for tables several checks read."""
+    def keep(self, df: DataFrame, small: bool = False) -> DataFrame:
+        """Cache ``df`` until ``release()``: for tables several checks read.
+
+        A ``small`` table is gathered into one partition first: the checks
+        over it then run one task per stage instead of one per input split,
+        which is most of their cost.
+        """
+        if small:
+            df = df.repartition(1)
         self._cached.append(df.persist(StorageLevel.MEMORY_AND_DISK))
         return df
 
@@ -103,13 +110,13 @@ class Tables:
     @cached_property
     def control(self) -> DataFrame:
         """Every line that is neither a send nor a poll: membership, commits, faults."""
-        return self.keep(self.ops.where(~F.col("f").isin("send", "poll")))
+        return self.keep(self.ops.where(~F.col("f").isin("send", "poll")), small=True)
 
     @cached_property
     def drain_processes(self) -> DataFrame:
         """Processes of the final drain: they are not members of any group."""
         polls = self.ops.where((F.col("f") == "poll") & F.col("final"))
-        return self.keep(polls.select("hid", "process").distinct())
+        return self.keep(polls.select("hid", "process").distinct(), small=True)
 
     @cached_property
     def members(self) -> DataFrame:
@@ -123,7 +130,8 @@ class Tables:
                 F.min_by("group", "index").alias("group"),
                 F.min("index").alias("joined_index"),
                 F.min("time").alias("joined_time"),
-            )
+            ),
+            small=True,
         )
 
     @cached_property
@@ -131,7 +139,7 @@ class Tables:
         """Control lines of group members, each with the member's group."""
         ops = self.control.where(~F.col("nemesis")).drop("group")
         groups = F.broadcast(self.members.select("hid", "process", "group"))
-        return self.keep(ops.join(groups, ["hid", "process"]))
+        return self.keep(ops.join(groups, ["hid", "process"]), small=True)
 
     @cached_property
     def meta(self) -> DataFrame:
@@ -144,7 +152,8 @@ class Tables:
                 F.max("index").alias("end_index"),
                 F.coalesce(F.max(F.col("final").cast("int")), F.lit(0)).alias("final"),
                 F.min(F.when(F.col("final"), F.col("time"))).alias("drain_start"),
-            )
+            ),
+            small=True,
         )
 
     @cached_property
@@ -158,7 +167,8 @@ class Tables:
         return self.keep(
             self.positions.groupBy(*TP).agg(
                 F.max(F.when(~F.col("ack"), F.col("offset"))).alias("max_read")
-            )
+            ),
+            small=True,
         )
 
     # -- the two big aggregations -----------------------------------------------------
