@@ -19,12 +19,13 @@ from checkers.availability import availability, availability_check
 from checkers.group_checks import group_checks
 from checkers.lag import realtime_lag
 from checkers.load import load_history
-from checkers.poll_checks import poll_checks
+from checkers.poll_checks import poll_checks, suspicious_pairs
 from checkers.results import build_checks, check_result, severities, verdict, write_results
 from checkers.send_checks import send_checks
 from checkers.session import get_spark
 from checkers.tables import TP, Tables
 
+MAX_INDICES = 20  # indices kept per example: enough to prove it, bounded
 NEIGHBOURS = 3  # offsets either side of a lost value shown in its example
 MAX_SKIPPED = 100
 
@@ -62,10 +63,56 @@ def _rows(found: Found, check: str):
 
 def enrich(spark: SparkSession, t: Tables, found: Found) -> None:
     """Add the evidence that is only worth computing for shown examples, in place."""
-    for _, ex in _rows(found, "duplicate"):
-        ex["positions"] = [[p["topic"], p["partition"], p["offset"]] for p in ex["positions"]]
+    _duplicate_places(spark, t, found)
+    _offset_values(spark, t, found)
     _neighbours(spark, t, found)
     _skipped(spark, t, found)
+
+
+def _indices(col: str) -> F.Column:
+    return F.slice(F.sort_array(F.collect_set(col)), 1, MAX_INDICES)
+
+
+def _duplicate_places(spark: SparkSession, t: Tables, found: Found) -> None:
+    wanted = [(hid, ex["value"]) for hid, ex in _rows(found, "duplicate")]
+    if not wanted:
+        return
+    values = spark.createDataFrame(wanted, "hid int, val long")
+    rows = (
+        t.positions.join(F.broadcast(values), ["hid", "val"])
+        .groupBy("hid", "val")
+        .agg(
+            F.array_sort(F.collect_set(F.struct("topic", "partition", "offset"))).alias("p"),
+            _indices("index").alias("i"),
+        )
+        .collect()
+    )
+    by_key = {(r["hid"], r["val"]): r for r in rows}
+    for hid, ex in _rows(found, "duplicate"):
+        r = by_key[(hid, ex["value"])]
+        ex["positions"] = [[p["topic"], p["partition"], p["offset"]] for p in r["p"]]
+        ex["indices"] = list(r["i"])
+
+
+def _offset_values(spark: SparkSession, t: Tables, found: Found) -> None:
+    wanted = [
+        (hid, ex["topic"], ex["partition"], ex["offset"])
+        for hid, ex in _rows(found, "inconsistent-offsets")
+    ]
+    if not wanted:
+        return
+    places = spark.createDataFrame(wanted, "hid int, topic string, partition int, offset long")
+    rows = (
+        t.positions.where(F.col("val").isNotNull())
+        .join(F.broadcast(places), [*TP, "offset"])
+        .groupBy(*TP, "offset")
+        .agg(F.array_sort(F.collect_set("val")).alias("v"), _indices("index").alias("i"))
+        .collect()
+    )
+    by_key = {(r["hid"], r["topic"], r["partition"], r["offset"]): r for r in rows}
+    for hid, ex in _rows(found, "inconsistent-offsets"):
+        r = by_key[(hid, ex["topic"], ex["partition"], ex["offset"])]
+        ex["values"], ex["indices"] = list(r["v"]), list(r["i"])
 
 
 def _neighbours(spark: SparkSession, t: Tables, found: Found) -> None:
@@ -109,28 +156,28 @@ def _skipped(spark: SparkSession, t: Tables, found: Found) -> None:
     if not wanted:
         return
     jumps = spark.createDataFrame(wanted, "hid int, topic string, partition int, a long, b long")
-    known = t.positions.select(*TP, "offset").distinct()
+    known = t.per_position.select(*TP, "offset")
     rows = (
         known.join(F.broadcast(jumps), TP)
         .where((F.col("offset") > F.col("a")) & (F.col("offset") < F.col("b")))
         .groupBy(*TP, "a", "b")
-        .agg(F.slice(F.array_sort(F.collect_list("offset")), 1, MAX_SKIPPED).alias("s"))
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            F.slice(F.array_sort(F.collect_list("offset")), 1, MAX_SKIPPED).alias("s"),
+        )
         .collect()
     )
-    by_key = {(r["hid"], r["topic"], r["partition"], r["a"], r["b"]): list(r["s"]) for r in rows}
+    by_key = {(r["hid"], r["topic"], r["partition"], r["a"], r["b"]): r for r in rows}
     for hid, ex in _rows(found, "poll-skip"):
-        key = (hid, ex["topic"], ex["partition"], ex["from_offset"], ex["to_offset"])
-        ex["skipped"] = by_key.get(key, [])
+        r = by_key.get((hid, ex["topic"], ex["partition"], ex["from_offset"], ex["to_offset"]))
+        indices = ex.pop("indices")
+        ex["skipped_count"] = r["n"] if r else 0
+        ex["skipped"] = list(r["s"]) if r else []
+        ex["indices"] = indices
 
 
 def history_meta(t: Tables) -> dict[int, dict[str, Any]]:
-    rows = t.ops.groupBy("hid").agg(
-        F.count(F.lit(1)).alias("ops"),
-        F.coalesce(F.max(F.col("final").cast("int")), F.lit(0)).alias("final"),
-        F.max("time").alias("end_time"),
-        F.min(F.when(F.col("final"), F.col("time"))).alias("drain_start"),
-    )
-    return {r["hid"]: r.asDict() for r in rows.collect()}
+    return {r["hid"]: r.asDict() for r in t.meta.collect()}
 
 
 def analyse(
@@ -142,10 +189,24 @@ def analyse(
 ) -> dict[int, dict[str, Any]]:
     """Results for every history (hid) in ``ops``; ``examples=None`` keeps every anomaly."""
     t = Tables(ops)
+    try:
+        return _analyse(spark, t, config, examples, stats)
+    finally:
+        t.release()
+
+
+def _analyse(
+    spark: SparkSession,
+    t: Tables,
+    config: dict[str, Any],
+    examples: int | None,
+    stats: bool,
+) -> dict[int, dict[str, Any]]:
     checker = config.get("checker", {})
+    pairs = suspicious_pairs(t)
     frames = (
-        send_checks(t)
-        + poll_checks(t)
+        send_checks(t, pairs)
+        + poll_checks(t, pairs)
         + group_checks(
             t,
             float(checker.get("ownership_grace_s", 10.0)),
@@ -171,7 +232,14 @@ def analyse(
         }
     if stats:
         for hid, res in results.items():
-            _add_stats(spark, Tables(ops.where(F.col("hid") == hid)), res, meta[hid], config)
+            if len(results) == 1:
+                _add_stats(spark, t, res, meta[hid], config)
+                continue
+            one = Tables(t.ops.where(F.col("hid") == hid))
+            try:
+                _add_stats(spark, one, res, meta[hid], config)
+            finally:
+                one.release()
     for res in results.values():
         res["verdict"] = verdict(res["checks"])
     return results

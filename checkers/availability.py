@@ -12,7 +12,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from checkers.tables import Tables
+from checkers.tables import Tables, is_read, is_send
 
 NS = 1e9
 
@@ -22,40 +22,37 @@ def _second() -> F.Column:
     return F.floor(F.col("time") / F.lit(NS)).cast("long")
 
 
-def _send_latency(t: Tables) -> DataFrame:
-    """Send completions with their second and invoke->completion latency (ms)."""
-    invokes = t.sends.where(F.col("type") == "invoke").select(
-        "hid", "val", F.col("time").alias("invoke_time")
-    )
-    done = t.sends.where(F.col("type") != "invoke")
-    return done.join(invokes, ["hid", "val"], "left").select(
-        "type",
-        "time",
-        _second().alias("t"),
-        ((F.col("time") - F.col("invoke_time")) / 1e6).alias("lat"),
-    )
+def ack_times(t: Tables) -> DataFrame:
+    """(time) of every acked send, from the cached per-value table."""
+    return t.per_value.where(F.col("ack_index").isNotNull()).select(F.col("ack_time").alias("time"))
 
 
 def timeline(t: Tables) -> list[dict[str, Any]]:
-    sends = (
-        _send_latency(t)
+    """Per second: sends acked/failed/indeterminate, records polled, ack latency.
+
+    Counts come straight from the rows; latency (invoke -> ack) from the
+    cached per-value table, so no join of sends to their invokes is needed.
+    """
+    counted = t.ops.where((is_send() & (F.col("type") != "invoke")) | is_read())
+    counts = counted.groupBy(_second().alias("t")).agg(
+        F.count(F.when(is_send("ok"), 1)).alias("acked"),
+        F.count(F.when(is_send("fail"), 1)).alias("failed"),
+        F.count(F.when(is_send("info"), 1)).alias("info"),
+        F.count(F.when(F.col("f") == "poll", 1)).alias("polled"),
+    )
+    acked = t.per_value.where(F.col("ack_index").isNotNull() & F.col("invoke_index").isNotNull())
+    latency = (
+        acked.select(
+            F.floor(F.col("ack_time") / F.lit(NS)).cast("long").alias("t"),
+            ((F.col("ack_time") - F.col("invoke_time")) / 1e6).alias("lat"),
+        )
         .groupBy("t")
         .agg(
-            F.count(F.when(F.col("type") == "ok", 1)).alias("acked"),
-            F.count(F.when(F.col("type") == "fail", 1)).alias("failed"),
-            F.count(F.when(F.col("type") == "info", 1)).alias("info"),
-            F.percentile_approx(F.when(F.col("type") == "ok", F.col("lat")), [0.5, 0.99]).alias(
-                "p"
-            ),
-            F.max(F.when(F.col("type") == "ok", F.col("lat"))).alias("lat_max_ms"),
+            F.percentile_approx("lat", [0.5, 0.99]).alias("p"),
+            F.max("lat").alias("lat_max_ms"),
         )
     )
-    polls = (
-        t.ops.where((F.col("f") == "poll") & (F.col("type") == "ok"))
-        .groupBy(_second().alias("t"))
-        .agg(F.sum(F.size("records")).alias("polled"))
-    )
-    rows = sends.join(polls, "t", "full").orderBy("t").collect()
+    rows = counts.join(latency, "t", "full").orderBy("t").collect()
     out = []
     for r in rows:
         p = r["p"] or [None, None]
@@ -80,7 +77,7 @@ def longest_gap(t: Tables, start: int, end: int) -> tuple[float, float]:
     Gaps inside one second come from a window per second; gaps across seconds
     from each second's first and last ack, joined on the driver.
     """
-    acks = t.acks.select("time", _second().alias("t"))
+    acks = ack_times(t).select("time", _second().alias("t"))
     w = Window.partitionBy("t").orderBy("time")
     within = acks.select("t", "time", (F.col("time") - F.lag("time").over(w)).alias("gap"))
     per_second = (
@@ -109,7 +106,7 @@ def longest_gap(t: Tables, start: int, end: int) -> tuple[float, float]:
 
 
 def faults(t: Tables, end_time: int) -> list[dict[str, Any]]:
-    lines = t.ops.where(F.col("nemesis") & F.col("fault_id").isNotNull())
+    lines = t.control.where(F.col("nemesis") & F.col("fault_id").isNotNull())
     rows = (
         lines.groupBy("fault_id")
         .agg(
@@ -143,11 +140,17 @@ def fault_rates(spark: SparkSession, t: Tables, found: list[dict[str, Any]]) -> 
         [(f["id"], f["start"], f["end"]) for f in found], "id long, start long, end long"
     )
     length = F.col("end") - F.col("start")
+    # Each span is cut into the seconds it covers, so acks join it on their
+    # second (an equi-join) instead of every ack meeting every fault.
+    first_s = F.floor((F.col("start") - length) / F.lit(NS)).cast("long")
+    last_s = F.floor((F.col("end") - 1) / F.lit(NS)).cast("long")
+    spans = spans.withColumn("t", F.explode(F.sequence(F.greatest(first_s, F.lit(0)), last_s)))
     during = (F.col("time") >= F.col("start")) & (F.col("time") < F.col("end"))
     before = (F.col("time") >= F.col("start") - length) & (F.col("time") < F.col("start"))
     counts = (
-        t.acks.select("time")
-        .join(F.broadcast(spans), during | before)
+        ack_times(t)
+        .select("time", _second().alias("t"))
+        .join(F.broadcast(spans), "t")
         .groupBy("id")
         .agg(F.count(F.when(during, 1)).alias("d"), F.count(F.when(before, 1)).alias("b"))
         .collect()

@@ -19,18 +19,13 @@ KEY = ["hid", "group", "process", "topic", "partition"]
 GTP = ["hid", "group", "topic", "partition"]
 
 
-def _member_ops(t: Tables) -> DataFrame:
-    ops = t.ops.where(~F.col("nemesis")).drop("group")
-    return ops.join(t.members.select("hid", "process", "group"), ["hid", "process"])
-
-
 def _tp(col: str) -> F.Column:
     return F.explode(col).alias("tp")
 
 
 def ownership_intervals(t: Tables) -> DataFrame:
     """One row per ownership run: KEY + (s_index, s_time, e_index, e_time)."""
-    ops = _member_ops(t)
+    ops = t.member_ops
     base = ["hid", "group", "process", "index", "time"]
     rebal = ops.where(F.col("f") == "rebalance")
     gained = rebal.select(*base, _tp("assigned"), F.lit(True).alias("owned"))
@@ -97,21 +92,21 @@ def double_ownership(t: Tables, intervals: DataFrame, grace_s: float) -> DataFra
 def _liveness(t: Tables) -> DataFrame:
     """(hid, group, process, joined_index, joined_time, crash_index, crash_time) per member."""
     crashes = (
-        t.ops.where(F.col("f") == "crash")
+        t.control.where(F.col("f") == "crash")
         .groupBy("hid", "process")
         .agg(F.min("index").alias("crash_index"), F.min("time").alias("crash_time"))
     )
-    return t.members.join(crashes, ["hid", "process"], "left")
+    return t.keep(t.members.join(crashes, ["hid", "process"], "left"), small=True)
 
 
 def _universe(t: Tables, intervals: DataFrame) -> DataFrame:
     """(hid, group, topic, partition) the group is meant to cover."""
-    subs = _member_ops(t).where(F.col("f") == "subscribe")
+    subs = t.member_ops.where(F.col("f") == "subscribe")
     topics = subs.select("hid", "group", F.explode("topics").alias("topic"))
     topics = topics.unionByName(intervals.select("hid", "group", "topic")).distinct()
-    commits = t.ops.where(F.col("f") == "commit").select("hid", F.explode("offsets").alias("o"))
+    commits = t.control.where(F.col("f") == "commit").select("hid", F.explode("offsets").alias("o"))
     parts = (
-        t.positions.select(*TP)
+        t.partitions.select(*TP)
         .unionByName(intervals.select(*TP))
         .unionByName(commits.select("hid", "o.topic", "o.partition"))
         .distinct()
@@ -184,7 +179,7 @@ def unowned(t: Tables, intervals: DataFrame, threshold_s: float) -> DataFrame:
 
 
 def commit_past_unread(t: Tables) -> DataFrame:
-    commits = _member_ops(t).where((F.col("f") == "commit") & (F.col("type") == "ok"))
+    commits = t.member_ops.where((F.col("f") == "commit") & (F.col("type") == "ok"))
     commits = commits.select("hid", "group", "index", F.explode("offsets").alias("o")).select(
         "hid", "group", "index", "o.topic", "o.partition", F.col("o.offset").alias("c")
     )
@@ -192,13 +187,11 @@ def commit_past_unread(t: Tables) -> DataFrame:
         F.max("c").alias("committed_offset"),
         F.min_by("index", F.struct(-F.col("c"), F.col("index"))).alias("commit_index"),
     )
-    members = t.members.select("hid", "process", "group")
-    read_by_group = t.reads.join(members, ["hid", "process"]).select(*GTP, "offset").distinct()
-    read_by_anyone = t.reads.select(*TP, "offset").distinct()
-    unread = (
-        top.join(read_by_anyone, TP)
-        .where(F.col("offset") < F.col("committed_offset"))
-        .join(read_by_group, GTP + ["offset"], "left_anti")
+    top = top.join(F.broadcast(t.group_bits), "group")
+    read = t.per_position.where(F.col("read") == 1)
+    unread = read.join(F.broadcast(top), TP).where(
+        (F.col("offset") < F.col("committed_offset"))
+        & (F.col("readers").bitwiseAND(F.col("bit")) == 0)
     )
     bad = unread.groupBy(*GTP, "committed_offset", "commit_index").agg(
         F.slice(F.array_sort(F.collect_list("offset")), 1, 100).alias("unread_offsets")
@@ -217,7 +210,7 @@ def commit_past_unread(t: Tables) -> DataFrame:
 
 
 def group_checks(t: Tables, grace_s: float, unowned_s: float) -> list[DataFrame]:
-    intervals = ownership_intervals(t)
+    intervals = t.keep(ownership_intervals(t), small=True)  # three checks read it
     return [
         double_ownership(t, intervals, grace_s),
         unowned(t, intervals, unowned_s),

@@ -13,36 +13,28 @@ WORST = 5
 
 
 def realtime_lag(t: Tables) -> dict[str, Any]:
-    first_read = (
-        t.reads.where(F.col("val").isNotNull())
-        .groupBy("hid", "val")
-        .agg(F.min_by(F.struct("time", "index"), "index").alias("r"))
-    )
-    lags = (
-        t.acks.join(first_read, ["hid", "val"])
-        .select(
-            "val",
-            F.col("index").alias("ack_index"),
-            F.col("r.index").alias("read_index"),
-            ((F.col("r.time") - F.col("time")) / 1e6).alias("lag"),
-        )
-        .cache()
+    pv = t.per_value.where(F.col("ack_index").isNotNull() & F.col("read_index").isNotNull())
+    lags = pv.select(
+        "val",
+        "ack_index",
+        "read_index",
+        ((F.col("read_time") - F.col("ack_time")) / 1e6).alias("lag"),
     )
     bucket = F.lit(None).cast("int")
     for i, edge in reversed(list(enumerate(BUCKETS_MS))):
         bucket = F.when(F.col("lag") <= edge, i).otherwise(bucket)
-    summary = lags.agg(
+    lags = lags.withColumn("b", bucket)
+    summary = lags.agg(  # one pass: figures and histogram together
         F.count("lag").alias("count"),
         F.percentile_approx("lag", [0.5, 0.95, 0.99]).alias("p"),
         F.max("lag").alias("max"),
         F.mean("lag").alias("mean"),
+        *[F.count(F.when(F.col("b") == i, 1)).alias(f"b{i}") for i in range(len(BUCKETS_MS))],
+        F.count(F.when(F.col("b").isNull(), 1)).alias("b_over"),
     ).first()
-    hist = {
-        r["b"]: r["n"]
-        for r in lags.groupBy(bucket.alias("b")).agg(F.count("*").alias("n")).collect()
-    }
+    hist = {i: summary[f"b{i}"] for i in range(len(BUCKETS_MS))}
+    hist[None] = summary["b_over"]
     worst = lags.orderBy(F.desc("lag")).limit(WORST).collect()
-    lags.unpersist()
     p = summary["p"] or [None, None, None]
     return {
         "count": summary["count"],

@@ -1,10 +1,16 @@
-"""history.jsonl -> one flat Spark DataFrame of operations (and its Parquet cache).
+"""history.jsonl -> one Spark table of *rows* (and its Parquet cache).
+
+A row is one history line, except that a poll's records are exploded into one
+row each (``j`` = position in the poll, ``topic/partition/offset/val`` = the
+record).  Sends carry the same four columns from their value, so "every
+observation of a value at an offset" is a single filter, not a union.  This
+shape is what makes the checkers fast: every check reads a few flat columns.
 
 Spark parses the JSON with an explicit schema in permissive mode, which is
 fast at 1e7 lines.  Only if that finds a malformed row do we fall back to a
 line-by-line Python scan, whose only job is to name the first bad line.  The
-flattened form is written to ``history.parquet`` beside the history so that a
-re-check (or the report) skips the JSON parse.
+rows are written to ``history.parquet`` beside the history so that a re-check
+(or the report) skips the JSON parse.
 
 Every row carries ``hid`` (history id, the optional top-level ``hid`` field,
 default 0) so that many small histories can be judged in one Spark job.
@@ -56,9 +62,10 @@ def _triples(col: str) -> F.Column:
 
 
 def _flatten(raw: DataFrame) -> DataFrame:
+    """One row per line, a poll's records exploded (``j`` null for lines that are not polls)."""
     v = "value."
     nemesis = F.col("process") == "nemesis"
-    return raw.select(
+    lines = raw.select(
         F.coalesce("hid", F.lit(0)).alias("hid"),
         "index",
         "time",
@@ -67,13 +74,11 @@ def _flatten(raw: DataFrame) -> DataFrame:
         "type",
         "f",
         F.col(v + "topic").alias("topic"),
-        F.col(v + "key").alias("key"),
         F.col(v + "value").alias("val"),
         F.col(v + "partition").alias("partition"),
         F.col(v + "offset").alias("offset"),
         F.col(v + "error").alias("error"),
         F.coalesce(F.col(v + "final"), F.lit(False)).alias("final"),
-        F.col(v + "records").alias("records"),
         F.col(v + "group").alias("group"),
         F.col(v + "topics").alias("topics"),
         _pairs(v + "partitions").alias("partitions"),
@@ -86,7 +91,23 @@ def _flatten(raw: DataFrame) -> DataFrame:
         F.col(v + "reason").alias("reason"),
         "_bad",
         "_corrupt",
+        F.posexplode_outer(v + "records").alias("j", "r"),
     )
+    record = F.col("j").isNotNull()
+    return lines.select(
+        *[c for c in lines.columns if c not in ("topic", "val", "partition", "offset", "j", "r")],
+        "j",
+        *[
+            F.when(record, F.col(f"r.{name}")).otherwise(F.col(col)).alias(col)
+            for name, col in (("topic", "topic"), ("value", "val"), ("partition", "partition"))
+        ],
+        F.when(record, F.col("r.offset")).otherwise(F.col("offset")).alias("offset"),
+    )
+
+
+def line_rows() -> F.Column:
+    """True once per history line (a poll with n records has n rows)."""
+    return F.col("j").isNull() | (F.col("j") == 0)
 
 
 def _bad_row() -> F.Column:
@@ -126,8 +147,8 @@ def validate(flat: DataFrame, history: Path) -> DataFrame:
     stats = (
         flat.groupBy("hid")
         .agg(
-            F.sum(F.col("_bad").cast("long")).alias("bad"),
-            F.count(F.when(~F.col("_bad"), 1)).alias("n"),
+            F.sum((F.col("_bad") & line_rows()).cast("long")).alias("bad"),
+            F.count(F.when(~F.col("_bad") & line_rows(), 1)).alias("n"),
             F.min(F.when(~F.col("_bad"), F.col("index"))).alias("lo"),
             F.max(F.when(~F.col("_bad"), F.col("index"))).alias("hi"),
         )

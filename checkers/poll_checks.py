@@ -1,4 +1,4 @@
-"""Per-consumer read order: nonmonotonic-poll and poll-skip.
+"""Read and ack order: nonmonotonic-poll, poll-skip (and the pairs nonmonotonic-send uses).
 
 A consumer process reads each partition in offset order until something
 legitimately moves its position: a subscribe/assign by that process, or a
@@ -6,7 +6,11 @@ rebalance callback of that process naming the partition (assigned or revoked;
 it may then resume from the committed offset).  Resets and reads are merged
 into one stream per (process, partition) ordered by history index (reads of
 one poll by their position in it), so "consecutive reads with no reset in
-between" is simply "this row and the previous row are both reads".
+between" is simply "this row and the previous row are both reads".  A
+producer's acks per partition form a stream of their own.
+
+All streams are ordered in one window pass, and only the few suspicious
+consecutive pairs are kept (cached) for the checks.
 """
 
 from __future__ import annotations
@@ -14,13 +18,14 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from checkers.tables import TP, Tables, anomaly
+from checkers.tables import TP, Tables, anomaly, is_send
 
-STREAM = ["hid", "process", "topic", "partition"]
+STREAM = ["hid", "process", "topic", "partition", "send"]
 
 
 def _resets(t: Tables) -> DataFrame:
-    ops = t.ops.where(~F.col("nemesis"))
+    """(hid, process, index, topic, partition): lines that may move a read position."""
+    ops = t.control.where(~F.col("nemesis"))
     rebalances = ops.where(F.col("f") == "rebalance").select(
         "hid",
         "process",
@@ -31,62 +36,139 @@ def _resets(t: Tables) -> DataFrame:
     )
     named = rebalances.select("hid", "process", "index", "tp.topic", "tp.partition")
     joins = ops.where(F.col("f").isin("subscribe", "assign")).select("hid", "process", "index")
-    streams = t.reads.select(*STREAM).distinct()
+    streams = t.reads.select("hid", "process", "topic", "partition").distinct()
     everything = joins.join(streams, ["hid", "process"])
     return named.unionByName(everything.select(*named.columns))
 
 
-def read_pairs(t: Tables) -> DataFrame:
-    """Consecutive reads (prev -> this) of one process and partition with no reset between."""
-    reads = t.reads.select(*STREAM, "index", "j", "offset", F.lit(True).alias("is_read"))
-    resets = _resets(t).select(
-        *STREAM,
-        "index",
-        F.lit(-1).alias("j"),
-        F.lit(None).cast("long").alias("offset"),
-        F.lit(False).alias("is_read"),
+PAIR = ["hid", "process", "topic", "partition", "send", "index"]
+
+
+def _runs(t: Tables) -> DataFrame:
+    """Stream entries: one per ack, one per (poll line, partition) read, one per reset.
+
+    A poll's records of one partition are summarised by their first and last
+    offset and whether they are one ``straight`` run (offset - position
+    constant: consecutive offsets, in order).  Rows of one poll line sit side by
+    side, so this aggregates before any shuffle and the ordered pass below
+    sorts polls, not records.
+    """
+    reads = (
+        t.reads.groupBy("hid", "process", "topic", "partition", "index")
+        .agg(
+            F.min_by("offset", "j").alias("first"),
+            F.max_by("offset", "j").alias("last"),
+            (F.min(F.col("offset") - F.col("j")) == F.max(F.col("offset") - F.col("j"))).alias(
+                "straight"
+            ),
+        )
+        .select("*", F.lit(False).alias("send"), F.lit(False).alias("reset"))
     )
-    w = Window.partitionBy(*STREAM).orderBy("index", "j")
-    stream = reads.unionByName(resets).select(
+    acks = t.ops.where(is_send("ok") & (F.col("offset") >= 0)).select(
+        "hid",
+        "process",
+        "topic",
+        "partition",
+        "index",
+        F.col("offset").alias("first"),
+        F.col("offset").alias("last"),
+        F.lit(True).alias("straight"),
+        F.lit(True).alias("send"),
+        F.lit(False).alias("reset"),
+    )
+    resets = _resets(t).select(
+        "hid",
+        "process",
+        "topic",
+        "partition",
+        "index",
+        F.lit(None).cast("long").alias("first"),
+        F.lit(None).cast("long").alias("last"),
+        F.lit(True).alias("straight"),
+        F.lit(False).alias("send"),
+        F.lit(True).alias("reset"),
+    )
+    return reads.unionByName(acks).unionByName(resets)
+
+
+def _suspicious(offset: str, prev: str) -> F.Column:
+    return (F.col(offset) <= F.col(prev)) | (F.col(offset) > F.col(prev) + 1)
+
+
+def suspicious_pairs(t: Tables) -> DataFrame:
+    """Consecutive (previous -> this) entries of a stream that may be an anomaly (cached).
+
+    ``send`` streams: an ack at an offset not above the previous ack's.
+    Read streams: two reads in a row, with no reset between, that go
+    backwards or jump ahead: across polls (previous poll's last record ->
+    this poll's first), and inside polls that are not one straight run.
+    """
+    w = Window.partitionBy(*STREAM).orderBy("index")
+    runs = _runs(t).select(
         "*",
-        F.lag("is_read").over(w).alias("prev_is_read"),
-        F.lag("offset").over(w).alias("prev_offset"),
+        F.lag("last").over(w).alias("prev_offset"),
+        F.lag("reset").over(w).alias("prev_reset"),
         F.lag("index").over(w).alias("prev_index"),
     )
-    return stream.where(F.col("is_read") & F.col("prev_is_read"))
+    read_pair = ~F.col("send") & ~F.col("reset") & ~F.col("prev_reset")
+    across = runs.where(
+        (F.col("send") & (F.col("first") <= F.col("prev_offset")))
+        | (read_pair & _suspicious("first", "prev_offset"))
+    ).select(*PAIR, F.col("first").alias("offset"), "prev_offset", "prev_index")
+    poll = ["hid", "process", "topic", "partition", "index"]
+    crooked = runs.where(~F.col("straight")).select(*poll)
+    by_position = Window.partitionBy(*poll).orderBy("j")
+    inside = (
+        t.reads.join(crooked, poll, "left_semi")
+        .select(
+            *poll[:-1],
+            F.lit(False).alias("send"),
+            "index",
+            "offset",
+            F.lag("offset").over(by_position).alias("prev_offset"),
+            F.col("index").alias("prev_index"),
+        )
+        .where(_suspicious("offset", "prev_offset"))
+    )
+    return t.keep(across.unionByName(inside), small=True)
 
 
-def _known_ranks(t: Tables) -> DataFrame:
-    """Dense rank of every offset known to hold a value, per partition."""
-    known = t.positions.select(*TP, "offset").distinct()
+def _next_known(t: Tables) -> DataFrame:
+    """(hid, topic, partition, prev_offset, next_known): the next offset known to hold a value."""
     w = Window.partitionBy(*TP).orderBy("offset")
-    return known.withColumn("rank", F.dense_rank().over(w))
+    return t.per_position.select(
+        *TP, F.col("offset").alias("prev_offset"), F.lead("offset").over(w).alias("next_known")
+    )
 
 
-def _fields(*extra: F.Column) -> list:
+def _fields() -> list:
     return [
         "process",
         "topic",
         "partition",
         F.col("prev_offset").alias("from_offset"),
         F.col("offset").alias("to_offset"),
-        *extra,
         F.array_distinct(F.array("prev_index", "index")).alias("indices"),
     ]
 
 
-def poll_checks(t: Tables) -> list[DataFrame]:
-    pairs = read_pairs(t)
-    backwards = pairs.where(F.col("offset") <= F.col("prev_offset"))
-    jumps = pairs.where(F.col("offset") > F.col("prev_offset") + 1)
-    ranks = _known_ranks(t)
-    ranked = jumps.join(ranks.withColumnRenamed("rank", "r_to"), TP + ["offset"]).join(
-        ranks.withColumnRenamed("offset", "prev_offset").withColumnRenamed("rank", "r_from"),
-        TP + ["prev_offset"],
-    )
-    skips = ranked.where(F.col("r_to") - F.col("r_from") > 1)
-    skipped_count = (F.col("r_to") - F.col("r_from") - 1).alias("skipped_count")
+def poll_checks(t: Tables, pairs: DataFrame) -> list[DataFrame]:
+    """nonmonotonic-poll and poll-skip; ``skipped``/``skipped_count`` come from ``enrich``.
+
+    A jump skips data when the next offset known to hold a value after where
+    the consumer was lies before where it landed.  The ordered pass over every
+    known offset that this needs only runs when some read jumped at all.
+    """
+    reads = pairs.where(~F.col("send"))
+    backwards = reads.where(F.col("offset") <= F.col("prev_offset"))
+    jumps = reads.where(F.col("offset") > F.col("prev_offset") + 1)
+    if jumps.isEmpty():
+        skips = jumps
+    else:
+        skips = jumps.join(_next_known(t), TP + ["prev_offset"]).where(
+            F.col("next_known") < F.col("offset")
+        )
     return [
         anomaly(backwards, "nonmonotonic-poll", F.col("index"), *_fields()),
-        anomaly(skips, "poll-skip", F.col("index"), *_fields(skipped_count)),
+        anomaly(skips, "poll-skip", F.col("index"), *_fields()),
     ]

@@ -1,19 +1,18 @@
 """Checks about what was written: lost-write, unseen, duplicate, inconsistent-offsets,
 failed-write-read and nonmonotonic-send (definitions in docs/results.md).
+
+All but nonmonotonic-send are filters of the two cached aggregations in
+checkers/tables.py.  Evidence that is costly to gather for every anomaly (all
+positions of a duplicate, all values at an offset) is added afterwards, only
+for the examples shown (checkers/api.py ``enrich``).
 """
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from checkers.tables import TP, Tables, anomaly
-
-MAX_INDICES = 20  # indices kept per example: enough to prove it, bounded for huge histories
-
-
-def _indices(col: str) -> F.Column:
-    return F.slice(F.sort_array(F.collect_set(col)), 1, MAX_INDICES)
 
 
 def _pair(*cols: str) -> F.Column:
@@ -21,25 +20,10 @@ def _pair(*cols: str) -> F.Column:
     return F.array_sort(F.filter(F.array(*cols), lambda x: x.isNotNull())).alias("indices")
 
 
-def never_read(t: Tables) -> DataFrame:
-    """Acked values no poll returned, with the highest offset read in their partition."""
-    acked = t.acks.groupBy("hid", "val").agg(
-        F.min_by(F.struct("index", "topic", "partition", "offset"), "index").alias("a")
-    )
-    acked = acked.select("hid", "val", "a.*").withColumnRenamed("index", "ack_index")
-    read_vals = t.reads.where(F.col("val").isNotNull()).select("hid", "val").distinct()
-    unread = acked.join(read_vals, ["hid", "val"], "left_anti")
-    max_read = t.reads.groupBy(*TP).agg(F.max("offset").alias("max_read"))
-    invokes = (
-        t.sends.where(F.col("type") == "invoke")
-        .groupBy("hid", "val")
-        .agg(F.min("index").alias("invoke_index"))
-    )
-    return unread.join(max_read, TP, "left").join(invokes, ["hid", "val"], "left")
-
-
 def lost_and_unseen(t: Tables) -> tuple[DataFrame, DataFrame]:
-    missing = never_read(t)
+    """Acked values no poll returned: lost when a later offset of the partition was read."""
+    unread = t.per_value.where(F.col("ack_index").isNotNull() & F.col("read_index").isNull())
+    missing = unread.join(F.broadcast(t.partitions), TP, "left")
     fields = [
         F.col("val").alias("value"),
         "topic",
@@ -58,46 +42,19 @@ def lost_and_unseen(t: Tables) -> tuple[DataFrame, DataFrame]:
 
 
 def duplicate(t: Tables) -> DataFrame:
-    pos = t.positions.where(F.col("val").isNotNull())
-    per_value = pos.groupBy("hid", "val").agg(
-        F.array_sort(F.collect_set(F.struct("topic", "partition", "offset"))).alias("positions"),
-        _indices("index").alias("indices"),
-        F.min("index").alias("first"),
-    )
-    dup = per_value.where(F.size("positions") > 1)
-    return anomaly(
-        dup, "duplicate", F.col("first"), F.col("val").alias("value"), "positions", "indices"
-    )
+    """One value seen at two places; ``positions``/``indices`` come from ``enrich``."""
+    dup = t.per_value.where("dup")
+    return anomaly(dup, "duplicate", F.col("pos_first"), F.col("val").alias("value"))
 
 
 def inconsistent_offsets(t: Tables) -> DataFrame:
-    pos = t.positions.where(F.col("val").isNotNull())
-    per_offset = pos.groupBy(*TP, "offset").agg(
-        F.array_sort(F.collect_set("val")).alias("values"),
-        _indices("index").alias("indices"),
-        F.min("index").alias("first"),
-    )
-    bad = per_offset.where(F.size("values") > 1)
-    return anomaly(
-        bad,
-        "inconsistent-offsets",
-        F.col("first"),
-        "topic",
-        "partition",
-        "offset",
-        "values",
-        "indices",
-    )
+    """One offset with two values; ``values``/``indices`` come from ``enrich``."""
+    bad = t.per_position.where(F.col("v_lo") != F.col("v_hi"))
+    return anomaly(bad, "inconsistent-offsets", F.col("first"), "topic", "partition", "offset")
 
 
 def failed_write_read(t: Tables) -> DataFrame:
-    fails = (
-        t.sends.where(F.col("type") == "fail")
-        .groupBy("hid", "val")
-        .agg(F.min("index").alias("fail_index"))
-    )
-    reads = t.reads.groupBy("hid", "val").agg(F.min("index").alias("read_index"))
-    bad = fails.join(reads, ["hid", "val"])
+    bad = t.per_value.where(F.col("fail_index").isNotNull() & F.col("read_index").isNotNull())
     return anomaly(
         bad,
         "failed-write-read",
@@ -109,20 +66,9 @@ def failed_write_read(t: Tables) -> DataFrame:
     )
 
 
-def nonmonotonic_send(t: Tables) -> DataFrame:
+def nonmonotonic_send(pairs: DataFrame) -> DataFrame:
     """Consecutive acks of one producer process to one partition whose offset did not grow."""
-    w = Window.partitionBy("hid", "process", "topic", "partition").orderBy("index")
-    acks = t.acks.where(F.col("offset") >= 0).select(
-        "hid",
-        "process",
-        "topic",
-        "partition",
-        "offset",
-        "index",
-        F.lag("offset").over(w).alias("prev_offset"),
-        F.lag("index").over(w).alias("prev_index"),
-    )
-    bad = acks.where(F.col("offset") <= F.col("prev_offset"))
+    bad = pairs.where(F.col("send"))  # only backwards ack pairs are kept
     return anomaly(
         bad,
         "nonmonotonic-send",
@@ -136,7 +82,7 @@ def nonmonotonic_send(t: Tables) -> DataFrame:
     )
 
 
-def send_checks(t: Tables) -> list[DataFrame]:
+def send_checks(t: Tables, pairs: DataFrame) -> list[DataFrame]:
     lost, unseen = lost_and_unseen(t)
     return [
         lost,
@@ -144,5 +90,5 @@ def send_checks(t: Tables) -> list[DataFrame]:
         duplicate(t),
         inconsistent_offsets(t),
         failed_write_read(t),
-        nonmonotonic_send(t),
+        nonmonotonic_send(pairs),
     ]

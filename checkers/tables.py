@@ -1,18 +1,28 @@
-"""Derived tables every check family shares (acks, reads, positions, consumers).
+"""Derived tables every check family shares, built so big histories stay cheap.
 
-Built once per history DataFrame as lazy Spark plans; Spark reuses the
-exchanges they share when the checks run together.
+The expensive work of judging a history is a handful of shuffles over its
+observations; everything else is small.  So the heavy aggregations are made
+once and cached (``per_value``: everything known about one sent value,
+``per_position``: everything known about one partition offset), and the small
+tables (membership lines, per-partition figures) are cached too, because many
+checks read them.  Each check then only filters and joins small or cached data.
+Call ``release()`` when done, so a long-lived session (the tests) frees memory.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from checkers.load import line_rows
+from harness.errors import HistoryError
+
 TP = ["hid", "topic", "partition"]
+MAX_GROUPS = 63  # consumer groups per history: one bit each in a long
 
 
 def to_json(*cols: Column) -> Column:
@@ -27,13 +37,50 @@ def anomaly(df: DataFrame, check: str, sort_key: Column, *fields: Column) -> Dat
     )
 
 
+def is_send(type_: str | None = None) -> Column:
+    cond = F.col("f") == "send"
+    return cond if type_ is None else cond & (F.col("type") == type_)
+
+
+def is_read() -> Column:
+    """A polled record (a poll line with no records has a row with ``j`` null)."""
+    return (F.col("f") == "poll") & (F.col("type") == "ok") & F.col("j").isNotNull()
+
+
+def is_position() -> Column:
+    """An observation of a value at an offset: an ack that carries one, or a read."""
+    return (is_send("ok") & (F.col("offset") >= 0)) | is_read()
+
+
 @dataclass
 class Tables:
+    """Views of one rows table (see checkers/load.py): a poll line has one row per record."""
+
     ops: DataFrame
+    _cached: list[DataFrame] = field(default_factory=list, repr=False)
+
+    def keep(self, df: DataFrame, small: bool = False) -> DataFrame:
+        """Cache ``df`` until ``release()``: for tables several checks read.
+
+        A ``small`` table is gathered into one partition first: the checks
+        over it then run one task per stage instead of one per input split,
+        which is most of their cost.
+        """
+        if small:
+            df = df.repartition(1)
+        self._cached.append(df.persist(StorageLevel.MEMORY_AND_DISK))
+        return df
+
+    def release(self) -> None:
+        for df in self._cached:
+            df.unpersist()
+        self._cached.clear()
+
+    # -- plain views (filters of the rows table) --------------------------------------
 
     @cached_property
     def sends(self) -> DataFrame:
-        return self.ops.where(F.col("f") == "send").select(
+        return self.ops.where(is_send()).select(
             "hid", "index", "time", "process", "type", "topic", "partition", "offset", "val"
         )
 
@@ -47,61 +94,152 @@ class Tables:
     @cached_property
     def reads(self) -> DataFrame:
         """One row per polled record: (index, j) orders reads within a process."""
-        polls = self.ops.where((F.col("f") == "poll") & (F.col("type") == "ok"))
-        return polls.select(
-            "hid", "index", "time", "process", "final", F.posexplode("records").alias("j", "r")
-        ).select(
-            "hid",
-            "index",
-            "j",
-            "time",
-            "process",
-            "final",
-            F.col("r.topic").alias("topic"),
-            F.col("r.partition").alias("partition"),
-            F.col("r.offset").alias("offset"),
-            F.col("r.value").alias("val"),
+        return self.ops.where(is_read()).select(
+            "hid", "index", "j", "time", "process", "final", "topic", "partition", "offset", "val"
         )
 
     @cached_property
     def positions(self) -> DataFrame:
         """Every observation of a value at an offset: acks (with offsets) and reads."""
-        cols = ["hid", "topic", "partition", "offset", "val", "index"]
-        acked = self.acks.where(F.col("offset") >= 0).select(*cols, F.lit(True).alias("ack"))
-        read = self.reads.select(*cols, F.lit(False).alias("ack"))
-        return acked.unionByName(read)
+        return self.ops.where(is_position()).select(
+            *TP, "offset", "val", "index", "process", (F.col("f") == "send").alias("ack")
+        )
+
+    # -- small cached tables ----------------------------------------------------------
+
+    @cached_property
+    def control(self) -> DataFrame:
+        """Every line that is neither a send nor a poll: membership, commits, faults."""
+        return self.keep(self.ops.where(~F.col("f").isin("send", "poll")), small=True)
 
     @cached_property
     def drain_processes(self) -> DataFrame:
         """Processes of the final drain: they are not members of any group."""
-        return (
-            self.ops.where((F.col("f") == "poll") & F.col("final"))
-            .select("hid", "process")
-            .distinct()
-        )
+        polls = self.ops.where((F.col("f") == "poll") & F.col("final"))
+        return self.keep(polls.select("hid", "process").distinct(), small=True)
 
     @cached_property
     def members(self) -> DataFrame:
         """(hid, process, group, joined_index, joined_time) for group consumers."""
-        joins = self.ops.where(F.col("f").isin("subscribe", "assign") & F.col("group").isNotNull())
-        joins = joins.join(self.drain_processes, ["hid", "process"], "left_anti")
-        return joins.groupBy("hid", "process").agg(
-            F.min_by("group", "index").alias("group"),
-            F.min("index").alias("joined_index"),
-            F.min("time").alias("joined_time"),
+        joins = self.control.where(
+            F.col("f").isin("subscribe", "assign") & F.col("group").isNotNull()
+        )
+        joins = joins.join(F.broadcast(self.drain_processes), ["hid", "process"], "left_anti")
+        return self.keep(
+            joins.groupBy("hid", "process").agg(
+                F.min_by("group", "index").alias("group"),
+                F.min("index").alias("joined_index"),
+                F.min("time").alias("joined_time"),
+            ),
+            small=True,
+        )
+
+    @cached_property
+    def member_ops(self) -> DataFrame:
+        """Control lines of group members, each with the member's group."""
+        ops = self.control.where(~F.col("nemesis")).drop("group")
+        groups = F.broadcast(self.members.select("hid", "process", "group"))
+        return self.keep(ops.join(groups, ["hid", "process"]), small=True)
+
+    @cached_property
+    def meta(self) -> DataFrame:
+        """Per history: line count, end time/index, whether and when a final drain ran."""
+        lines = self.ops.where(line_rows())
+        return self.keep(
+            lines.groupBy("hid").agg(
+                F.count(F.lit(1)).alias("ops"),
+                F.max("time").alias("end_time"),
+                F.max("index").alias("end_index"),
+                F.coalesce(F.max(F.col("final").cast("int")), F.lit(0)).alias("final"),
+                F.min(F.when(F.col("final"), F.col("time"))).alias("drain_start"),
+            ),
+            small=True,
         )
 
     @cached_property
     def horizon(self) -> DataFrame:
         """(hid, end_time, end_index): the last moment of each history."""
-        return self.ops.groupBy("hid").agg(
-            F.max("time").alias("end_time"), F.max("index").alias("end_index")
+        return self.meta.select("hid", "end_time", "end_index")
+
+    @cached_property
+    def partitions(self) -> DataFrame:
+        """(hid, topic, partition, max_read): every partition that holds a known value."""
+        return self.keep(
+            self.positions.groupBy(*TP).agg(
+                F.max(F.when(~F.col("ack"), F.col("offset"))).alias("max_read")
+            ),
+            small=True,
+        )
+
+    # -- the two big aggregations -----------------------------------------------------
+
+    @cached_property
+    def per_value(self) -> DataFrame:
+        """Everything about one sent value, in one shuffle of its sends and reads.
+
+        Only primitive min/max aggregates, because they are what Spark
+        aggregates fastest: ``min_by(x, when(cond, index))`` is x at the
+        earliest line meeting cond.  A value seen at two places has two
+        distinct positions, so some component's min and max differ (``dup``).
+        """
+        seen = self.ops.where((is_send() | is_read()) & F.col("val").isNotNull())
+
+        def at_first(cond: Column, col: str | Column) -> Column:
+            return F.min_by(col, F.when(cond, F.col("index")))
+
+        def spread(col: str) -> Column:
+            return F.min(F.when(is_position(), F.col(col))) != F.max(
+                F.when(is_position(), F.col(col))
+            )
+
+        ok = is_send("ok")
+        return self.keep(
+            seen.groupBy("hid", "val").agg(
+                F.min(F.when(is_send("invoke"), F.col("index"))).alias("invoke_index"),
+                at_first(is_send("invoke"), "time").alias("invoke_time"),
+                F.min(F.when(ok, F.col("index"))).alias("ack_index"),
+                at_first(ok, "time").alias("ack_time"),
+                at_first(ok, "topic").alias("topic"),
+                at_first(ok, "partition").alias("partition"),
+                at_first(ok, F.coalesce("offset", F.lit(-1))).alias("offset"),
+                F.min(F.when(is_send("fail"), F.col("index"))).alias("fail_index"),
+                F.min(F.when(is_read(), F.col("index"))).alias("read_index"),
+                at_first(is_read(), "time").alias("read_time"),
+                (spread("topic") | spread("partition") | spread("offset")).alias("dup"),
+                F.min(F.when(is_position(), F.col("index"))).alias("pos_first"),
+            )
         )
 
     @cached_property
-    def final_drain(self) -> DataFrame:
-        """(hid, final_drain, ops) per history."""
-        return self.ops.groupBy("hid").agg(
-            F.max(F.col("final").cast("int")).cast("boolean").alias("final_drain"),
-            F.count(F.lit(1)).alias("ops"),
+    def group_bits(self) -> DataFrame:
+        """(group, bit): one bit per consumer group, so "which groups read it" is a bit_or."""
+        names = sorted(r["group"] for r in self.members.select("group").distinct().collect())
+        if len(names) > MAX_GROUPS:
+            raise HistoryError(f"{len(names)} consumer groups; the checkers handle {MAX_GROUPS}")
+        spark = self.ops.sparkSession
+        return spark.createDataFrame(
+            [(g, 1 << i) for i, g in enumerate(names)], "group string, bit long"
+        )
+
+    @cached_property
+    def per_position(self) -> DataFrame:
+        """Everything about one partition offset: the values seen there, who read it.
+
+        ``readers`` has the bit (``group_bits``) of every consumer group whose
+        members read the offset.
+        """
+        bits = self.members.join(F.broadcast(self.group_bits), "group")
+        pos = self.positions.join(
+            F.broadcast(bits.select("hid", "process", "bit")), ["hid", "process"], "left"
+        )
+        return self.keep(
+            pos.groupBy(*TP, "offset").agg(
+                F.min("val").alias("v_lo"),
+                F.max("val").alias("v_hi"),
+                F.min(F.when(F.col("val").isNotNull(), F.col("index"))).alias("first"),
+                F.max((~F.col("ack")).cast("int")).alias("read"),
+                F.coalesce(F.bit_or(F.when(~F.col("ack"), F.col("bit"))), F.lit(0)).alias(
+                    "readers"
+                ),
+            )
         )
