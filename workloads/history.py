@@ -73,9 +73,13 @@ class HistoryWriter:
             first = self._index
             stamp = time.monotonic_ns() - self.start_ns
             if tails:
-                head = b'{"index":%d,"time":' + b"%d" % stamp + b",%b"
-                _write_all(self._fd, b"".join([head % (i, t) for i, t in enumerate(tails, first)]))
-                self._index += len(tails)
+                n = len(tails)
+                head = b'{"index":%d,"time":' + b"%d" % stamp + b","
+                parts = [b""] * (2 * n)  # head, tail, head, tail, ...: joined without copies
+                parts[0::2] = [head % i for i in range(first, first + n)]
+                parts[1::2] = tails
+                _write_all(self._fd, b"".join(parts))
+                self._index += n
         return first, stamp
 
     def elapsed_ns(self) -> int:

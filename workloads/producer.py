@@ -254,11 +254,9 @@ class ProducerWorker:
         ``produce()`` never blocks and never runs delivery callbacks, so a
         failure it raises is recorded with the next write of completions.
         """
-        routes, lines = self._routes, self._lines
+        routes, invoke = self._routes, self._lines.invoke_format  # SendLines.invoke, inlined
         n_routes = len(routes)
-        self.history.append_encoded(
-            [lines.invoke(routes[value % n_routes][0], value) for value in values]
-        )
+        self.history.append_encoded([invoke % (routes[v % n_routes][0], v) for v in values])
         self.stats.invoked += len(values)
         topic, size, outstanding = self.topic, self.spec.producer.message_bytes, self._outstanding
         template, bound = payload_template(values[0], size)
@@ -287,11 +285,10 @@ class ProducerWorker:
         callback into an opaque SystemError in poll(), so a recorder bug must
         not escape from here.
         """
-        payload = msg.value()
         try:  # the payload starts with the value and a space (values.encode_payload)
-            value = int(payload[: payload.index(b" ")])
+            value = int(msg.value().partition(b" ")[0])
             self._outstanding.remove(value)
-        except (TypeError, ValueError, KeyError):  # not ours, or completed at shutdown
+        except (AttributeError, ValueError, KeyError):  # not ours, or completed at shutdown
             return
         try:
             if err is not None:
@@ -305,7 +302,9 @@ class ProducerWorker:
                 # sequence) as delivered but without its offset.
                 self._complete_other("info", value, self._no_offset_reason)
                 return
-            self._completed.append(self._lines.ok(msg.key(), value, msg.partition(), offset))
+            key = self._routes[value % len(self._routes)][0]  # what produce() was given
+            # SendLines.ok, inlined
+            self._completed.append(self._lines.ok_format % (key, value, msg.partition(), offset))
             self.stats.ok += 1
         except Exception as e:
             log.exception("recording the delivery of %s failed", value)
