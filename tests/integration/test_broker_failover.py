@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import replace
-from typing import TypeVar
 
 import pytest
 from _kafka_clusters import running_cluster
+from _waiting import wait_for
 
 from harness import admin, kafka_db
 from harness.cluster import Cluster
@@ -30,23 +29,6 @@ MESSAGES = 300
 CLIENT_TIMEOUT_S = 60.0
 FAILOVER_TIMEOUT_S = 60.0
 REJOIN_TIMEOUT_S = 120.0
-
-T = TypeVar("T")
-
-
-def wait_for(what: str, check: Callable[[], T | None], timeout_s: float) -> T:
-    """Poll ``check`` until it returns something truthy; fail naming ``what``."""
-    deadline = time.monotonic() + timeout_s
-    last: object = None
-    while time.monotonic() < deadline:
-        try:
-            result = check()
-            if result:
-                return result
-        except admin.AdminError as e:  # brokers settling after a kill
-            last = e
-        time.sleep(0.5)
-    pytest.fail(f"{what} did not happen within {timeout_s}s (last error: {last})")
 
 
 def produce(bootstrap: str, topic: str, values: range) -> dict[int, tuple[int, int]]:

@@ -16,11 +16,11 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
+from _waiting import wait_for
 
 from harness import admin, kafka_db
 from harness.backends import load_cluster
@@ -37,7 +37,6 @@ pytestmark = pytest.mark.integration
 
 TIMEOUT_S = 90.0
 HEALTHY_TIMEOUT_S = 150.0
-T = TypeVar("T")
 
 
 @pytest.fixture(scope="module")
@@ -68,20 +67,6 @@ def healthy(cluster: Cluster, topic: str) -> Iterator[None]:
     finally:
         heal_cluster(cluster)
         kafka_db.wait_healthy(cluster, HEALTHY_TIMEOUT_S, topic=topic)
-
-
-def wait_for(what: str, check: Callable[[], T], timeout_s: float = TIMEOUT_S) -> T:
-    deadline = time.monotonic() + timeout_s
-    last: object = None
-    while time.monotonic() < deadline:
-        try:
-            result = check()
-            if result:
-                return result
-        except admin.AdminError as e:
-            last = e
-        time.sleep(0.5)
-    pytest.fail(f"{what} did not happen within {timeout_s}s (last error: {last})")
 
 
 def reaches(node: Node, peer: Node, port: int = BROKER_PORT) -> bool:
@@ -133,11 +118,13 @@ def test_killed_broker_leaves_metadata_and_returns(cluster: Cluster, healthy: No
     wait_for(
         f"{victim.name} leaving the metadata",
         lambda: victim.node_id not in admin.broker_ids(bootstrap, 10),
+        TIMEOUT_S,
     )
     heal(cluster, kill)
     wait_for(
         f"{victim.name} back in the metadata",
         lambda: victim.node_id in admin.broker_ids(bootstrap, 10),
+        TIMEOUT_S,
     )
 
 
@@ -165,6 +152,7 @@ def test_paused_leader_loses_its_partitions_then_cluster_recovers(
                 for p in admin.describe_topics(bootstrap, [topic], 10)
                 if p.partition in led
             ),
+            TIMEOUT_S,
         )
         assert kafka_db.is_running(victim)
     finally:

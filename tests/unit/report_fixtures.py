@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from checkers.results import CHECKS
 from harness.spec import TestSpec
 
 NS = 1_000_000_000
@@ -261,17 +262,7 @@ def check(count: int, severity: str = "error", examples: list | None = None) -> 
 
 
 def results_for(sim: Sim, kind: str, xss: bool) -> dict[str, Any]:
-    names = (
-        "lost-write",
-        "unseen",
-        "duplicate",
-        "inconsistent-offsets",
-        "failed-write-read",
-        "nonmonotonic-send",
-        "nonmonotonic-poll",
-        "poll-skip",
-    )
-    checks = {n: check(0) for n in names}
+    checks = {n: check(0) for n in CHECKS}
     if kind == "invalid":
         checks["lost-write"] = check(1, examples=[lost_write_example(sim)])
         ex = {

@@ -46,10 +46,14 @@ def test_truncation_below_high_watermark_and_elections_are_found(tmp_path):
 
 def test_log_text_is_escaped_in_the_report(tmp_path):
     (tmp_path / "config.json").write_text('{"topic_name_used": "t"}')
-    write_log(tmp_path, "n1", (
-        "x Truncating t-0 to offset 1 below high watermark 5\n"
-        "Unclean leader election <script>alert(1)</script>\n"
-    ))
+    write_log(
+        tmp_path,
+        "n1",
+        (
+            "x Truncating t-0 to offset 1 below high watermark 5\n"
+            "Unclean leader election <script>alert(1)</script>\n"
+        ),
+    )
     html = render_report(tmp_path)
     assert "offsets discarded" in html
     assert "Unclean leader election &lt;script&gt;alert(1)&lt;/script&gt;" in html
