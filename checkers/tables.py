@@ -174,23 +174,37 @@ class Tables:
     # -- the two big aggregations -----------------------------------------------------
 
     @cached_property
+    def reader_bits(self) -> DataFrame:
+        """(hid, process, bit): the group bit (``group_bits``) of each group member."""
+        bits = self.members.join(F.broadcast(self.group_bits), "group")
+        return self.keep(bits.select("hid", "process", "bit"), small=True)
+
+    def _with_reader_bit(self, rows: DataFrame) -> DataFrame:
+        """``rows`` plus ``bit``: the reading member's group bit, 0 for anything else."""
+        rows = rows.join(F.broadcast(self.reader_bits), ["hid", "process"], "left")
+        return rows.withColumn("bit", F.when(is_read(), F.coalesce("bit", F.lit(0))).otherwise(0))
+
+    @cached_property
     def per_value(self) -> DataFrame:
         """Everything about one sent value, in one shuffle of its sends and reads.
 
         Only primitive min/max aggregates, because they are what Spark
         aggregates fastest: ``min_by(x, when(cond, index))`` is x at the
         earliest line meeting cond.  A value seen at two places has two
-        distinct positions, so some component's min and max differ (``dup``).
+        distinct positions, so some component's min and max differ (``dup``);
+        otherwise ``pos_*`` is the one place it was seen.
         """
         seen = self.ops.where((is_send() | is_read()) & F.col("val").isNotNull())
+        seen = self._with_reader_bit(seen)
 
         def at_first(cond: Column, col: str | Column) -> Column:
             return F.min_by(col, F.when(cond, F.col("index")))
 
+        def at_position(col: str) -> Column:
+            return F.when(is_position(), F.col(col))
+
         def spread(col: str) -> Column:
-            return F.min(F.when(is_position(), F.col(col))) != F.max(
-                F.when(is_position(), F.col(col))
-            )
+            return F.min(at_position(col)) != F.max(at_position(col))
 
         ok = is_send("ok")
         return self.keep(
@@ -206,7 +220,11 @@ class Tables:
                 F.min(F.when(is_read(), F.col("index"))).alias("read_index"),
                 at_first(is_read(), "time").alias("read_time"),
                 (spread("topic") | spread("partition") | spread("offset")).alias("dup"),
-                F.min(F.when(is_position(), F.col("index"))).alias("pos_first"),
+                F.min(at_position("topic")).alias("pos_topic"),
+                F.min(at_position("partition")).alias("pos_partition"),
+                F.min(at_position("offset")).alias("pos_offset"),
+                F.min(at_position("index")).alias("pos_first"),
+                F.bit_or("bit").alias("readers"),
             )
         )
 
@@ -226,20 +244,43 @@ class Tables:
         """Everything about one partition offset: the values seen there, who read it.
 
         ``readers`` has the bit (``group_bits``) of every consumer group whose
-        members read the offset.
+        members read the offset.  Built from ``per_value``, a third the size of
+        the observations: a value seen in one place stands for all its
+        observations.  Only values seen in two places, and reads of null
+        values (which ``per_value`` does not hold), come from the rows.
         """
-        bits = self.members.join(F.broadcast(self.group_bits), "group")
-        pos = self.positions.join(
-            F.broadcast(bits.select("hid", "process", "bit")), ["hid", "process"], "left"
+        single = self.per_value.where(~F.col("dup") & F.col("pos_offset").isNotNull()).select(
+            "hid",
+            F.col("pos_topic").alias("topic"),
+            F.col("pos_partition").alias("partition"),
+            F.col("pos_offset").alias("offset"),
+            "val",
+            F.col("pos_first").alias("first"),
+            F.col("read_index").isNotNull().cast("int").alias("read"),
+            "readers",
+        )
+        dups = self.per_value.where("dup").select("hid", "val")
+        rows = (
+            self.ops.where(is_position())
+            .join(F.broadcast(dups), ["hid", "val"], "left_semi")
+            .unionByName(self.ops.where(is_read() & F.col("val").isNull()))
+        )
+        several = self._with_reader_bit(rows).select(
+            *TP,
+            "offset",
+            "val",
+            F.when(F.col("val").isNotNull(), F.col("index")).alias("first"),
+            is_read().cast("int").alias("read"),
+            F.col("bit").alias("readers"),
         )
         return self.keep(
-            pos.groupBy(*TP, "offset").agg(
+            single.unionByName(several)
+            .groupBy(*TP, "offset")
+            .agg(
                 F.min("val").alias("v_lo"),
                 F.max("val").alias("v_hi"),
-                F.min(F.when(F.col("val").isNotNull(), F.col("index"))).alias("first"),
-                F.max((~F.col("ack")).cast("int")).alias("read"),
-                F.coalesce(F.bit_or(F.when(~F.col("ack"), F.col("bit"))), F.lit(0)).alias(
-                    "readers"
-                ),
+                F.min("first").alias("first"),
+                F.max("read").alias("read"),
+                F.bit_or("readers").alias("readers"),
             )
         )
