@@ -40,6 +40,8 @@ JSON_SCHEMA = (
 )
 
 PARQUET_NAME = "history.parquet"
+FORMAT = "rows-2"  # bump when the rows table changes shape: older caches are rebuilt
+FORMAT_FILE = "_KAFKA_CHAOS_FORMAT"
 
 
 def _pairs(col: str) -> F.Column:
@@ -183,12 +185,19 @@ def load_history(spark: SparkSession, history: Path, parquet: Path | None = None
     """
     history = Path(history)
     if history.suffix == ".parquet" or history.is_dir():
+        if not _current(history):
+            raise HistoryError(
+                f"{history}: not a Parquet history of this kafka-chaos version ({FORMAT}); "
+                "check the history.jsonl it came from"
+            )
         return spark.read.parquet(str(history)).where(~F.col("_bad")).drop("_bad", "_corrupt")
     parquet = parquet or history.with_suffix(".parquet")
     marker = parquet / "_SUCCESS"
-    if not (marker.exists() and marker.stat().st_mtime >= history.stat().st_mtime):
+    fresh = marker.exists() and marker.stat().st_mtime >= history.stat().st_mtime
+    if not (fresh and _current(parquet)):
         try:
             parse_json(spark, history).write.mode("overwrite").parquet(str(parquet))
+            (parquet / FORMAT_FILE).write_text(FORMAT + "\n")
         except HistoryError:
             raise
         except Exception:  # noqa: BLE001 - e.g. read-only run dir: judge straight from JSON
@@ -198,6 +207,12 @@ def load_history(spark: SparkSession, history: Path, parquet: Path | None = None
     except HistoryError:
         shutil.rmtree(parquet, ignore_errors=True)
         raise
+
+
+def _current(parquet: Path) -> bool:
+    """Whether ``parquet`` holds rows in this version's shape (see FORMAT)."""
+    mark = parquet / FORMAT_FILE
+    return mark.exists() and mark.read_text().strip() == FORMAT
 
 
 def _ends_with_newline(path: Path) -> bool:

@@ -68,6 +68,16 @@ def test_run_dir_valid_writes_results_and_exits_0(spark, tmp_path, capsys):
     assert (run / "history.parquet" / "_SUCCESS").exists()
 
 
+def test_parquet_cache_of_another_format_is_rebuilt_and_refused_as_input(spark, tmp_path, capsys):
+    path = _write(tmp_path, "h.jsonl", _drained)
+    stale = tmp_path / "h.parquet"
+    spark.createDataFrame([(1,)], "x int").write.parquet(str(stale))  # an older shape
+    assert main(["check", str(stale)]) == 3  # refused: names the format it wants
+    assert "not a Parquet history of this kafka-chaos version" in capsys.readouterr().err
+    assert main(["check", str(path)]) == 0  # the stale cache is rebuilt, not read
+    assert main(["check", str(stale)]) == 0  # now current: judged as it is
+
+
 def test_invalid_history_exits_1_and_json_names_the_anomaly(spark, tmp_path, capsys):
     path = _write(tmp_path, "h.jsonl", _lost)
     assert main(["check", str(path), "--json", "--examples", "1"]) == 1
