@@ -40,7 +40,7 @@ JSON_SCHEMA = (
 )
 
 PARQUET_NAME = "history.parquet"
-FORMAT = "rows-2"  # bump when the rows table changes shape: older caches are rebuilt
+FORMAT = "rows-3"  # bump when the rows table changes shape: older caches are rebuilt
 FORMAT_FILE = "_KAFKA_CHAOS_FORMAT"
 
 
@@ -67,6 +67,12 @@ def _flatten(raw: DataFrame) -> DataFrame:
     """One row per line, a poll's records exploded (``j`` null for lines that are not polls)."""
     v = "value."
     nemesis = F.col("process") == "nemesis"
+    # Where each line sat in the file, taken before the explode multiplies polls.
+    raw = raw.select(
+        "*",
+        F.input_file_block_start().alias("_split"),
+        F.monotonically_increasing_id().alias("_row"),
+    )
     lines = raw.select(
         F.coalesce("hid", F.lit(0)).alias("hid"),
         "index",
@@ -93,6 +99,8 @@ def _flatten(raw: DataFrame) -> DataFrame:
         F.col(v + "reason").alias("reason"),
         "_bad",
         "_corrupt",
+        "_split",
+        "_row",
         F.posexplode_outer(v + "records").alias("j", "r"),
     )
     record = F.col("j").isNotNull()
@@ -144,31 +152,49 @@ def validate(flat: DataFrame, history: Path) -> DataFrame:
     """Raise HistoryError naming the first bad line, else return the good rows.
 
     One cheap aggregation decides; the Python scan runs only when it finds a
-    problem.  Indices must be distinct per history: n == max - min + 1.
+    problem.  Indices must count up from 0 by one, in file order: within a
+    split of the file, ``index - row number`` is constant; consecutive splits
+    continue where the previous one ended.
     """
+    good = ~F.col("_bad") & line_rows()
+    shift = F.when(good, F.col("index") - F.col("_row"))
     stats = (
-        flat.groupBy("hid")
+        flat.groupBy("hid", "_split")
         .agg(
             F.sum((F.col("_bad") & line_rows()).cast("long")).alias("bad"),
-            F.count(F.when(~F.col("_bad") & line_rows(), 1)).alias("n"),
-            F.min(F.when(~F.col("_bad"), F.col("index"))).alias("lo"),
-            F.max(F.when(~F.col("_bad"), F.col("index"))).alias("hi"),
+            F.count(F.when(good, 1)).alias("n"),
+            F.min(F.when(good, F.col("index"))).alias("lo"),
+            F.max(F.when(good, F.col("index"))).alias("hi"),
+            (F.min(shift) == F.max(shift)).alias("in_order"),
         )
         .collect()
     )
     bad = sum(r["bad"] for r in stats)
-    misnumbered = [r for r in stats if r["n"] and r["hi"] - r["lo"] + 1 != r["n"]]
+    misnumbered = _misnumbered(stats)
     if bad or misnumbered:
         scan_for_bad_line(history)  # raises with the line number when it finds one
         if misnumbered:
-            raise HistoryError(f"{history}: operation indices repeat or skip ({misnumbered[0]})")
+            raise HistoryError(
+                f"{history}: operation indices do not count up from 0 by one ({misnumbered})"
+            )
         if bad > 1 or _ends_with_newline(history):
             sample = flat.where("_bad").select("_corrupt").first()
             raise HistoryError(
                 f"{history}: {bad} line(s) have fields of the wrong type, e.g. {sample[0]!r:.200}"
             )
         # Only a final line cut short by a crash: readers skip it, so do we.
-    return flat.where(~F.col("_bad")).drop("_bad", "_corrupt")
+    return flat.where(~F.col("_bad")).drop("_bad", "_corrupt", "_split", "_row")
+
+
+def _misnumbered(stats: list) -> str | None:
+    """What is wrong with the numbering of the per-(history, split) ``stats``, if anything."""
+    expected: dict[int, int] = {}
+    for r in sorted((r for r in stats if r["n"]), key=lambda r: (r["hid"], r["_split"])):
+        start = expected.get(r["hid"], 0)
+        if r["lo"] != start or r["hi"] - r["lo"] + 1 != r["n"] or not r["in_order"]:
+            return f"history {r['hid']}: expected {start} next, found {r['lo']}..{r['hi']}"
+        expected[r["hid"]] = r["hi"] + 1
+    return None
 
 
 def read_json(spark: SparkSession, history: Path) -> DataFrame:
@@ -190,7 +216,8 @@ def load_history(spark: SparkSession, history: Path, parquet: Path | None = None
                 f"{history}: not a Parquet history of this kafka-chaos version ({FORMAT}); "
                 "check the history.jsonl it came from"
             )
-        return spark.read.parquet(str(history)).where(~F.col("_bad")).drop("_bad", "_corrupt")
+        rows = spark.read.parquet(str(history)).where(~F.col("_bad"))
+        return rows.drop("_bad", "_corrupt", "_split", "_row")
     parquet = parquet or history.with_suffix(".parquet")
     marker = parquet / "_SUCCESS"
     fresh = marker.exists() and marker.stat().st_mtime >= history.stat().st_mtime

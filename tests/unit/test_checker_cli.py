@@ -122,6 +122,24 @@ def test_malformed_line_exits_3_naming_the_line(spark, tmp_path, capsys, bad, me
 
 
 @pytest.mark.parametrize(
+    "reorder, message",
+    [
+        (lambda lines: [lines[1], lines[0], *lines[2:]], "line 2: index 0 does not increase"),
+        (lambda lines: lines[1:], "do not count up from 0"),  # no line 0: not a whole history
+        (lambda lines: [*lines[:3], *lines[4:]], "do not count up from 0"),  # a line missing
+    ],
+)
+def test_misnumbered_history_exits_3(spark, tmp_path, capsys, reorder, message):
+    b = HistoryBuilder()
+    for v in range(3):
+        b.send(1, v, 0, v)
+    path = tmp_path / "h.jsonl"
+    path.write_text("\n".join(reorder(b.lines())) + "\n")
+    assert main(["check", str(path)]) == 3
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
     "bad, message",
     [
         ('{"index": 0, "time": 1, "process": 1, "type": "done", "f": "x", "value": null}', "type"),
