@@ -50,7 +50,7 @@ def _num(x: float) -> str:
 
 def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
     """Round tick values covering [lo, hi] (1/2/2.5/5 steps), for readable axes."""
-    if hi <= lo:
+    if hi - lo <= 1e-9 * max(1.0, abs(lo), abs(hi)):  # empty or too thin to divide (subnormal)
         hi = lo + 1
     raw = (hi - lo) / max(count, 1)
     mag = 10 ** math.floor(math.log10(raw))
