@@ -6,11 +6,11 @@ import signal
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from pathlib import Path
 
 import pytest
+from _threads import run_in_threads
 
 from harness.errors import HistoryError
 from workloads.history import HistoryWriter, encode_tail, read_history
@@ -24,11 +24,7 @@ def test_concurrent_writers_keep_index_and_time_ordered(tmp_path):
             for i in range(200):
                 h.append(p, "invoke", "send", {"topic": "t", "key": "k", "value": p * 1000 + i})
 
-        threads = [threading.Thread(target=work, args=(p,)) for p in range(4)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        run_in_threads(work, 4)
     ops = list(read_history(path))
     assert [op["index"] for op in ops] == list(range(800))
     times = [op["time"] for op in ops]
@@ -110,11 +106,7 @@ def test_concurrent_batches_never_interleave(tmp_path):
             for i in range(50):
                 h.append_encoded([encode_tail(p, "info", "x", {"i": i, "j": j}) for j in range(20)])
 
-        threads = [threading.Thread(target=work, args=(p,)) for p in range(4)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        run_in_threads(work, 4)
     ops = list(read_history(path))
     assert [op["index"] for op in ops] == list(range(4000))
     for k in range(0, 4000, 20):  # each batch is contiguous in the file

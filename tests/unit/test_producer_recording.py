@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 import pytest
+from _threads import run_in_threads
 from confluent_kafka import KafkaError
 
 import workloads.producer as producer_module
@@ -186,9 +187,5 @@ def test_counter_take_is_unique_across_threads():
         with lock:
             out.extend(got)
 
-    threads = [threading.Thread(target=take) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads(lambda _: take(), 4)
     assert sorted(out) == list(range(4 * 1401))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
+from _threads import run_in_threads
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -61,11 +62,7 @@ def test_counter_is_unique_across_threads():
         with lock:
             out.extend(got)
 
-    threads = [threading.Thread(target=take) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads(lambda _: take(), 4)
     assert sorted(out) == list(range(8000))
 
 
