@@ -39,6 +39,8 @@ VERDICT_EXIT = {"valid": 0, "invalid": 1, "unknown": 2}
 EXIT_HARNESS_ERROR = 3
 EXIT_INTERRUPTED = 130
 HEALTHY_TIMEOUT_S = 120.0
+# The end-of-run heal restarts killed brokers; past this it is stuck, not slow.
+HEAL_WATCHDOG_S = 300.0
 
 
 @dataclass
@@ -224,7 +226,7 @@ def _execute(spec: TestSpec, run: RunDir) -> bool:
                         stop.wait(min(1.0, max(0.0, deadline - time.monotonic())))
                 finally:
                     _guarded("stop nemesis", nemesis.stop)
-                    _guarded("heal", nemesis.heal_all)
+                    _within(HEAL_WATCHDOG_S, "heal", nemesis.heal_all)
                     summary = _guarded("stop workload", workload.stop)
                     if summary is not None:
                         log.info("workload summary: %s", summary)
@@ -283,6 +285,20 @@ def _guarded(what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
     except Exception:
         log.exception("%s failed", what)
         return None
+
+
+def _within(timeout_s: float, what: str, fn: Any) -> None:
+    """Run a teardown step on a watchdog thread: if it hangs, log it and go on.
+
+    Every SSH command has its own timeout, yet one end-of-run heal was seen
+    hanging past it (paramiko logged "unhandled type 3") while the producers
+    kept sending; the run must still stop its workload and finish.
+    """
+    worker = threading.Thread(target=_guarded, args=(what, fn), name=what, daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    if worker.is_alive():
+        log.error("%s still running after %.0fs; going on without it", what, timeout_s)
 
 
 def _log_to(path: Path) -> logging.Handler:
