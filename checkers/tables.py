@@ -79,19 +79,6 @@ class Tables:
     # -- plain views (filters of the rows table) --------------------------------------
 
     @cached_property
-    def sends(self) -> DataFrame:
-        return self.ops.where(is_send()).select(
-            "hid", "index", "time", "process", "type", "topic", "partition", "offset", "val"
-        )
-
-    @cached_property
-    def acks(self) -> DataFrame:
-        """Acknowledged sends (``offset`` -1 when the broker gave none, e.g. acks=0)."""
-        return self.sends.where(F.col("type") == "ok").withColumn(
-            "offset", F.coalesce("offset", F.lit(-1))
-        )
-
-    @cached_property
     def reads(self) -> DataFrame:
         """One row per polled record: (index, j) orders reads within a process."""
         return self.ops.where(is_read()).select(
