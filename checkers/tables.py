@@ -18,7 +18,6 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from checkers.load import line_rows
 from harness.errors import HistoryError
 
 TP = ["hid", "topic", "partition"]
@@ -35,6 +34,11 @@ def anomaly(df: DataFrame, check: str, sort_key: Column, *fields: Column) -> Dat
     return df.select(
         "hid", F.lit(check).alias("check"), sort_key.alias("k"), to_json(*fields).alias("ex")
     )
+
+
+def line_rows() -> Column:
+    """True once per history line (a polled record's row has ``j`` set)."""
+    return F.col("j").isNull()
 
 
 def is_send(type_: str | None = None) -> Column:
@@ -54,7 +58,7 @@ def is_position() -> Column:
 
 @dataclass
 class Tables:
-    """Views of one rows table (see checkers/load.py): a poll line has one row per record."""
+    """Views of one rows table (see checkers/ingest.py): one row per line, one per polled record."""
 
     ops: DataFrame
     _cached: list[DataFrame] = field(default_factory=list, repr=False)

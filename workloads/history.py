@@ -132,6 +132,11 @@ def parse_line(line: str, lineno: int, path: Path | str = "history") -> dict[str
         op = json.loads(line)
     except json.JSONDecodeError as e:
         raise HistoryError(f"{path}: line {lineno}: not valid JSON ({e.msg})") from e
+    return check_envelope(op, lineno, path)
+
+
+def check_envelope(op: Any, lineno: int, path: Path | str = "history") -> dict[str, Any]:
+    """Check the fields every line has (see docs/history.md); errors name the line."""
     if not isinstance(op, dict):
         raise HistoryError(f"{path}: line {lineno}: expected a JSON object")
     for key, kinds in _REQUIRED.items():

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from checkers.builder import HistoryBuilder
-from checkers.load import scan_for_bad_line
+from checkers.ingest import scan_for_bad_line
 from harness.cli import main
 from harness.errors import HistoryError
 from harness.spec import TestSpec

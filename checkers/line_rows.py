@@ -1,0 +1,209 @@
+"""One history line, as a parsed dict -> its validated rows (the Python path of ingest).
+
+The slow path of ``checkers/ingest.py`` runs every line of a chunk through
+here, and the fast path the few lines Arrow cannot type (membership, commits,
+faults).  Validation names the line and the problem, so a malformed history
+gets an error a person can act on.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from harness.errors import HistoryError
+from workloads.history import NEMESIS, check_envelope
+
+_PAIR = pa.list_(pa.struct([("topic", pa.string()), ("partition", pa.int32())]))
+_TRIPLE = pa.list_(
+    pa.struct([("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64())])
+)
+ROWS = pa.schema(
+    [
+        ("hid", pa.int32()),
+        ("index", pa.int64()),
+        ("time", pa.int64()),
+        ("process", pa.int64()),  # null for the nemesis
+        ("nemesis", pa.bool_()),
+        ("type", pa.string()),
+        ("f", pa.string()),
+        ("j", pa.int32()),  # position of the record in its poll; null on line rows
+        ("topic", pa.string()),
+        ("val", pa.int64()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("error", pa.string()),
+        ("final", pa.bool_()),
+        ("group", pa.string()),
+        ("topics", pa.list_(pa.string())),
+        ("partitions", _PAIR),
+        ("assigned", _PAIR),
+        ("revoked", _PAIR),
+        ("offsets", _TRIPLE),
+        ("phase", pa.string()),
+        ("fault_id", pa.int64()),
+        ("targets", pa.list_(pa.string())),
+        ("reason", pa.string()),
+    ]
+)
+
+
+def checked(op: Any, lineno: int, path: Path) -> dict[str, Any]:
+    """``op`` if it is a valid line, else HistoryError naming ``lineno`` and the problem."""
+    check_envelope(op, lineno, path)
+    hid = op.get("hid", 0)
+    _need(_is_int(hid) or hid is None, path, lineno, "hid must be an integer")
+    check_value(lineno, op, path)
+    return op
+
+
+def rows_of(op: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows of one checked line: the line itself, then one per polled record.
+
+    Fields the checkers do not read, or that have an unexpected type where the
+    contract leaves them open (fault parameters), are left out: readers ignore
+    what they do not know.
+    """
+    v = op["value"] if isinstance(op["value"], dict) else {}
+    f = op["f"]
+    nemesis = op["process"] == NEMESIS
+    line = {
+        "hid": op.get("hid") or 0,
+        "index": op["index"],
+        "time": op["time"],
+        "process": None if nemesis else op["process"],
+        "nemesis": nemesis,
+        "type": op["type"],
+        "f": f,
+        "final": v.get("final") is True,
+        "error": _typed(v, "error", str),
+        "reason": _typed(v, "reason", str),
+    }
+    if nemesis:
+        line.update(
+            phase=_typed(v, "phase", str),
+            fault_id=_typed(v, "id", int),
+            targets=_strings(v.get("targets")),
+        )
+        return [line]
+    line.update(
+        topic=_typed(v, "topic", str),
+        val=_typed(v, "value", int),
+        partition=_typed(v, "partition", int),
+        offset=_typed(v, "offset", int),
+        group=_typed(v, "group", str),
+        topics=_strings(v.get("topics")),
+    )
+    if f in ("rebalance", "assign"):  # pairs checked by check_value
+        line.update({k: _pairs(v.get(k)) for k in ("partitions", "assigned", "revoked")})
+    if f == "commit":
+        line["offsets"] = _triples(v.get("offsets"))
+    if not (f == "poll" and op["type"] == "ok"):
+        return [line]
+    return [line] + [
+        {
+            **line,
+            "j": j,
+            "topic": r["topic"],
+            "partition": r["partition"],
+            "offset": r["offset"],
+            "val": r.get("value"),
+        }
+        for j, r in enumerate(v["records"])
+    ]
+
+
+def _typed(v: dict[str, Any], key: str, kind: type) -> Any:
+    x = v.get(key)
+    return x if isinstance(x, kind) and not isinstance(x, bool) else None
+
+
+def _strings(x: Any) -> list[str] | None:
+    return x if isinstance(x, list) and all(isinstance(s, str) for s in x) else None
+
+
+def _pairs(x: Any) -> list[dict[str, Any]] | None:
+    return None if x is None else [{"topic": t, "partition": p} for t, p in x]
+
+
+def _triples(x: Any) -> list[dict[str, Any]] | None:
+    return None if x is None else [{"topic": t, "partition": p, "offset": o} for t, p, o in x]
+
+
+# --- value checks -------------------------------------------------------------------------
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _need(cond: bool, path: Path, lineno: int, what: str) -> None:
+    if not cond:
+        raise HistoryError(f"{path}: line {lineno}: {what}")
+
+
+def _check_pairs(items: Any, width: int, name: str, path: Path, lineno: int) -> None:
+    ok = isinstance(items, list) and all(
+        isinstance(x, list)
+        and len(x) == width
+        and isinstance(x[0], str)
+        and all(_is_int(y) for y in x[1:])
+        for x in items
+    )
+    _need(
+        ok, path, lineno, f"{name} must be a list of [topic, partition{', offset' * (width - 2)}]"
+    )
+
+
+def check_value(lineno: int, op: dict[str, Any], path: Path) -> None:
+    """Type-check the ``value`` of the operations the checkers read."""
+    value, f, typ = op.get("value"), op["f"], op["type"]
+    if value is None:
+        _need(
+            f == "poll" and typ == "invoke" or op["process"] == NEMESIS or f != "send",
+            path,
+            lineno,
+            f"{f} {typ} needs a value object",
+        )
+        return
+    _need(
+        isinstance(value, dict),
+        path,
+        lineno,
+        f"value must be an object or null, got {json.dumps(value)[:60]}",
+    )
+    if f == "send":
+        _need(_is_int(value.get("value")), path, lineno, "send value.value must be an integer")
+        _need(
+            isinstance(value.get("topic"), str), path, lineno, "send value.topic must be a string"
+        )
+        if typ == "ok":
+            for key in ("partition", "offset"):
+                _need(
+                    _is_int(value.get(key)), path, lineno, f"send ok value.{key} must be an integer"
+                )
+    elif f == "poll" and typ == "ok":
+        records = value.get("records")
+        _need(isinstance(records, list), path, lineno, "poll ok value.records must be a list")
+        for r in records:
+            _need(
+                isinstance(r, dict)
+                and isinstance(r.get("topic"), str)
+                and _is_int(r.get("partition"))
+                and _is_int(r.get("offset"))
+                and (r.get("value") is None or _is_int(r.get("value"))),
+                path,
+                lineno,
+                "poll record needs topic (str), partition, offset and value (int or null)",
+            )
+    elif f in ("rebalance", "assign"):
+        for key in ("assigned", "revoked", "partitions"):
+            if key in value:
+                _check_pairs(value[key], 2, key, path, lineno)
+    elif f == "commit" and "offsets" in value:
+        _check_pairs(value["offsets"], 3, "offsets", path, lineno)
+    elif op["process"] == NEMESIS and "id" in value:
+        _need(_is_int(value["id"]), path, lineno, "fault id must be an integer")

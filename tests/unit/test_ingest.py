@@ -1,0 +1,169 @@
+"""history.jsonl -> Parquet rows: the Arrow fast path must equal the Python path exactly."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from checkers import ingest
+from checkers.builder import HistoryBuilder
+from harness.errors import HistoryError
+
+
+def _every_kind_of_line(b: HistoryBuilder) -> None:
+    b.subscribe(10, "g", ["t"])
+    b.rebalance(10, "g", assigned=[("t", 0), ("t", 1)])
+    b.assign(11, None, [("t", 1)])
+    b.fault("partition", 1, "start", ["n1", "n2"])
+    b.send(1, 0, 0, 0)
+    b.send(1, 1, 1, 0)
+    b.send(2, 2, outcome="fail")
+    b.send(2, 3, outcome="info")
+    b.invoke_send(3, 4)  # never completed
+    b.poll(10, [("t", 0, 0, 0), ("t", 1, 0, 1), ("t", 1, 1, None)])
+    b.poll(10, [])
+    b.commit(10, "g", [("t", 0, 1), ("t", 1, 2)])
+    b.rebalance(10, "g", revoked=[("t", 1)])
+    b.fault("partition", 1, "end", ["n1", "n2"])
+    b.crash(10, "final drain")
+    b.assign(99, None, [("t", 0), ("t", 1)])
+    b.poll(99, [("t", 0, 0, 0), ("t", 1, 0, 1)], final=True)
+
+
+def _history(tmp_path: Path, histories: int = 3) -> Path:
+    """Several interleaved histories (``hid``) holding every kind of line."""
+    lines = []
+    for hid in range(histories):
+        b = HistoryBuilder()
+        _every_kind_of_line(b)
+        lines.append(b.lines(hid))
+    path = tmp_path / "h.jsonl"
+    # interleave line by line: numbering is per history, not per file
+    path.write_text("".join(line + "\n" for group in zip(*lines, strict=True) for line in group))
+    return path
+
+
+def _rows(path: Path, out: Path) -> list[dict]:
+    ingest.convert(path, out)
+    table = pq.read_table(out)
+    assert table.schema.equals(ingest.ROWS)
+    return sorted(
+        table.to_pylist(), key=lambda r: (r["hid"], r["index"], r["j"] is not None, r["j"] or 0)
+    )
+
+
+def _slow_only(monkeypatch) -> None:
+    def refuse(*_):
+        raise ingest._SlowPath
+
+    monkeypatch.setattr(ingest, "_fast_rows", refuse)
+
+
+def test_fast_and_python_paths_make_identical_rows(tmp_path, monkeypatch):
+    path = _history(tmp_path)
+    fast = _rows(path, tmp_path / "fast.parquet")
+    _slow_only(monkeypatch)
+    slow = _rows(path, tmp_path / "slow.parquet")
+    assert fast == slow
+    lines = [r for r in fast if r["j"] is None]
+    assert len(lines) == 3 * len(path.read_text().splitlines()) // 3
+    poll = [r for r in fast if r["hid"] == 1 and r["j"] is not None and not r["final"]]
+    assert [(r["j"], r["partition"], r["offset"], r["val"]) for r in poll] == [
+        (0, 0, 0, 0),
+        (1, 1, 0, 1),
+        (2, 1, 1, None),
+    ]
+    fault = next(r for r in fast if r["nemesis"])
+    assert (fault["process"], fault["fault_id"], fault["targets"]) == (None, 1, ["n1", "n2"])
+    rebalance = next(r for r in fast if r["f"] == "rebalance")
+    assert rebalance["assigned"] == [{"topic": "t", "partition": 0}, {"topic": "t", "partition": 1}]
+
+
+def test_small_chunks_give_the_same_rows(tmp_path, monkeypatch):
+    path = _history(tmp_path)
+    whole = _rows(path, tmp_path / "whole.parquet")
+    monkeypatch.setattr(ingest, "CHUNK_BYTES", 300)  # a few lines per chunk
+    assert _rows(path, tmp_path / "small.parquet") == whole
+
+
+def test_other_json_spellings_take_the_python_path(tmp_path):
+    """Spaces after colons hide fault lines from the byte search; Arrow refuses them."""
+    path = _history(tmp_path, histories=1)
+    compact = _rows(path, tmp_path / "a.parquet")
+    spaced = tmp_path / "spaced.jsonl"
+    spaced.write_text(
+        "".join(json.dumps(json.loads(line)) + "\n" for line in path.read_text().splitlines())
+    )
+    assert _rows(spaced, tmp_path / "b.parquet") == compact
+
+
+def test_a_line_that_looks_like_our_marker_is_not_lost(tmp_path):
+    b = HistoryBuilder()
+    b.send(1, 0, 0, 0)
+    lines = b.lines()
+    op = json.loads(lines[1])
+    op["_blank"] = 1
+    lines[1] = json.dumps(op, separators=(",", ":"))
+    path = tmp_path / "h.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    rows = _rows(path, tmp_path / "h.parquet")
+    assert [(r["type"], r["offset"]) for r in rows] == [("invoke", None), ("ok", 0)]
+
+
+def test_cut_short_last_line_is_dropped_but_a_whole_one_is_kept(tmp_path):
+    b = HistoryBuilder()
+    b.send(1, 0, 0, 0)
+    path = tmp_path / "h.jsonl"
+    path.write_text("\n".join(b.lines()))  # last line complete, newline missing
+    assert len(_rows(path, tmp_path / "a.parquet")) == 2
+    path.write_text("\n".join(b.lines()) + '\n{"index":2,"ti')
+    assert len(_rows(path, tmp_path / "b.parquet")) == 2
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_bad_line_is_named_and_no_cache_is_left(tmp_path, monkeypatch, fast):
+    if not fast:
+        _slow_only(monkeypatch)
+    b = HistoryBuilder()
+    for v in range(3):
+        b.send(1, v, 0, v)
+    lines = b.lines()
+    lines[5] = lines[5].replace('"offset":2', '"offset":"two"')
+    path = tmp_path / "h.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(HistoryError, match="line 6: send ok value.offset must be an integer"):
+        ingest.convert(path, tmp_path / "h.parquet")
+    assert list(tmp_path.iterdir()) == [path]
+
+
+def test_gap_in_numbering_across_chunks_is_found(tmp_path, monkeypatch):
+    monkeypatch.setattr(ingest, "CHUNK_BYTES", 200)
+    b = HistoryBuilder()
+    for v in range(20):
+        b.send(1, v, 0, v)
+    lines = b.lines()
+    del lines[25]
+    path = tmp_path / "h.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(HistoryError, match="expected 25 next, found 26 at line 26"):
+        ingest.convert(path, tmp_path / "h.parquet")
+
+
+def test_rows_schema_types_match_spark_expectations():
+    """Spark reads these columns by name and type; a change needs a FORMAT bump."""
+    assert ingest.ROWS.field("process").type == pa.int64()
+    assert ingest.ROWS.field("j").type == pa.int32()
+    assert ingest.FORMAT == "rows-4"
+
+
+def test_number_too_big_for_its_column_is_named(tmp_path):
+    b = HistoryBuilder()
+    b.send(1, 0, 0, 0)
+    b.send(1, 1, 2**40, 1)  # partition is a 32-bit integer in Kafka
+    path = b.write(tmp_path / "h.jsonl")
+    with pytest.raises(HistoryError, match="line 4: "):
+        ingest.convert(path, tmp_path / "h.parquet")
