@@ -38,7 +38,7 @@ def timeline(t: Tables) -> list[dict[str, Any]]:
         F.count(F.when(is_send("ok"), 1)).alias("acked"),
         F.count(F.when(is_send("fail"), 1)).alias("failed"),
         F.count(F.when(is_send("info"), 1)).alias("info"),
-        F.count(F.when(F.col("f") == "poll", 1)).alias("polled"),
+        F.count(F.when(is_read(), 1)).alias("polled"),
     )
     acked = t.per_value.where(F.col("ack_index").isNotNull() & F.col("invoke_index").isNotNull())
     latency = (

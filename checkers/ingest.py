@@ -4,22 +4,25 @@ A row is one history line (``j`` null), and each record a poll returned is one
 more row (``j`` = its position in the poll) carrying its poll line's fields.
 Sends and records share ``topic, partition, offset, val``, so "every
 observation of a value at an offset" is one filter, not a union.  The schema
-is ``checkers.line_rows.ROWS``.
+is ``checkers.line_rows.ROWS``.  Rows are stored in three Parquet partitions,
+``kind=line`` (sends, polls), ``kind=record`` (polled records) and
+``kind=control`` (membership, commits, crashes, faults), so that Spark reads
+only the files a check needs: the control lines are a tiny part of a history
+but are read by many checks.
 
 Why not Spark's JSON reader: parsing, exploding and writing a 1e7-line
 history took it 55 s on two cores, a third of the whole check.  Arrow's JSON
 reader is C++ and multi-threaded, so the history is streamed through it in
-chunks (bounded memory, never the whole file at once) and written as
-Parquet, which Spark then reads column by column.
+chunks (bounded memory, never the whole file at once), two chunks at a time.
 
-Arrow needs one type per field, and a few lines break that: membership and
-commit lines hold ``[topic, partition]`` pairs (mixed types) and fault lines
-have ``process: "nemesis"`` and free-form parameters.  They are rare, so they
-are found by a byte search, parsed in Python (``checkers.line_rows``) and
-blanked out of the chunk before Arrow sees it.  Anything else Arrow cannot
-read, or any row that fails the vectorised checks, sends its chunk down the
-slow path: every line through the Python validation, which names the first
-bad line.
+Arrow needs one type per field, and two kinds of line break that:
+``[topic, partition]`` pairs (mixed-type arrays, in membership and commit
+lines) and fault lines (``process: "nemesis"``, free-form parameters).  They
+are rare, so they are found by a byte search, parsed in Python
+(``checkers.line_rows``) and blanked out of the chunk before Arrow sees it.
+Anything else Arrow cannot read, or any row that fails the vectorised checks,
+sends its chunk down the slow path: every line through the Python
+validation, which names the first bad line.
 
 An optional top-level ``hid`` field tags lines of different histories in one
 file (the tests judge hundreds of histories in one Spark job); each history
@@ -30,7 +33,10 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
@@ -39,13 +45,14 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 import pyarrow.parquet as pq
 
-from checkers.line_rows import ROWS, checked, rows_of
+from checkers.line_rows import KINDS, ROWS, checked, kind_of, rows_of
 from harness.errors import HistoryError
 from workloads.history import NEMESIS, TYPES
 
-FORMAT = "rows-4"  # bump when the rows table changes shape: older caches are rebuilt
+FORMAT = "rows-5"  # bump when the rows table changes shape: older caches are rebuilt
 FORMAT_FILE = "_KAFKA_CHAOS_FORMAT"
 CHUNK_BYTES = 32 << 20
+IN_FLIGHT = 3  # chunks parsed ahead of the writer: bounds memory
 
 _RECORD = pa.struct(
     [
@@ -55,7 +62,9 @@ _RECORD = pa.struct(
         ("value", pa.int64()),
     ]
 )
-# What Arrow reads of a send or poll line; every other field is ignored.
+_EMPTY = pa.list_(pa.null())  # accepts [] only: a pair list with pairs is a special line
+_PAIR_LISTS = ("partitions", "assigned", "revoked", "offsets")
+# What Arrow reads of a line; every other field is ignored.
 _HOT = pa.schema(
     [
         ("hid", pa.int32()),
@@ -75,6 +84,10 @@ _HOT = pa.schema(
                     ("error", pa.string()),
                     ("final", pa.bool_()),
                     ("records", pa.list_(_RECORD)),
+                    ("group", pa.string()),
+                    ("topics", pa.list_(pa.string())),
+                    ("reason", pa.string()),
+                    *((name, _EMPTY) for name in _PAIR_LISTS),
                 ]
             ),
         ),
@@ -83,15 +96,9 @@ _HOT = pa.schema(
 )
 _HOT_OPTIONS = pj.ParseOptions(explicit_schema=_HOT, unexpected_field_behavior="ignore")
 _BLANK = b'{"_blank":1}'
-# Every line Arrow must not see contains one of these (compact JSON, as the
-# recorder writes it; other spellings fail in Arrow and take the slow path).
-_SPECIAL = tuple(
-    f'"{key}":"{name}"'.encode()
-    for key, name in [
-        ("process", NEMESIS),
-        *(("f", f) for f in ("subscribe", "assign", "rebalance", "commit", "crash")),
-    ]
-)
+# Every line Arrow must not see contains one of these in compact JSON, as the
+# recorder writes it.  Other spellings fail in Arrow and take the slow path.
+_SPECIAL = (f'"process":"{NEMESIS}"'.encode(), b'[["')
 
 
 class _SlowPath(Exception):
@@ -109,11 +116,19 @@ def convert(history: Path, parquet: Path) -> None:
         raise HistoryError(f"{history}: no such history file")
     tmp = parquet.with_name(f".{parquet.name}.{os.getpid()}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
     try:
-        with pq.ParquetWriter(tmp / "rows.parquet", ROWS, compression="snappy") as writer:
-            for table in _tables(history):
-                writer.write_table(table)
+        writers = {}
+        for kind in KINDS:
+            (tmp / f"kind={kind}").mkdir(parents=True)
+            path = tmp / f"kind={kind}" / "part-0.parquet"
+            writers[kind] = pq.ParquetWriter(path, ROWS, compression="snappy")
+        try:
+            for tables in _tables(history):
+                for kind, table in tables.items():
+                    writers[kind].write_table(table)
+        finally:
+            for writer in writers.values():
+                writer.close()
         (tmp / FORMAT_FILE).write_text(FORMAT + "\n")
         (tmp / "_SUCCESS").touch()
         shutil.rmtree(parquet, ignore_errors=True)
@@ -131,43 +146,74 @@ def is_current(parquet: Path) -> bool:
 def scan_for_bad_line(history: Path) -> None:
     """Validate ``history`` line by line in Python; raise HistoryError at the first problem."""
     numbering = _Numbering(Path(history))
-    for lineno, chunk in _chunks(Path(history)):
-        _slow_rows(chunk, lineno, numbering)
+    for start, chunk in _chunks(Path(history)):
+        _slow_rows(chunk, start, numbering)
     numbering.finish()
 
 
-def _tables(history: Path) -> Iterator[pa.Table]:
+Tables = dict[str, pa.Table]  # rows of one chunk, by kind
+
+
+def _tables(history: Path) -> Iterator[Tables]:
+    """The rows of each chunk in file order; chunks are parsed two at a time."""
     numbering = _Numbering(history)
-    for lineno, chunk in _chunks(history):
-        try:
-            yield _fast_rows(chunk, numbering)
-        except (_SlowPath, pa.ArrowInvalid):
-            yield _slow_rows(chunk, lineno, numbering)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        pending: deque[tuple[int, bytes, Future]] = deque()
+        for start, chunk in _chunks(history):
+            pending.append((start, chunk, pool.submit(_fast_rows, chunk)))
+            if len(pending) >= IN_FLIGHT:
+                yield _in_order(*pending.popleft(), numbering)
+        while pending:
+            yield _in_order(*pending.popleft(), numbering)
     numbering.finish()
+
+
+def _in_order(start: int, chunk: bytes, parsed: Future, numbering: _Numbering) -> Tables:
+    """A chunk's rows once its numbering is checked: in file order, so it cannot run ahead."""
+    try:
+        fast = parsed.result()
+        if numbering.check_chunk(fast.hid, fast.index):
+            return fast.tables
+    except (_SlowPath, pa.ArrowInvalid):
+        pass
+    return _slow_rows(chunk, start, numbering)
 
 
 def _chunks(history: Path) -> Iterator[tuple[int, bytes]]:
-    """(number of the chunk's first line, whole lines), about CHUNK_BYTES each.
+    """(byte offset, whole lines) of about CHUNK_BYTES each.
 
     A final line without its newline is a write cut short by a crash: it is
     dropped if it does not parse (the prefix before it is still valid), as
     ``workloads.history.read_history`` does.
     """
-    lineno, rest = 1, b""
+    offset, rest = 0, b""
     with open(history, "rb") as fh:
         while block := fh.read(CHUNK_BYTES):
-            data = rest + block
-            cut = data.rfind(b"\n") + 1
-            if cut:
-                yield lineno, data[:cut]
-                lineno += data.count(b"\n", 0, cut)
-            rest = data[cut:]
+            cut = block.rfind(b"\n") + 1
+            if not cut:
+                rest += block
+                continue
+            chunk = rest + memoryview(block)[:cut]
+            yield offset, chunk
+            offset += len(chunk)
+            rest = block[cut:]
     if rest.strip():
         try:
             orjson.loads(rest)
         except orjson.JSONDecodeError:
             return
-        yield lineno, rest + b"\n"
+        yield offset, rest + b"\n"
+
+
+def _line_number(history: Path, offset: int) -> int:
+    """Number of the line that starts at byte ``offset`` (only the slow path needs it)."""
+    lines = 1
+    with open(history, "rb") as fh:
+        while offset > 0:
+            block = fh.read(min(offset, CHUNK_BYTES))
+            lines += block.count(b"\n")
+            offset -= len(block)
+    return lines
 
 
 class _Numbering:
@@ -196,6 +242,8 @@ class _Numbering:
 
     def check_chunk(self, hid: pa.Array, index: pa.Array) -> bool:
         """Whether ``index`` continues every history's numbering exactly; advances it if so."""
+        if len(index) == 0:
+            return True
         order = pc.sort_indices(hid)  # stable: file order within each history
         h, i = hid.take(order), index.take(order)
         new_history = pc.not_equal(pc.pairwise_diff(h), 0).fill_null(True)
@@ -220,9 +268,10 @@ class _Numbering:
 # --- slow path: every line in Python ----------------------------------------------------
 
 
-def _slow_rows(chunk: bytes, lineno: int, numbering: _Numbering) -> pa.Table:
+def _slow_rows(chunk: bytes, start: int, numbering: _Numbering) -> Tables:
+    first = _line_number(numbering.path, start)
     ops = []
-    for n, raw in enumerate(chunk.split(b"\n")[:-1], start=lineno):
+    for n, raw in enumerate(bytes(chunk).split(b"\n")[:-1], start=first):
         if not raw.strip():
             continue
         try:
@@ -233,7 +282,7 @@ def _slow_rows(chunk: bytes, lineno: int, numbering: _Numbering) -> pa.Table:
         numbering.check_line(op.get("hid") or 0, op["index"], n)
         ops.append((n, op))
     try:
-        return pa.Table.from_pylist([r for _, op in ops for r in rows_of(op)], ROWS)
+        return _by_kind([r for _, op in ops for r in rows_of(op)])
     except (pa.ArrowInvalid, OverflowError):
         for n, op in ops:  # name the line whose number does not fit its column
             try:
@@ -243,10 +292,24 @@ def _slow_rows(chunk: bytes, lineno: int, numbering: _Numbering) -> pa.Table:
         raise
 
 
+def _by_kind(rows: list[dict]) -> Tables:
+    grouped: dict[str, list[dict]] = {kind: [] for kind in KINDS}
+    for row in rows:
+        grouped[kind_of(row)].append(row)
+    return {kind: pa.Table.from_pylist(rs, ROWS) for kind, rs in grouped.items() if rs}
+
+
 # --- fast path: Arrow, with the few untyped lines in Python -----------------------------
 
 
-def _fast_rows(chunk: bytes, numbering: _Numbering) -> pa.Table:
+@dataclass
+class _Parsed:
+    tables: Tables
+    hid: pa.Array  # per line, in file order, for the numbering check
+    index: pa.Array
+
+
+def _fast_rows(chunk: bytes) -> _Parsed:
     blanked, special = _blank_out(chunk)
     lines = pj.read_json(pa.py_buffer(blanked), parse_options=_HOT_OPTIONS).combine_chunks()
     is_blank = pc.is_valid(_column(lines, "_blank"))
@@ -255,22 +318,20 @@ def _fast_rows(chunk: bytes, numbering: _Numbering) -> pa.Table:
     hid = _column(lines, "hid").fill_null(0)
     index = _column(lines, "index")
     if special:
-        hid = pc.replace_with_mask(
-            hid, is_blank, pa.array([s.get("hid") or 0 for s in special], pa.int32())
-        )
-        index = pc.replace_with_mask(
-            index, is_blank, pa.array([s["index"] for s in special], pa.int64())
-        )
-    if index.null_count or not numbering.check_chunk(hid, index):
+        hids = pa.array([s.get("hid") or 0 for s in special], pa.int32())
+        hid = pc.replace_with_mask(hid, is_blank, hids)
+        index = pc.replace_with_mask(index, is_blank, pa.array([s["index"] for s in special]))
+        lines = lines.filter(pc.invert(is_blank))
+    if index.null_count:
         raise _SlowPath
-    hot = lines.filter(pc.invert(is_blank)) if special else lines
-    tables = list(_hot_rows(hot))
+    tables = _hot_rows(lines)
     if special:
-        tables.append(pa.Table.from_pylist([r for op in special for r in rows_of(op)], ROWS))
-    return pa.concat_tables(tables)
+        for kind, table in _by_kind([r for op in special for r in rows_of(op)]).items():
+            tables[kind] = pa.concat_tables([tables[kind], table]) if kind in tables else table
+    return _Parsed(tables, hid, index)
 
 
-def _blank_out(chunk: bytes) -> tuple[bytes, list[dict]]:
+def _blank_out(chunk: bytes) -> tuple[bytes | bytearray, list[dict]]:
     """The chunk with each special line replaced by a marker, and those lines parsed.
 
     The marker (padded with spaces to the line's length) keeps the line's
@@ -296,83 +357,99 @@ def _blank_out(chunk: bytes) -> tuple[bytes, list[dict]]:
         except (orjson.JSONDecodeError, HistoryError) as e:
             raise _SlowPath from e
         buf[start:end] = _BLANK.ljust(end - start)
-    return bytes(buf), special
+    return buf, special
 
 
 def _column(table: pa.Table, name: str) -> pa.Array:
     """One column of a combined table as a single array (also for an empty table)."""
     col = table[name]
-    return (
-        col.chunk(0)
-        if col.num_chunks == 1
-        else pa.concat_arrays(col.chunks)
-        if col.num_chunks
-        else pa.array([], col.type)
-    )
+    if col.num_chunks == 1:
+        return col.chunk(0)
+    return pa.concat_arrays(col.chunks) if col.num_chunks else pa.array([], col.type)
 
 
-def _all(mask: pa.Array) -> bool:
-    return len(mask) == 0 or bool(pc.all(mask.fill_null(False)).as_py())
+def _all(*masks: pa.Array) -> bool:
+    return all(len(m) == 0 or pc.all(m.fill_null(False)).as_py() for m in masks)
 
 
-def _hot_rows(hot: pa.Table) -> tuple[pa.Table, pa.Table]:
-    """(line rows, record rows) of send and poll lines; _SlowPath if any looks wrong.
+def _hot_rows(hot: pa.Table) -> Tables:
+    """Rows of the lines Arrow read, by kind; _SlowPath if any looks wrong.
 
     The checks mirror ``checkers.line_rows.check_value``: whatever they let
-    through, the Python path would accept too.
+    through, the Python path would accept too, with the same rows.
     """
     n = len(hot)
-    col = {name: _column(hot, name) for name in ("hid", "index", "time", "process", "type", "f")}
+    col = {name: _column(hot, name) for name in ("index", "time", "process", "type", "f")}
     value = _column(hot, "value")
     v = {name: pc.struct_field(value, name) for name in _HOT.field("value").type.names}
-    f, typ = col["f"], col["type"]
+    f, typ, valid = col["f"], col["type"], pc.is_valid
     send, poll_ok = pc.equal(f, "send"), pc.and_(pc.equal(f, "poll"), pc.equal(typ, "ok"))
     send_ok = pc.and_(send, pc.equal(typ, "ok"))
-    valid = pc.is_valid
-    ok = [
+    if not _all(
         valid(col["time"]),
         valid(col["process"]),
         pc.is_in(typ, pa.array(TYPES)),
-        pc.is_in(f, pa.array(["send", "poll"])),  # anything else must be a special line
         pc.or_(pc.invert(send), pc.and_(valid(v["topic"]), valid(v["value"]))),
         pc.or_(pc.invert(send_ok), pc.and_(valid(v["partition"]), valid(v["offset"]))),
-        pc.or_(pc.invert(poll_ok), valid(v["records"])),
-    ]
-    if not all(_all(m) for m in ok):
+        pc.if_else(poll_ok, valid(v["records"]), pc.is_null(v["records"])),
+    ):
         raise _SlowPath
-    nulls = {name: pa.nulls(n, ROWS.field(name).type) for name in ROWS.names}
-    line = {
-        **nulls,
-        **col,
-        "hid": col["hid"].fill_null(0),
-        "nemesis": pa.repeat(False, n),
-        "topic": v["topic"],
-        "val": v["value"],
-        "partition": v["partition"],
-        "offset": v["offset"],
-        "error": v["error"],
-        "final": v["final"].fill_null(False),
-    }
-    lines = pa.Table.from_arrays([line[name] for name in ROWS.names], schema=ROWS)
-    return lines, _record_rows(
-        lines, pc.if_else(poll_ok, v["records"], pa.scalar(None, v["records"].type))
+    columns = {name: pa.nulls(n, ROWS.field(name).type) for name in ROWS.names}
+    columns.update(
+        col,
+        hid=_column(hot, "hid").fill_null(0),
+        nemesis=pa.repeat(False, n),
+        topic=v["topic"],
+        val=v["value"],
+        partition=v["partition"],
+        offset=v["offset"],
+        error=v["error"],
+        final=v["final"].fill_null(False),
+        group=v["group"],
+        topics=v["topics"],
+        reason=v["reason"],
     )
+    rows = pa.Table.from_arrays([columns[name] for name in ROWS.names], schema=ROWS)
+    client = pc.is_in(f, pa.array(["send", "poll"]))
+    return {
+        "line": rows.filter(client),
+        "control": _with_pair_lists(
+            rows.filter(pc.invert(client)), value.filter(pc.invert(client))
+        ),
+        "record": _record_rows(rows, v["records"]),
+    }
+
+
+def _with_pair_lists(control: pa.Table, value: pa.Array) -> pa.Table:
+    """Membership and commit lines Arrow read hold only empty pair lists: [] where present."""
+    f = control["f"]
+    for name in _PAIR_LISTS:
+        used_by = (
+            pc.equal(f, "commit")
+            if name == "offsets"
+            else pc.is_in(f, pa.array(["rebalance", "assign"]))
+        )
+        present = pc.and_(used_by, pc.is_valid(pc.struct_field(value, name)))
+        at = ROWS.get_field_index(name)
+        control = control.set_column(at, name, _empty_where(present, ROWS.field(name).type))
+    return control
+
+
+def _empty_where(mask: pa.Array, type_: pa.DataType) -> pa.Array:
+    """An empty list of ``type_`` where ``mask``, else null (Arrow let only [] through)."""
+    return pc.if_else(mask, pa.scalar([], type_), pa.scalar(None, type_))
 
 
 def _record_rows(lines: pa.Table, records: pa.Array) -> pa.Table:
     """One row per polled record, carrying its poll line's fields."""
     parent = pc.list_parent_indices(records)
     flat = pc.list_flatten(records)
-    r = {name: pc.struct_field(flat, name) for name in ("topic", "partition", "offset")}
-    if not _all(
-        pc.and_(
-            pc.and_(pc.is_valid(r["topic"]), pc.is_valid(r["partition"])), pc.is_valid(r["offset"])
-        )
-    ):
+    r = {name: pc.struct_field(flat, name) for name in ("topic", "partition", "offset", "value")}
+    if not _all(pc.is_valid(r["topic"]), pc.is_valid(r["partition"]), pc.is_valid(r["offset"])):
         raise _SlowPath
     length = pc.list_value_length(records).fill_null(0)
-    first = pc.subtract(pc.cumulative_sum(length), length)  # position of each poll's first record
-    position = pc.subtract(pc.cumulative_sum(pa.nulls(len(flat), pa.int64()).fill_null(1)), 1)
+    first = pc.subtract(pc.cumulative_sum(length), length)  # each poll's first record
+    position = pc.subtract(pc.cumulative_sum(pa.repeat(1, len(flat)).cast(pa.int64())), 1)
     rows = lines.take(parent)
     columns = {name: rows[name] for name in ROWS.names}
     columns.update(
@@ -380,6 +457,6 @@ def _record_rows(lines: pa.Table, records: pa.Array) -> pa.Table:
         topic=r["topic"],
         partition=r["partition"],
         offset=r["offset"],
-        val=pc.struct_field(flat, "value"),
+        val=r["value"],
     )
     return pa.Table.from_arrays([columns[name] for name in ROWS.names], schema=ROWS)

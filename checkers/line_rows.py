@@ -51,6 +51,18 @@ ROWS = pa.schema(
 )
 
 
+KINDS = ("line", "record", "control")  # the Parquet partitions of the rows table
+
+
+def kind_of(row: dict[str, Any]) -> str:
+    """``record`` for a polled record, ``line`` for a send or poll line, else ``control``."""
+    if row.get("j") is not None:
+        return "record"
+    if row["nemesis"] or row["f"] not in ("send", "poll"):
+        return "control"
+    return "line"
+
+
 def checked(op: Any, lineno: int, path: Path) -> dict[str, Any]:
     """``op`` if it is a valid line, else HistoryError naming ``lineno`` and the problem."""
     check_envelope(op, lineno, path)

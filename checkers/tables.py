@@ -36,19 +36,24 @@ def anomaly(df: DataFrame, check: str, sort_key: Column, *fields: Column) -> Dat
     )
 
 
+def kind(name: str) -> Column:
+    """Rows of one Parquet partition (see checkers/ingest.py): Spark reads only its files."""
+    return F.col("kind") == name
+
+
 def line_rows() -> Column:
-    """True once per history line (a polled record's row has ``j`` set)."""
-    return F.col("j").isNull()
+    """True once per history line (not for the rows of polled records)."""
+    return F.col("kind") != "record"
 
 
 def is_send(type_: str | None = None) -> Column:
-    cond = F.col("f") == "send"
+    cond = kind("line") & (F.col("f") == "send")
     return cond if type_ is None else cond & (F.col("type") == type_)
 
 
 def is_read() -> Column:
-    """A polled record (a poll line with no records has a row with ``j`` null)."""
-    return (F.col("f") == "poll") & (F.col("type") == "ok") & F.col("j").isNotNull()
+    """A polled record (only ``ok`` polls have them)."""
+    return kind("record")
 
 
 def is_position() -> Column:
@@ -101,12 +106,12 @@ class Tables:
     @cached_property
     def control(self) -> DataFrame:
         """Every line that is neither a send nor a poll: membership, commits, faults."""
-        return self.keep(self.ops.where(~F.col("f").isin("send", "poll")), small=True)
+        return self.keep(self.ops.where(kind("control")), small=True)
 
     @cached_property
     def drain_processes(self) -> DataFrame:
         """Processes of the final drain: they are not members of any group."""
-        polls = self.ops.where((F.col("f") == "poll") & F.col("final"))
+        polls = self.ops.where(kind("line") & (F.col("f") == "poll") & F.col("final"))
         return self.keep(polls.select("hid", "process").distinct(), small=True)
 
     @cached_property
