@@ -185,16 +185,18 @@ class Tables:
         """Everything about one sent value, in one shuffle of its sends and reads.
 
         Only primitive min/max aggregates, because they are what Spark
-        aggregates fastest: ``min_by(x, when(cond, index))`` is x at the
-        earliest line meeting cond.  A value seen at two places has two
-        distinct positions, so some component's min and max differ (``dup``);
-        otherwise ``pos_*`` is the one place it was seen.
+        aggregates fastest.  A value is sent once (docs/results.md), so its
+        invoke and its completion are single rows: ``min(when(ok, x))`` is x
+        of the ack.  Only the first read needs ``min_by(x, when(cond,
+        index))``, x at the earliest line meeting cond.  A value seen at two
+        places has two distinct positions, so some component's min and max
+        differ (``dup``); otherwise ``pos_*`` is the one place it was seen.
         """
         seen = self.ops.where((is_send() | is_read()) & F.col("val").isNotNull())
         seen = self._with_reader_bit(seen)
 
-        def at_first(cond: Column, col: str | Column) -> Column:
-            return F.min_by(col, F.when(cond, F.col("index")))
+        def of_the(cond: Column, col: str) -> Column:
+            return F.min(F.when(cond, F.col(col)))
 
         def at_position(col: str) -> Column:
             return F.when(is_position(), F.col(col))
@@ -205,16 +207,16 @@ class Tables:
         ok = is_send("ok")
         return self.keep(
             seen.groupBy("hid", "val").agg(
-                F.min(F.when(is_send("invoke"), F.col("index"))).alias("invoke_index"),
-                at_first(is_send("invoke"), "time").alias("invoke_time"),
-                F.min(F.when(ok, F.col("index"))).alias("ack_index"),
-                at_first(ok, "time").alias("ack_time"),
-                at_first(ok, "topic").alias("topic"),
-                at_first(ok, "partition").alias("partition"),
-                at_first(ok, F.coalesce("offset", F.lit(-1))).alias("offset"),
-                F.min(F.when(is_send("fail"), F.col("index"))).alias("fail_index"),
-                F.min(F.when(is_read(), F.col("index"))).alias("read_index"),
-                at_first(is_read(), "time").alias("read_time"),
+                of_the(is_send("invoke"), "index").alias("invoke_index"),
+                of_the(is_send("invoke"), "time").alias("invoke_time"),
+                of_the(ok, "index").alias("ack_index"),
+                of_the(ok, "time").alias("ack_time"),
+                of_the(ok, "topic").alias("topic"),
+                of_the(ok, "partition").alias("partition"),
+                of_the(ok, "offset").alias("offset"),
+                of_the(is_send("fail"), "index").alias("fail_index"),
+                of_the(is_read(), "index").alias("read_index"),
+                F.min_by("time", F.when(is_read(), F.col("index"))).alias("read_time"),
                 (spread("topic") | spread("partition") | spread("offset")).alias("dup"),
                 F.min(at_position("topic")).alias("pos_topic"),
                 F.min(at_position("partition")).alias("pos_partition"),
