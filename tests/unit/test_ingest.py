@@ -79,6 +79,10 @@ def test_fast_and_python_paths_make_identical_rows(tmp_path, monkeypatch):
     ]
     fault = next(r for r in fast if r["nemesis"])
     assert (fault["process"], fault["fault_id"], fault["targets"]) == (None, 1, ["n1", "n2"])
+    kinds = {(r["f"], r["j"] is None): r["kind"] for r in fast}
+    assert kinds[("poll", False)] == "record" and kinds[("send", True)] == "line"
+    assert {kinds[(f, True)] for f in ("subscribe", "rebalance", "commit", "crash")} == {"control"}
+    assert kinds[("partition", True)] == "control"  # the fault
     rebalance = next(r for r in fast if r["f"] == "rebalance")
     assert rebalance["assigned"] == [{"topic": "t", "partition": 0}, {"topic": "t", "partition": 1}]
 
