@@ -101,7 +101,7 @@ def _offset_values(spark: SparkSession, t: Tables, found: Found) -> None:
     ]
     if not wanted:
         return
-    places = spark.createDataFrame(wanted, "hid int, topic string, partition int, offset long")
+    places = spark.createDataFrame(wanted, "hid int, topic int, partition int, offset long")
     rows = (
         t.positions.where(F.col("val").isNotNull())
         .join(F.broadcast(places), [*TP, "offset"])
@@ -123,7 +123,7 @@ def _neighbours(spark: SparkSession, t: Tables, found: Found) -> None:
     ]
     if not wanted:
         return
-    holes = spark.createDataFrame(wanted, "hid int, topic string, partition int, hole long")
+    holes = spark.createDataFrame(wanted, "hid int, topic int, partition int, hole long")
     near = (
         t.positions.join(F.broadcast(holes), TP)
         .where(F.abs(F.col("offset") - F.col("hole")) <= NEIGHBOURS)
@@ -155,7 +155,7 @@ def _skipped(spark: SparkSession, t: Tables, found: Found) -> None:
     ]
     if not wanted:
         return
-    jumps = spark.createDataFrame(wanted, "hid int, topic string, partition int, a long, b long")
+    jumps = spark.createDataFrame(wanted, "hid int, topic int, partition int, a long, b long")
     known = t.per_position.select(*TP, "offset")
     rows = (
         known.join(F.broadcast(jumps), TP)
@@ -174,6 +174,17 @@ def _skipped(spark: SparkSession, t: Tables, found: Found) -> None:
         ex["skipped_count"] = r["n"] if r else 0
         ex["skipped"] = list(r["s"]) if r else []
         ex["indices"] = indices
+
+
+def name_topics(found: Found, names: dict[int, str]) -> None:
+    """Put topic names back into the examples, in place (rows hold topic ids)."""
+    for checks in found.values():
+        for _, examples in checks.values():
+            for ex in examples:
+                if "topic" in ex:
+                    ex["topic"] = names[ex["topic"]]
+                if "positions" in ex:
+                    ex["positions"] = [[names[t], p, o] for t, p, o in ex["positions"]]
 
 
 def history_meta(t: Tables) -> dict[int, dict[str, Any]]:
@@ -215,6 +226,7 @@ def _analyse(
     )
     found = collect_anomalies(frames, examples)
     enrich(spark, t, found)
+    name_topics(found, t.topic_names)
     meta = history_meta(t) or {0: {"ops": 0, "final": 0, "end_time": 0, "drain_start": None}}
     results = {}
     for hid, m in meta.items():

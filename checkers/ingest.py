@@ -3,12 +3,14 @@
 A row is one history line (``j`` null), and each record a poll returned is one
 more row (``j`` = its position in the poll) carrying its poll line's fields.
 Sends and records share ``topic, partition, offset, val``, so "every
-observation of a value at an offset" is one filter, not a union.  The schema
-is ``checkers.line_rows.ROWS``.  Rows are stored in three Parquet partitions,
-``kind=line`` (sends, polls), ``kind=record`` (polled records) and
-``kind=control`` (membership, commits, crashes, faults), so that Spark reads
-only the files a check needs: the control lines are a tiny part of a history
-but are read by many checks.
+observation of a value at an offset" is one filter, not a union.  Lines are
+parsed into ``checkers.line_rows.ROWS`` and stored as
+``checkers.topic_ids.STORED``, with topics as small integers.  Rows are
+stored in Parquet partitions, ``kind=line`` (sends, polls), ``kind=record``
+(polled records), ``kind=control`` (membership, commits, crashes, faults)
+and ``kind=topic`` (the topic names), so that Spark reads only the files a
+check needs: the control lines are a tiny part of a history but are read by
+many checks.
 
 Why not Spark's JSON reader: parsing, exploding and writing a 1e7-line
 history took it 55 s on two cores, a third of the whole check.  Arrow's JSON
@@ -46,10 +48,11 @@ import pyarrow.json as pj
 import pyarrow.parquet as pq
 
 from checkers.line_rows import KINDS, ROWS, checked, kind_of, rows_of
+from checkers.topic_ids import STORED, TopicIds
 from harness.errors import HistoryError
 from workloads.history import NEMESIS, TYPES
 
-FORMAT = "rows-5"  # bump when the rows table changes shape: older caches are rebuilt
+FORMAT = "rows-6"  # bump when the rows table changes shape: older caches are rebuilt
 FORMAT_FILE = "_KAFKA_CHAOS_FORMAT"
 CHUNK_BYTES = 32 << 20
 IN_FLIGHT = 3  # chunks parsed ahead of the writer: bounds memory
@@ -118,14 +121,16 @@ def convert(history: Path, parquet: Path) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         writers = {}
-        for kind in KINDS:
+        for kind in (*KINDS, "topic"):
             (tmp / f"kind={kind}").mkdir(parents=True)
             path = tmp / f"kind={kind}" / "part-0.parquet"
-            writers[kind] = pq.ParquetWriter(path, ROWS, compression="snappy")
+            writers[kind] = pq.ParquetWriter(path, STORED, compression="snappy")
         try:
+            topics = TopicIds()
             for tables in _tables(history):
                 for kind, table in tables.items():
-                    writers[kind].write_table(table)
+                    writers[kind].write_table(topics.stored(kind, table))
+            writers["topic"].write_table(topics.table())
         finally:
             for writer in writers.values():
                 writer.close()

@@ -42,8 +42,8 @@ def kind(name: str) -> Column:
 
 
 def line_rows() -> Column:
-    """True once per history line (not for the rows of polled records)."""
-    return F.col("kind") != "record"
+    """True once per history line (not for polled records, nor the topic names)."""
+    return F.col("kind").isin("line", "control")
 
 
 def is_send(type_: str | None = None) -> Column:
@@ -102,6 +102,12 @@ class Tables:
         )
 
     # -- small cached tables ----------------------------------------------------------
+
+    @cached_property
+    def topic_names(self) -> dict[int, str]:
+        """Topic id -> name (rows keep topics as integers: checkers/topic_ids.py)."""
+        names = self.ops.where(kind("topic")).select("topic", "name").collect()
+        return {r["topic"]: r["name"] for r in names}
 
     @cached_property
     def control(self) -> DataFrame:

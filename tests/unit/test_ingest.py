@@ -11,6 +11,7 @@ import pytest
 
 from checkers import ingest
 from checkers.builder import HistoryBuilder
+from checkers.topic_ids import STORED
 from harness.errors import HistoryError
 
 
@@ -48,12 +49,26 @@ def _history(tmp_path: Path, histories: int = 3) -> Path:
 
 
 def _rows(path: Path, out: Path) -> list[dict]:
+    """The stored rows, with topic ids turned back into names (ids depend on chunking)."""
     ingest.convert(path, out)
     table = pq.read_table(out)  # plus ``kind``, the partition column
-    assert table.schema.names == [*ingest.ROWS.names, "kind"]
-    return sorted(
-        table.to_pylist(), key=lambda r: (r["hid"], r["index"], r["j"] is not None, r["j"] or 0)
-    )
+    assert table.schema.names == [*STORED.names, "kind"]
+    rows = table.to_pylist()
+    names = {r["topic"]: r["name"] for r in rows if r["kind"] == "topic"}
+    assert len(set(names.values())) == len(names)
+    rows = [_named(r, names) for r in rows if r["kind"] != "topic"]
+    return sorted(rows, key=lambda r: (r["hid"], r["index"], r["j"] is not None, r["j"] or 0))
+
+
+def _named(row: dict, names: dict[int, str]) -> dict:
+    out = {**row, "topic": names.get(row["topic"])}
+    del out["name"]
+    if row["topics"] is not None:
+        out["topics"] = [names[t] for t in row["topics"]]
+    for key in ("partitions", "assigned", "revoked", "offsets"):
+        if row[key] is not None:
+            out[key] = [{**item, "topic": names[item["topic"]]} for item in row[key]]
+    return out
 
 
 def _slow_only(monkeypatch) -> None:
@@ -159,9 +174,10 @@ def test_gap_in_numbering_across_chunks_is_found(tmp_path, monkeypatch):
 
 def test_rows_schema_types_match_spark_expectations():
     """Spark reads these columns by name and type; a change needs a FORMAT bump."""
-    assert ingest.ROWS.field("process").type == pa.int64()
-    assert ingest.ROWS.field("j").type == pa.int32()
-    assert ingest.FORMAT == "rows-5"
+    assert STORED.field("process").type == pa.int64()
+    assert STORED.field("j").type == pa.int32()
+    assert STORED.field("topic").type == pa.int32()
+    assert ingest.FORMAT == "rows-6"
 
 
 def test_number_too_big_for_its_column_is_named(tmp_path):
@@ -171,3 +187,19 @@ def test_number_too_big_for_its_column_is_named(tmp_path):
     path = b.write(tmp_path / "h.jsonl")
     with pytest.raises(HistoryError, match="line 4: "):
         ingest.convert(path, tmp_path / "h.parquet")
+
+
+def test_topics_are_stored_as_ids_and_named_once(tmp_path):
+    b = HistoryBuilder()
+    b.subscribe(10, "g", ["zeta", "alpha"])
+    b.send(1, 0, 0, 0, topic="zeta")
+    b.send(1, 1, 0, 0, topic="alpha")
+    b.poll(10, [("zeta", 0, 0, 0)])
+    path = b.write(tmp_path / "h.jsonl")
+    ingest.convert(path, tmp_path / "h.parquet")
+    rows = pq.read_table(tmp_path / "h.parquet").to_pylist()
+    names = {r["topic"]: r["name"] for r in rows if r["kind"] == "topic"}
+    assert names == {0: "alpha", 1: "zeta"}  # a chunk's new names are numbered in order
+    subscribe = next(r for r in rows if r["f"] == "subscribe" and r["type"] == "ok")
+    assert subscribe["topics"] == [1, 0]
+    assert {r["topic"] for r in rows if r["kind"] == "record"} == {1}
