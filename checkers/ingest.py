@@ -179,7 +179,7 @@ def _in_order(start: int, chunk: bytes, parsed: Future, numbering: _Numbering) -
         fast = parsed.result()
         if numbering.check_chunk(fast.hid, fast.index):
             return fast.tables
-    except (_SlowPath, pa.ArrowInvalid):
+    except (_SlowPath, pa.ArrowException):  # any type Arrow cannot take: the Python path decides
         pass
     return _slow_rows(chunk, start, numbering)
 
@@ -288,11 +288,11 @@ def _slow_rows(chunk: bytes, start: int, numbering: _Numbering) -> Tables:
         ops.append((n, op))
     try:
         return _by_kind([r for _, op in ops for r in rows_of(op)])
-    except (pa.ArrowInvalid, OverflowError):
+    except (pa.ArrowException, OverflowError):
         for n, op in ops:  # name the line whose number does not fit its column
             try:
                 pa.Table.from_pylist(rows_of(op), ROWS)
-            except (pa.ArrowInvalid, OverflowError) as e:
+            except (pa.ArrowException, OverflowError) as e:
                 raise HistoryError(f"{numbering.path}: line {n}: {e}") from e
         raise
 
