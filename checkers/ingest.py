@@ -366,11 +366,9 @@ def _blank_out(chunk: bytes) -> tuple[bytes | bytearray, list[dict]]:
 
 
 def _column(table: pa.Table, name: str) -> pa.Array:
-    """One column of a combined table as a single array (also for an empty table)."""
+    """One column of a combined table (at most one chunk) as an array."""
     col = table[name]
-    if col.num_chunks == 1:
-        return col.chunk(0)
-    return pa.concat_arrays(col.chunks) if col.num_chunks else pa.array([], col.type)
+    return col.chunk(0) if col.num_chunks else pa.array([], col.type)
 
 
 def _all(*masks: pa.Array) -> bool:
