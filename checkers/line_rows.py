@@ -17,10 +17,15 @@ import pyarrow as pa
 from harness.errors import HistoryError
 from workloads.history import NEMESIS, check_envelope
 
-_PAIR = pa.list_(pa.struct([("topic", pa.string()), ("partition", pa.int32())]))
-_TRIPLE = pa.list_(
-    pa.struct([("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64())])
-)
+
+def pair_lists(topic: pa.DataType) -> tuple[pa.DataType, pa.DataType]:
+    """Types of [topic, partition] and [topic, partition, offset] lists, topics as ``topic``."""
+    pair = pa.struct([("topic", topic), ("partition", pa.int32())])
+    triple = pa.struct([("topic", topic), ("partition", pa.int32()), ("offset", pa.int64())])
+    return pa.list_(pair), pa.list_(triple)
+
+
+_PAIR, _TRIPLE = pair_lists(pa.string())
 ROWS = pa.schema(
     [
         ("hid", pa.int32()),

@@ -16,12 +16,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from checkers.line_rows import ROWS
+from checkers.line_rows import ROWS, pair_lists
 
-_PAIR = pa.list_(pa.struct([("topic", pa.int32()), ("partition", pa.int32())]))
-_TRIPLE = pa.list_(
-    pa.struct([("topic", pa.int32()), ("partition", pa.int32()), ("offset", pa.int64())])
-)
+_PAIR, _TRIPLE = pair_lists(pa.int32())
 _CHANGED = {
     "topic": pa.int32(),
     "topics": pa.list_(pa.int32()),
