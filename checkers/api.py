@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from pyspark.sql import functions as F
 from checkers.availability import availability, availability_check
 from checkers.group_checks import group_checks
 from checkers.lag import realtime_lag
-from checkers.load import load_history
+from checkers.load import rows_dir
 from checkers.poll_checks import poll_checks, suspicious_pairs
 from checkers.results import build_checks, check_result, severities, verdict, write_results
 from checkers.send_checks import send_checks
@@ -281,8 +282,13 @@ def check_history(
     """Judge ``history`` under run ``config``; write results.json to ``out`` when given."""
     history = Path(history)
     checker = config.get("checker", {})
-    spark = get_spark(spark_master or checker.get("spark_master"))
-    ops = load_history(spark, history)
+    # Spark starts while the history converts: the JVM's start-up (about 5 s)
+    # overlaps the Arrow parse instead of coming before it.
+    with ThreadPoolExecutor(1) as pool:
+        starting = pool.submit(get_spark, spark_master or checker.get("spark_master"))
+        rows = rows_dir(history)
+        spark = starting.result()
+    ops = spark.read.parquet(str(rows))
     results = analyse(spark, ops, config, examples=int(checker.get("examples", 10)))
     res = results.get(0) or next(iter(results.values()))
     res["history"] = history.name

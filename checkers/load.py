@@ -23,6 +23,11 @@ PARQUET_NAME = "history.parquet"
 
 def load_history(spark: SparkSession, history: Path) -> DataFrame:
     """The rows of ``history`` (JSONL, or a Parquet directory written by ingest)."""
+    return spark.read.parquet(str(rows_dir(history)))
+
+
+def rows_dir(history: Path) -> Path:
+    """The Parquet rows directory of ``history``: itself, or its (re)made cache."""
     history = Path(history)
     if history.suffix == ".parquet" or history.is_dir():
         if not ingest.is_current(history):
@@ -30,8 +35,8 @@ def load_history(spark: SparkSession, history: Path) -> DataFrame:
                 f"{history}: not a Parquet history of this kafka-chaos version ({ingest.FORMAT}); "
                 "check the history.jsonl it came from"
             )
-        return spark.read.parquet(str(history))
-    return spark.read.parquet(str(rows_cache(history)))
+        return history
+    return rows_cache(history)
 
 
 def rows_cache(history: Path) -> Path:

@@ -36,34 +36,19 @@ def _resets(t: Tables) -> DataFrame:
     )
     named = rebalances.select("hid", "process", "index", "tp.topic", "tp.partition")
     joins = ops.where(F.col("f").isin("subscribe", "assign")).select("hid", "process", "index")
-    streams = t.reads.select("hid", "process", "topic", "partition").distinct()
+    streams = t.polls.select("hid", "process", "topic", "partition").distinct()
     everything = joins.join(streams, ["hid", "process"])
     return named.unionByName(everything.select(*named.columns))
 
 
 PAIR = ["hid", "process", "topic", "partition", "send", "index"]
+POLL = ["hid", "process", "topic", "partition", "index"]
 
 
 def _runs(t: Tables) -> DataFrame:
-    """Stream entries: one per ack, one per (poll line, partition) read, one per reset.
-
-    A poll's records of one partition are summarised by their first and last
-    offset and whether they are one ``straight`` run (offset - position
-    constant: consecutive offsets, in order).  Rows of one poll line sit side by
-    side, so this aggregates before any shuffle and the ordered pass below
-    sorts polls, not records.
-    """
-    reads = (
-        t.reads.groupBy("hid", "process", "topic", "partition", "index")
-        .agg(
-            F.min_by("offset", "j").alias("first"),
-            F.max_by("offset", "j").alias("last"),
-            (F.min(F.col("offset") - F.col("j")) == F.max(F.col("offset") - F.col("j"))).alias(
-                "straight"
-            ),
-        )
-        .select("*", F.lit(False).alias("send"), F.lit(False).alias("reset"))
-    )
+    """Stream entries: one per ack, one per (poll line, partition) read
+    (``Tables.polls``), one per reset."""
+    reads = t.polls.select("*", F.lit(False).alias("send"), F.lit(False).alias("reset"))
     acks = t.ops.where(is_send("ok") & (F.col("offset") >= 0)).select(
         "hid",
         "process",
@@ -115,13 +100,12 @@ def suspicious_pairs(t: Tables) -> DataFrame:
         (F.col("send") & (F.col("first") <= F.col("prev_offset")))
         | (read_pair & _suspicious("first", "prev_offset"))
     ).select(*PAIR, F.col("first").alias("offset"), "prev_offset", "prev_index")
-    poll = ["hid", "process", "topic", "partition", "index"]
-    crooked = runs.where(~F.col("straight")).select(*poll)
-    by_position = Window.partitionBy(*poll).orderBy("j")
+    crooked = t.polls.where(~F.col("straight")).select(*POLL)
+    by_position = Window.partitionBy(*POLL).orderBy("j")
     inside = (
-        t.reads.join(crooked, poll, "left_semi")
+        t.reads.join(F.broadcast(crooked), POLL, "left_semi")
         .select(
-            *poll[:-1],
+            *POLL[:-1],
             F.lit(False).alias("send"),
             "index",
             "offset",

@@ -1,11 +1,16 @@
 """One SparkSession factory, so every caller gets the same quiet, small-footprint setup.
 
-The machine is shared and small: a 3g driver, few shuffle partitions (two per
+The machine is shared and small: a 4g driver, few shuffle partitions (two per
 core: a stage's fixed cost is per task, and big histories still split
 evenly) and WARN logging keep Spark from crowding out the Kafka brokers under
 test.  Adaptive query execution is off: it runs every query stage as a job
 of its own, and with few, evenly split partitions it had nothing to re-plan
 (1e7 ops: 93 s without it, 100 s with it; 1e5: 52 jobs became 17).
+The JVMs use the parallel garbage collector, built for throughput rather
+than short pauses, and cached tables are kept uncompressed (memory is
+plentiful here, CPU is not).  Side by side at 1e7 ops: 86-87 s with the
+default collector, 72-76 s with the parallel one; the cache setting is worth
+about 2 s more.
 KC_SPARK_CONF="key=value,..." adds settings, for tuning runs.
 """
 
@@ -16,6 +21,7 @@ import os
 from pyspark.sql import SparkSession
 
 DEFAULT_MASTER = "local[*]"
+THROUGHPUT_GC = "-XX:+UseParallelGC"
 
 
 def _overrides() -> dict[str, str]:
@@ -36,8 +42,11 @@ def get_spark(master: str | None = None) -> SparkSession:
     builder = (
         SparkSession.builder.master(master or DEFAULT_MASTER)
         .appName("kafka-chaos-check")
-        .config("spark.driver.memory", "3g")
+        .config("spark.driver.memory", "4g")
         .config("spark.executor.memory", "1g")
+        .config("spark.driver.extraJavaOptions", THROUGHPUT_GC)
+        .config("spark.executor.extraJavaOptions", THROUGHPUT_GC)
+        .config("spark.sql.inMemoryColumnarStorage.compressed", "false")
         .config("spark.sql.shuffle.partitions", str(2 * (os.cpu_count() or 2)))
         .config("spark.sql.adaptive.enabled", "false")
         .config("spark.ui.enabled", "false")
