@@ -31,3 +31,7 @@ python3 -m pip install -q -e '.[dev]'
 
 # Warm the Kafka cache: the newest 4.x (default) and 3.9 (ZooKeeper mode).
 kafka-chaos dist fetch 4.4.0 3.9.2
+
+# Archive the JVM classes a check loads, once, so every later check's JVM
+# starts faster (checkers/class_archive.py; kept per Spark version).
+python3 -m checkers.class_archive >/dev/null

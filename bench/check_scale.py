@@ -23,8 +23,7 @@ from pathlib import Path
 
 import pyspark
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gen_history import generate  # noqa: E402
+from checkers.synthetic import generate
 
 HERE = Path(__file__).resolve().parent
 

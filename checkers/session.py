@@ -10,7 +10,8 @@ The JVMs use the parallel garbage collector, built for throughput rather
 than short pauses, and cached tables are kept uncompressed (memory is
 plentiful here, CPU is not).  Side by side at 1e7 ops: 86-87 s with the
 default collector, 72-76 s with the parallel one; the cache setting is worth
-about 2 s more.
+about 2 s more.  The driver maps the Spark classes from a class-data-sharing
+archive when setup.sh made one (checkers/class_archive.py).
 KC_SPARK_CONF="key=value,..." adds settings, for tuning runs.
 """
 
@@ -20,14 +21,23 @@ import os
 
 from pyspark.sql import SparkSession
 
+from checkers import class_archive
+
 DEFAULT_MASTER = "local[*]"
 THROUGHPUT_GC = "-XX:+UseParallelGC"
+# JVM log lines (a class archive it cannot use, say) go to stderr, never into
+# the JSON that ``kafka-chaos check --json`` prints on stdout.
+JVM_LOG_TO_STDERR = "-Xlog:disable -Xlog:all=warning:stderr"
 
 
 def _overrides() -> dict[str, str]:
     """Extra Spark settings from KC_SPARK_CONF="key=value,key=value" (for tuning runs)."""
     raw = os.environ.get("KC_SPARK_CONF", "")
     return dict(item.split("=", 1) for item in raw.split(",") if "=" in item)
+
+
+def _driver_java_options() -> str:
+    return " ".join([THROUGHPUT_GC, JVM_LOG_TO_STDERR, *class_archive.java_options()])
 
 
 def get_spark(master: str | None = None) -> SparkSession:
@@ -44,8 +54,8 @@ def get_spark(master: str | None = None) -> SparkSession:
         .appName("kafka-chaos-check")
         .config("spark.driver.memory", "4g")
         .config("spark.executor.memory", "1g")
-        .config("spark.driver.extraJavaOptions", THROUGHPUT_GC)
-        .config("spark.executor.extraJavaOptions", THROUGHPUT_GC)
+        .config("spark.driver.extraJavaOptions", _driver_java_options())
+        .config("spark.executor.extraJavaOptions", f"{THROUGHPUT_GC} {JVM_LOG_TO_STDERR}")
         .config("spark.sql.inMemoryColumnarStorage.compressed", "false")
         .config("spark.sql.shuffle.partitions", str(2 * (os.cpu_count() or 2)))
         .config("spark.sql.adaptive.enabled", "false")
