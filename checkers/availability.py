@@ -12,7 +12,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from checkers.tables import Tables, is_read, is_send
+from checkers.tables import ACK, FAIL, INFO, READ, Tables, is_read, is_send, op_code, op_is
 
 NS = 1e9
 
@@ -34,11 +34,12 @@ def timeline(t: Tables) -> list[dict[str, Any]]:
     cached per-value table, so no join of sends to their invokes is needed.
     """
     counted = t.ops.where((is_send() & (F.col("type") != "invoke")) | is_read())
-    counts = counted.groupBy(_second().alias("t")).agg(
-        F.count(F.when(is_send("ok"), 1)).alias("acked"),
-        F.count(F.when(is_send("fail"), 1)).alias("failed"),
-        F.count(F.when(is_send("info"), 1)).alias("info"),
-        F.count(F.when(is_read(), 1)).alias("polled"),
+    counted = counted.select(_second().alias("t"), op_code().alias("op"))
+    counts = counted.groupBy("t").agg(
+        F.count(F.when(op_is(ACK), 1)).alias("acked"),
+        F.count(F.when(op_is(FAIL), 1)).alias("failed"),
+        F.count(F.when(op_is(INFO), 1)).alias("info"),
+        F.count(F.when(op_is(READ), 1)).alias("polled"),
     )
     acked = t.per_value.where(F.col("ack_index").isNotNull() & F.col("invoke_index").isNotNull())
     latency = (
