@@ -84,9 +84,9 @@ def _loads(archive: Path) -> bool:
     """Whether a JVM starts with ``archive`` (a damaged one crashes it, hence the check)."""
     home = os.environ.get("JAVA_HOME")
     java = str(Path(home) / "bin" / "java") if home else "java"  # as Spark picks it
-    proc = subprocess.run(
-        [java, f"-XX:SharedArchiveFile={archive}", "-version"], capture_output=True, timeout=60
-    )
+    # A crash report would land in the working directory: it says nothing we need.
+    probe = [java, f"-XX:SharedArchiveFile={archive}", "-XX:ErrorFile=/dev/null", "-version"]
+    proc = subprocess.run(probe, capture_output=True, timeout=60)
     return proc.returncode == 0
 
 
