@@ -56,6 +56,10 @@ FORMAT = "rows-6"  # bump when the rows table changes shape: older caches are re
 FORMAT_FILE = "_KAFKA_CHAOS_FORMAT"
 CHUNK_BYTES = 32 << 20
 IN_FLIGHT = 3  # chunks parsed ahead of the writer: bounds memory
+# Columns that differ on nearly every row: a Parquet dictionary of them only
+# costs time (Arrow tries one, then gives up).  Writing them plain took the
+# 1e7-op conversion from 16.0 s to 14.4 s and the files from 257 to 212 MB.
+_UNIQUE_PER_ROW = ("index", "time", "val", "offset")
 
 _RECORD = pa.struct(
     [
@@ -124,7 +128,12 @@ def convert(history: Path, parquet: Path) -> None:
         for kind in (*KINDS, "topic"):
             (tmp / f"kind={kind}").mkdir(parents=True)
             path = tmp / f"kind={kind}" / "part-0.parquet"
-            writers[kind] = pq.ParquetWriter(path, STORED, compression="snappy")
+            writers[kind] = pq.ParquetWriter(
+                path,
+                STORED,
+                compression="snappy",
+                use_dictionary=[n for n in STORED.names if n not in _UNIQUE_PER_ROW],
+            )
         try:
             topics = TopicIds()
             for tables in _tables(history):
