@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from checkers.availability import availability, availability_check
 from checkers.group_checks import group_checks
 from checkers.lag import realtime_lag
-from checkers.load import rows_dir
+from checkers.load import expected_ops, rows_dir
 from checkers.poll_checks import poll_checks, suspicious_pairs
 from checkers.results import build_checks, check_result, severities, verdict, write_results
 from checkers.send_checks import send_checks
@@ -285,7 +285,8 @@ def check_history(
     # Spark starts while the history converts: the JVM's start-up (about 5 s)
     # overlaps the Arrow parse instead of coming before it.
     with ThreadPoolExecutor(1) as pool:
-        starting = pool.submit(get_spark, spark_master or checker.get("spark_master"))
+        master = spark_master or checker.get("spark_master")
+        starting = pool.submit(get_spark, master, expected_ops(history))
         rows = rows_dir(history)
         spark = starting.result()
     ops = spark.read.parquet(str(rows))

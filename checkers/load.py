@@ -19,6 +19,20 @@ from checkers import ingest
 from harness.errors import HistoryError
 
 PARQUET_NAME = "history.parquet"
+# Sizes on disk per operation, for a guess made before anything is read
+# (synthetic and harness histories: about 200 bytes a JSONL line, 21 bytes of
+# Parquet rows per line).
+JSONL_BYTES_PER_OP = 200
+PARQUET_BYTES_PER_OP = 21
+
+
+def expected_ops(history: Path) -> int:
+    """About how many operations ``history`` holds, from its size alone (0 if absent)."""
+    history = Path(history)
+    if history.is_dir():
+        size = sum(f.stat().st_size for f in history.rglob("*.parquet"))
+        return size // PARQUET_BYTES_PER_OP
+    return history.stat().st_size // JSONL_BYTES_PER_OP if history.is_file() else 0
 
 
 def load_history(spark: SparkSession, history: Path) -> DataFrame:

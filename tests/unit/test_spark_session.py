@@ -1,0 +1,29 @@
+"""Which JVM a check gets: the quick JIT compiler for small histories only, and
+the size guess that decides it (made before the history is read)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from checkers import session
+from checkers.load import JSONL_BYTES_PER_OP, PARQUET_BYTES_PER_OP, expected_ops
+
+
+def test_quick_jit_only_below_the_threshold() -> None:
+    assert session.QUICK_JIT in session._java_options(0)
+    assert session.QUICK_JIT in session._java_options(session.QUICK_JIT_MAX_OPS - 1)
+    big = session._java_options(session.QUICK_JIT_MAX_OPS)
+    assert session.QUICK_JIT not in big
+    assert session.THROUGHPUT_GC in big
+
+
+def test_expected_ops_from_sizes(tmp_path: Path) -> None:
+    jsonl = tmp_path / "history.jsonl"
+    jsonl.write_bytes(b"x" * (JSONL_BYTES_PER_OP * 1000))
+    assert expected_ops(jsonl) == 1000
+    rows = tmp_path / "history.parquet" / "kind=line"
+    rows.mkdir(parents=True)
+    (rows / "part-0.parquet").write_bytes(b"x" * (PARQUET_BYTES_PER_OP * 500))
+    (rows.parent / "_SUCCESS").touch()
+    assert expected_ops(rows.parent) == 500
+    assert expected_ops(tmp_path / "missing.jsonl") == 0
