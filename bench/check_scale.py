@@ -28,12 +28,19 @@ from checkers.synthetic import generate
 HERE = Path(__file__).resolve().parent
 
 
-def timed_check(history: Path, master: str | None = None) -> tuple[float, dict]:
+def timed_check(
+    history: Path, master: str | None = None, spark_conf: str = ""
+) -> tuple[float, dict]:
+    """Wall time and results of one `kafka-chaos check` in a fresh process.
+
+    ``spark_conf`` ("key=value,...") goes to checkers/session.py through KC_SPARK_CONF.
+    """
     cmd = [sys.executable, "-m", "harness.cli", "check", str(history), "--json"]
     if master:
         cmd += ["--spark-master", master]
+    env = {**os.environ, "KC_SPARK_CONF": spark_conf}
     t0 = time.monotonic()
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600, env=env)
     took = time.monotonic() - t0
     if proc.returncode not in (0, 1, 2):
         raise SystemExit(f"check failed ({proc.returncode}): {proc.stderr[-2000:]}")

@@ -1,0 +1,47 @@
+"""Side by side: time `kafka-chaos check` on one history under Spark setting variants,
+alternating the variants round by round so that machine noise hits them alike.
+
+    python bench/check_ab.py /tmp/kc-bench/h1e07.jsonl "" "spark.sql.shuffle.partitions=2"
+    python bench/check_ab.py HISTORY "" "spark.driver.extraJavaOptions=..." --rounds 3 --cold
+
+A variant is a KC_SPARK_CONF value ("key=value,...", see checkers/session.py);
+"" is the defaults.  --cold removes the Parquet cache before every run, so
+the conversion is timed too.  Prints every run, then each variant's mean and
+its ratio to the first variant's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from check_scale import timed_check  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("history", type=Path)
+    parser.add_argument("variants", nargs="+", help='KC_SPARK_CONF values; "" = defaults')
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--cold", action="store_true", help="convert afresh every run")
+    args = parser.parse_args()
+    times: dict[str, list[float]] = {v: [] for v in args.variants}
+    for round_ in range(1, args.rounds + 1):
+        for variant in args.variants:
+            if args.cold:
+                shutil.rmtree(args.history.with_suffix(".parquet"), ignore_errors=True)
+            took, results = timed_check(args.history, spark_conf=variant)
+            times[variant].append(took)
+            print(f"round {round_} {took:7.1f} s  {results['verdict']:8} [{variant}]", flush=True)
+    base = statistics.mean(times[args.variants[0]])
+    for variant, runs in times.items():
+        mean = statistics.mean(runs)
+        print(f"mean {mean:7.1f} s  {mean / base:5.2f}x  [{variant}]")
+
+
+if __name__ == "__main__":
+    main()
