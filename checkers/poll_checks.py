@@ -18,7 +18,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from checkers.tables import TP, Tables, anomaly, is_send
+from checkers.tables import POLL, TP, Tables, anomaly, is_send
 
 STREAM = ["hid", "process", "topic", "partition", "send"]
 
@@ -42,7 +42,6 @@ def _resets(t: Tables) -> DataFrame:
 
 
 PAIR = ["hid", "process", "topic", "partition", "send", "index"]
-POLL = ["hid", "process", "topic", "partition", "index"]
 
 
 def _runs(t: Tables) -> DataFrame:

@@ -12,8 +12,8 @@ than short pauses, and cached tables are kept uncompressed (memory is
 plentiful here, CPU is not).  Side by side at 1e7 ops: 86-87 s with the
 default collector, 72-76 s with the parallel one; the cache setting is worth
 about 2 s more.  Small histories get the quick JIT compiler only
-(``QUICK_JIT_MAX_OPS``).  The driver maps the Spark classes from a class-data-sharing
-archive when setup.sh made one (checkers/class_archive.py).
+(``QUICK_JIT_MAX_OPS``).  The driver maps the Spark classes from a
+class-data-sharing archive when setup.sh made one (checkers/class_archive.py).
 KC_SPARK_CONF="key=value,..." adds settings, for tuning runs.
 """
 

@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 from harness.errors import HistoryError
 
 TP = ["hid", "topic", "partition"]
+POLL = ["hid", "process", "topic", "partition", "index"]  # one poll line's reads of a partition
 MAX_GROUPS = 63  # consumer groups per history: one bit each in a long
 
 
@@ -134,7 +135,7 @@ class Tables:
         """
         offset_less_j = F.col("offset") - F.col("j")
         return self.keep(
-            self.reads.groupBy("hid", "process", "topic", "partition", "index").agg(
+            self.reads.groupBy(*POLL).agg(
                 F.min_by("offset", "j").alias("first"),
                 F.max_by("offset", "j").alias("last"),
                 (F.min(offset_less_j) == F.max(offset_less_j)).alias("straight"),
