@@ -27,3 +27,23 @@ def test_expected_ops_from_sizes(tmp_path: Path) -> None:
     (rows.parent / "_SUCCESS").touch()
     assert expected_ops(rows.parent) == 500
     assert expected_ops(tmp_path / "missing.jsonl") == 0
+
+
+def test_per_value_alone_skips_partial_aggregation(spark) -> None:
+    """The bypass is fixed into per-value's cached plan, and the session's own
+    setting is put back for every other query."""
+    from checkers.tables import BYPASS_PARTIAL_AGGREGATION, Tables
+
+    rows = spark.createDataFrame(
+        [("line", "send", "ok", 0, 1, 1, 0, 0, 5, 7, 1, False, None)],
+        "kind string, f string, type string, hid int, index long, time long, topic int, "
+        "partition int, offset long, val long, process long, final boolean, group string",
+    )
+    before = spark.conf.get(BYPASS_PARTIAL_AGGREGATION, None)
+    t = Tables(rows)
+    try:
+        plan = t.per_value._jdf.queryExecution().executedPlan().toString()
+    finally:
+        t.release()
+    assert spark.conf.get(BYPASS_PARTIAL_AGGREGATION, None) == before
+    assert "partial_" not in plan
