@@ -12,7 +12,7 @@ Call ``release()`` when done, so a long-lived session (the tests) frees memory.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -115,16 +115,21 @@ class Tables:
     ops: DataFrame
     _cached: list[DataFrame] = field(default_factory=list, repr=False)
 
-    def keep(self, df: DataFrame, small: bool = False) -> DataFrame:
+    def keep(self, df: DataFrame, small: bool = False, distinct_keys: bool = False) -> DataFrame:
         """Cache ``df`` until ``release()``: for tables several checks read.
 
         A ``small`` table is gathered into one partition first: the checks
         over it then run one task per stage instead of one per input split,
-        which is most of their cost.
+        which is most of their cost.  ``distinct_keys``: ``df`` is a grouping
+        whose keys are nearly all distinct within an input split, so Spark's
+        partial (pre-shuffle) aggregation only costs time and is skipped; the
+        setting is fixed into the cached plan here, when it is made.
         """
         if small:
             df = df.repartition(1)
-        self._cached.append(df.persist(StorageLevel.MEMORY_AND_DISK))
+        bypass = BYPASS_PARTIAL_AGGREGATION, "true"
+        with spark_setting(df.sparkSession, *bypass) if distinct_keys else nullcontext():
+            self._cached.append(df.persist(StorageLevel.MEMORY_AND_DISK))
         return df
 
     def release(self) -> None:
@@ -293,27 +298,27 @@ class Tables:
         def spread(col: str) -> Column:
             return F.min(at_position(col)) != F.max(at_position(col))
 
-        with spark_setting(self.ops.sparkSession, BYPASS_PARTIAL_AGGREGATION, "true"):
-            return self.keep(
-                seen.groupBy("hid", "val").agg(
-                    of_the(INVOKE, "index").alias("invoke_index"),
-                    of_the(INVOKE, "time").alias("invoke_time"),
-                    of_the(ACK, "index").alias("ack_index"),
-                    of_the(ACK, "time").alias("ack_time"),
-                    of_the(ACK, "topic").alias("topic"),
-                    of_the(ACK, "partition").alias("partition"),
-                    of_the(ACK, "offset").alias("offset"),
-                    of_the(FAIL, "index").alias("fail_index"),
-                    of_the(READ, "index").alias("read_index"),
-                    F.min_by("time", F.when(op_is(READ), F.col("index"))).alias("read_time"),
-                    (spread("topic") | spread("partition") | spread("offset")).alias("dup"),
-                    F.min(at_position("topic")).alias("pos_topic"),
-                    F.min(at_position("partition")).alias("pos_partition"),
-                    F.min(at_position("offset")).alias("pos_offset"),
-                    F.min(at_position("index")).alias("pos_first"),
-                    F.bit_or("bit").alias("readers"),
-                )
-            )
+        return self.keep(
+            seen.groupBy("hid", "val").agg(
+                of_the(INVOKE, "index").alias("invoke_index"),
+                of_the(INVOKE, "time").alias("invoke_time"),
+                of_the(ACK, "index").alias("ack_index"),
+                of_the(ACK, "time").alias("ack_time"),
+                of_the(ACK, "topic").alias("topic"),
+                of_the(ACK, "partition").alias("partition"),
+                of_the(ACK, "offset").alias("offset"),
+                of_the(FAIL, "index").alias("fail_index"),
+                of_the(READ, "index").alias("read_index"),
+                F.min_by("time", F.when(op_is(READ), F.col("index"))).alias("read_time"),
+                (spread("topic") | spread("partition") | spread("offset")).alias("dup"),
+                F.min(at_position("topic")).alias("pos_topic"),
+                F.min(at_position("partition")).alias("pos_partition"),
+                F.min(at_position("offset")).alias("pos_offset"),
+                F.min(at_position("index")).alias("pos_first"),
+                F.bit_or("bit").alias("readers"),
+            ),
+            distinct_keys=True,
+        )
 
     @cached_property
     def group_bits(self) -> DataFrame:
@@ -351,7 +356,7 @@ class Tables:
         dups = self.per_value.where("dup").select("hid", "val")
         null_reads = self.ops.where(is_read() & F.col("val").isNull())
         if dups.isEmpty() and null_reads.isEmpty():
-            return self.keep(self._by_position(single))
+            return self.keep(self._by_position(single), distinct_keys=True)
         rows = (
             self.ops.where(is_position())
             .join(F.broadcast(dups), ["hid", "val"], "left_semi")
@@ -365,7 +370,7 @@ class Tables:
             is_read().cast("int").alias("read"),
             F.col("bit").alias("readers"),
         )
-        return self.keep(self._by_position(single.unionByName(several)))
+        return self.keep(self._by_position(single.unionByName(several)), distinct_keys=True)
 
     @staticmethod
     def _by_position(seen: DataFrame) -> DataFrame:
