@@ -14,6 +14,8 @@ def test_quick_jit_only_below_the_threshold() -> None:
     assert session.QUICK_JIT in session._java_options(session.QUICK_JIT_MAX_OPS - 1)
     big = session._java_options(session.QUICK_JIT_MAX_OPS)
     assert session.QUICK_JIT not in big
+    assert session.FEWER_COMPILES in big
+    assert session.FEWER_COMPILES not in session._java_options(0)
     assert session.THROUGHPUT_GC in big
 
 
