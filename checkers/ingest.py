@@ -262,8 +262,12 @@ class _Numbering:
         """Whether ``index`` continues every history's numbering exactly; advances it if so."""
         if len(index) == 0:
             return True
-        order = pc.sort_indices(hid)  # stable: file order within each history
-        h, i = hid.take(order), index.take(order)
+        bounds = pc.min_max(hid)
+        if bounds["min"] == bounds["max"]:  # one history, the usual case: already in order
+            h, i = hid, index
+        else:
+            order = pc.sort_indices(hid)  # stable: file order within each history
+            h, i = hid.take(order), index.take(order)
         new_history = pc.not_equal(pc.pairwise_diff(h), 0).fill_null(True)
         if not pc.all(pc.or_(new_history, pc.equal(pc.pairwise_diff(i), 1))).as_py():
             return False
@@ -458,6 +462,14 @@ def _empty_where(mask: pa.Array, type_: pa.DataType) -> pa.Array:
     return pc.if_else(mask, pa.scalar([], type_), pa.scalar(None, type_))
 
 
+# What a record row copies from its poll line (``line_rows.rows_of``); the
+# rest is the record's own or null on a poll line, so it is not copied.
+_FROM_POLL_LINE = (
+    "hid", "index", "time", "process", "nemesis", "type", "f", "final",
+    "error", "reason", "group", "topics",
+)  # fmt: skip
+
+
 def _record_rows(lines: pa.Table, records: pa.Array) -> pa.Table:
     """One row per polled record, carrying its poll line's fields."""
     parent = pc.list_parent_indices(records)
@@ -468,9 +480,10 @@ def _record_rows(lines: pa.Table, records: pa.Array) -> pa.Table:
     length = pc.list_value_length(records).fill_null(0)
     first = pc.subtract(pc.cumulative_sum(length), length)  # each poll's first record
     position = pc.subtract(pc.cumulative_sum(pa.repeat(1, len(flat)).cast(pa.int64())), 1)
-    rows = lines.take(parent)
-    columns = {name: rows[name] for name in ROWS.names}
+    rows = lines.select(_FROM_POLL_LINE).take(parent)
+    columns = {name: pa.nulls(len(flat), ROWS.field(name).type) for name in ROWS.names}
     columns.update(
+        {name: rows[name] for name in _FROM_POLL_LINE},
         j=pc.subtract(position, first.take(parent)).cast(pa.int32()),
         topic=r["topic"],
         partition=r["partition"],
