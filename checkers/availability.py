@@ -12,7 +12,8 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from checkers.tables import ACK, FAIL, INFO, READ, Tables, is_read, is_send, op_code, op_is
+from checkers.op_codes import ACK, FAIL, INFO, INVOKE, READ
+from checkers.tables import Tables, is_read, is_send, op_is
 
 NS = 1e9
 
@@ -33,8 +34,8 @@ def timeline(t: Tables) -> list[dict[str, Any]]:
     Counts come straight from the rows; latency (invoke -> ack) from the
     cached per-value table, so no join of sends to their invokes is needed.
     """
-    counted = t.ops.where((is_send() & (F.col("type") != "invoke")) | is_read())
-    counted = counted.select(_second().alias("t"), op_code().alias("op"))
+    counted = t.ops.where((is_send() & (F.col("op") != INVOKE)) | is_read())
+    counted = counted.select(_second().alias("t"), "op")
     counts = counted.groupBy("t").agg(
         F.count(F.when(op_is(ACK), 1)).alias("acked"),
         F.count(F.when(op_is(FAIL), 1)).alias("failed"),

@@ -5,7 +5,8 @@ more row (``j`` = its position in the poll) carrying its poll line's fields.
 Sends and records share ``topic, partition, offset, val``, so "every
 observation of a value at an offset" is one filter, not a union.  Lines are
 parsed into ``checkers.line_rows.ROWS`` and stored as
-``checkers.topic_ids.STORED``, with topics as small integers.  Rows are
+``checkers.topic_ids.STORED``, with topics as small integers and each send
+or read row's kind as the integer ``op`` (``checkers.op_codes``).  Rows are
 stored in Parquet partitions, ``kind=line`` (sends, polls), ``kind=record``
 (polled records), ``kind=control`` (membership, commits, crashes, faults)
 and ``kind=topic`` (the topic names), so that Spark reads only the files a
@@ -52,7 +53,7 @@ from checkers.topic_ids import STORED, TopicIds
 from harness.errors import HistoryError
 from workloads.history import NEMESIS, TYPES
 
-FORMAT = "rows-6"  # bump when the rows table changes shape: older caches are rebuilt
+FORMAT = "rows-7"  # bump when the rows table changes shape: older caches are rebuilt
 FORMAT_FILE = "_KAFKA_CHAOS_FORMAT"
 CHUNK_BYTES = 32 << 20
 IN_FLIGHT = 3  # chunks parsed ahead of the writer: bounds memory

@@ -20,6 +20,7 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from checkers.op_codes import ACK, FAIL, INVOKE, READ, SEND_TYPES
 from harness.errors import HistoryError
 
 TP = ["hid", "topic", "partition"]
@@ -51,8 +52,9 @@ def line_rows() -> Column:
 
 
 def is_send(type_: str | None = None) -> Column:
-    cond = kind("line") & (F.col("f") == "send")
-    return cond if type_ is None else cond & (F.col("type") == type_)
+    """A send line; with ``type_`` ("invoke", "ok", ...) only that kind."""
+    op = F.col("op")
+    return kind("line") & (op < READ if type_ is None else op == SEND_TYPES[type_])
 
 
 def is_read() -> Column:
@@ -65,23 +67,11 @@ def is_position() -> Column:
     return (is_send("ok") & (F.col("offset") >= 0)) | is_read()
 
 
-# A send or read row as one small integer (``op``), for the big aggregations:
-# they test what a row is many times per row, and one integer comparison is far
-# cheaper than the partition and string tests it stands for (per-value at 1e7
-# ops, side by side: 21-30 s with the string tests, 13-15 s with ``op``).
-INVOKE, ACK, FAIL, INFO, READ = range(5)
-
-
-def op_code() -> Column:
-    """``op`` of a send or read row (see ``INVOKE`` ... ``READ``)."""
-    type_ = F.col("type")
-    return (
-        F.when(is_read(), READ)
-        .when(type_ == "invoke", INVOKE)
-        .when(type_ == "ok", ACK)
-        .when(type_ == "fail", FAIL)
-        .otherwise(INFO)
-    )
+# A send or read row's kind is one small integer column, ``op``, stored by
+# ingest (checkers/op_codes.py): the big aggregations test it many times per
+# row, and one integer comparison is far cheaper than the partition and
+# string tests it stands for (per-value at 1e7 ops, side by side: 21-30 s
+# with the string tests, 13-15 s with an integer code).
 
 
 def op_is(code: int) -> Column:
@@ -169,7 +159,7 @@ class Tables:
     def positions(self) -> DataFrame:
         """Every observation of a value at an offset: acks (with offsets) and reads."""
         return self.ops.where(is_position()).select(
-            *TP, "offset", "val", "index", "process", (F.col("f") == "send").alias("ack")
+            *TP, "offset", "val", "index", "process", (F.col("op") == ACK).alias("ack")
         )
 
     # -- small cached tables ----------------------------------------------------------
@@ -255,7 +245,7 @@ class Tables:
     def _with_reader_bit(self, rows: DataFrame) -> DataFrame:
         """``rows`` plus ``bit``: the reading member's group bit, 0 for anything else."""
         rows = rows.join(F.broadcast(self.reader_bits), ["hid", "process"], "left")
-        return rows.withColumn("bit", F.when(is_read(), F.coalesce("bit", F.lit(0))).otherwise(0))
+        return rows.withColumn("bit", F.when(op_is(READ), F.coalesce("bit", F.lit(0))).otherwise(0))
 
     @cached_property
     def per_value(self) -> DataFrame:
@@ -286,7 +276,7 @@ class Tables:
             "partition",
             "offset",
             "bit",
-            op_code().alias("op"),
+            "op",
         )
 
         def of_the(code: int, col: str) -> Column:

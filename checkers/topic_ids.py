@@ -16,6 +16,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from checkers import op_codes
 from checkers.line_rows import ROWS, pair_lists
 
 _PAIR, _TRIPLE = pair_lists(pa.int32())
@@ -28,7 +29,8 @@ _CHANGED = {
     "offsets": _TRIPLE,
 }
 STORED = pa.schema(
-    [pa.field(f.name, _CHANGED.get(f.name, f.type)) for f in ROWS] + [("name", pa.string())]
+    [pa.field(f.name, _CHANGED.get(f.name, f.type)) for f in ROWS]
+    + [("name", pa.string()), ("op", op_codes.TYPE)]  # op: see checkers/op_codes.py
 )
 _LISTS = ("topics", "partitions", "assigned", "revoked", "offsets")
 
@@ -58,6 +60,7 @@ class TopicIds:
         for name in _LISTS:  # only control lines hold these
             columns[name] = pa.nulls(len(table), STORED.field(name).type)
         columns["name"] = pa.nulls(len(table), pa.string())
+        columns["op"] = op_codes.op_column(table)
         return pa.Table.from_arrays([columns[n] for n in STORED.names], schema=STORED)
 
     def _row(self, row: dict[str, Any]) -> dict[str, Any]:

@@ -177,7 +177,26 @@ def test_rows_schema_types_match_spark_expectations():
     assert STORED.field("process").type == pa.int64()
     assert STORED.field("j").type == pa.int32()
     assert STORED.field("topic").type == pa.int32()
-    assert ingest.FORMAT == "rows-6"
+    assert STORED.field("op").type == pa.int8()
+    assert ingest.FORMAT == "rows-7"
+
+
+def test_op_codes_name_each_send_and_read():
+    """One stored integer per send or read row (checkers/op_codes.py); others have none."""
+    from checkers.line_rows import ROWS
+    from checkers.op_codes import ACK, FAIL, INFO, INVOKE, READ, op_column
+
+    rows = [
+        {"f": "send", "type": "invoke"},
+        {"f": "send", "type": "ok"},
+        {"f": "send", "type": "fail"},
+        {"f": "send", "type": "info"},
+        {"f": "poll", "type": "ok"},
+        {"f": "poll", "type": "ok", "j": 0},
+        {"f": "commit", "type": "ok"},
+    ]
+    table = pa.Table.from_pylist(rows, ROWS)
+    assert op_column(table).to_pylist() == [INVOKE, ACK, FAIL, INFO, None, READ, None]
 
 
 def test_number_too_big_for_its_column_is_named(tmp_path):
