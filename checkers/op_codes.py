@@ -20,9 +20,10 @@ TYPE = pa.int8()
 
 def op_column(rows: pa.Table) -> pa.Array:
     """``op`` of every row of ``rows`` (schema ``checkers.line_rows.ROWS``)."""
+    codes = pa.array(list(SEND_TYPES.values()), pa.int32())
     send_op = pc.if_else(
         pc.equal(rows["f"], "send"),
-        pc.index_in(rows["type"], value_set=pa.array(list(SEND_TYPES))),
+        codes.take(pc.index_in(rows["type"], value_set=pa.array(list(SEND_TYPES)))),
         pa.scalar(None, pa.int32()),
     )
     is_record = pc.is_valid(rows["j"])

@@ -64,7 +64,7 @@ def is_read() -> Column:
 
 def is_position() -> Column:
     """An observation of a value at an offset: an ack that carries one, or a read."""
-    return (is_send("ok") & (F.col("offset") >= 0)) | is_read()
+    return F.col("kind").isin("line", "record") & op_position()
 
 
 # A send or read row's kind is one small integer column, ``op``, stored by
@@ -79,7 +79,7 @@ def op_is(code: int) -> Column:
 
 
 def op_position() -> Column:
-    """``is_position`` for rows with ``op``."""
+    """``is_position`` without the file pruning, for tables derived from the rows."""
     return op_is(READ) | (op_is(ACK) & (F.col("offset") >= 0))
 
 
