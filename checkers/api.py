@@ -244,33 +244,31 @@ def _analyse(
             "stats": {},
         }
     if stats:
-        for hid, res in results.items():
-            if len(results) == 1:
-                _add_stats(spark, t, res, meta[hid], config)
-                continue
-            one = Tables(t.ops.where(F.col("hid") == hid))
-            try:
-                _add_stats(spark, one, res, meta[hid], config)
-            finally:
-                one.release()
+        add_statistics(spark, t, results, meta, config)
     for res in results.values():
         res["verdict"] = verdict(res["checks"])
     return results
 
 
-def _add_stats(
-    spark: SparkSession, t: Tables, res: dict[str, Any], meta: dict[str, Any], config: dict
+def add_statistics(
+    spark: SparkSession,
+    t: Tables,
+    results: dict[int, dict[str, Any]],
+    meta: dict[int, dict[str, Any]],
+    config: dict[str, Any],
 ) -> None:
+    """Availability and realtime-lag statistics of every history, in place (a few
+    Spark jobs for all histories together); the availability check when configured."""
     threshold = config.get("checker", {}).get("availability_min_rate")
-    end = meta["end_time"] or 0
-    workload_end = meta["drain_start"] if meta["drain_start"] is not None else end
-    avail = availability(spark, t, end, workload_end, threshold)
-    res["stats"] = {"availability": avail, "realtime_lag": realtime_lag(t)}
-    if threshold is not None:
-        slow = availability_check(avail)
-        res["checks"]["availability"] = check_result(
-            "availability", len(slow), severities(config)["availability"], slow
-        )
+    avail = availability(spark, t, meta, threshold)
+    lag = realtime_lag(t, list(meta))
+    for hid, res in results.items():
+        res["stats"] = {"availability": avail[hid], "realtime_lag": lag[hid]}
+        if threshold is not None:
+            slow = availability_check(avail[hid])
+            res["checks"]["availability"] = check_result(
+                "availability", len(slow), severities(config)["availability"], slow
+            )
 
 
 def check_history(

@@ -83,6 +83,28 @@ def op_position() -> Column:
     return op_is(READ) | (op_is(ACK) & (F.col("offset") >= 0))
 
 
+# The per-value aggregation keeps a value's (topic, partition) as one long
+# (topic in the high half, partition + 2^31 in the low half: exact for every
+# int32 partition): one min/max pair and one "of the ack" slot instead of
+# two.  At 1e7 ops, side by side, warm: 9.2 s with two ints, 7.5 s with one long.
+_PARTITION_BIAS = 1 << 31
+
+
+def tp_key() -> Column:
+    """(topic, partition) packed into one long; null if either is."""
+    low = F.col("partition").cast("long") + F.lit(_PARTITION_BIAS)
+    return F.shiftleft(F.col("topic").cast("long"), 32) + low
+
+
+def tp_columns(key: str, topic: str, partition: str) -> list[Column]:
+    """``tp_key`` column ``key`` unpacked into int columns ``topic`` and ``partition``."""
+    low = F.col(key).bitwiseAND(F.lit(0xFFFFFFFF)) - F.lit(_PARTITION_BIAS)
+    return [
+        F.shiftright(F.col(key), 32).cast("int").alias(topic),
+        low.cast("int").alias(partition),
+    ]
+
+
 @contextmanager
 def spark_setting(spark: SparkSession, key: str, value: str) -> Iterator[None]:
     """``key`` set to ``value`` while a plan is made (a cached table's plan is fixed
@@ -252,7 +274,8 @@ class Tables:
         """Everything about one sent value, in one shuffle of its sends and reads.
 
         Only primitive min/max aggregates, because they are what Spark
-        aggregates fastest.  A value is sent once (docs/results.md), so its
+        aggregates fastest, and (topic, partition) as one long (``tp_key``).
+        A value is sent once (docs/results.md), so its
         invoke and its completion are single rows: ``min(when(ok, x))`` is x
         of the ack.  Only the first read needs ``min_by(x, when(cond,
         index))``, x at the earliest line meeting cond.  A value seen at two
@@ -268,15 +291,7 @@ class Tables:
         """
         seen = self.ops.where((is_send() | is_read()) & F.col("val").isNotNull())
         seen = self._with_reader_bit(seen).select(
-            "hid",
-            "val",
-            "index",
-            "time",
-            "topic",
-            "partition",
-            "offset",
-            "bit",
-            "op",
+            "hid", "val", "index", "time", tp_key().alias("tp"), "offset", "bit", "op"
         )
 
         def of_the(code: int, col: str) -> Column:
@@ -288,24 +303,40 @@ class Tables:
         def spread(col: str) -> Column:
             return F.min(at_position(col)) != F.max(at_position(col))
 
+        per_value = seen.groupBy("hid", "val").agg(
+            of_the(INVOKE, "index").alias("invoke_index"),
+            of_the(INVOKE, "time").alias("invoke_time"),
+            of_the(ACK, "index").alias("ack_index"),
+            of_the(ACK, "time").alias("ack_time"),
+            of_the(ACK, "tp").alias("ack_tp"),
+            of_the(ACK, "offset").alias("offset"),
+            of_the(FAIL, "index").alias("fail_index"),
+            of_the(READ, "index").alias("read_index"),
+            F.min_by("time", F.when(op_is(READ), F.col("index"))).alias("read_time"),
+            (spread("tp") | spread("offset")).alias("dup"),
+            F.min(at_position("tp")).alias("pos_tp"),
+            F.min(at_position("offset")).alias("pos_offset"),
+            F.min(at_position("index")).alias("pos_first"),
+            F.bit_or("bit").alias("readers"),
+        )
         return self.keep(
-            seen.groupBy("hid", "val").agg(
-                of_the(INVOKE, "index").alias("invoke_index"),
-                of_the(INVOKE, "time").alias("invoke_time"),
-                of_the(ACK, "index").alias("ack_index"),
-                of_the(ACK, "time").alias("ack_time"),
-                of_the(ACK, "topic").alias("topic"),
-                of_the(ACK, "partition").alias("partition"),
-                of_the(ACK, "offset").alias("offset"),
-                of_the(FAIL, "index").alias("fail_index"),
-                of_the(READ, "index").alias("read_index"),
-                F.min_by("time", F.when(op_is(READ), F.col("index"))).alias("read_time"),
-                (spread("topic") | spread("partition") | spread("offset")).alias("dup"),
-                F.min(at_position("topic")).alias("pos_topic"),
-                F.min(at_position("partition")).alias("pos_partition"),
-                F.min(at_position("offset")).alias("pos_offset"),
-                F.min(at_position("index")).alias("pos_first"),
-                F.bit_or("bit").alias("readers"),
+            per_value.select(
+                "hid",
+                "val",
+                "invoke_index",
+                "invoke_time",
+                "ack_index",
+                "ack_time",
+                *tp_columns("ack_tp", "topic", "partition"),
+                "offset",
+                "fail_index",
+                "read_index",
+                "read_time",
+                "dup",
+                *tp_columns("pos_tp", "pos_topic", "pos_partition"),
+                "pos_offset",
+                "pos_first",
+                "readers",
             ),
             distinct_keys=True,
         )

@@ -50,3 +50,20 @@ def test_per_value_alone_skips_partial_aggregation(spark) -> None:
         t.release()
     assert spark.conf.get(BYPASS_PARTIAL_AGGREGATION, None) == before
     assert "partial_" not in plan
+
+
+def test_packed_topic_partition_round_trips_every_int32(spark) -> None:
+    """Distinct (topic, partition) pairs pack to distinct longs and unpack exactly."""
+    from pyspark.sql import functions as F
+
+    from checkers.tables import tp_columns, tp_key
+
+    pairs = [(t, p) for t in (0, 1, 2**31 - 1) for p in (-(2**31), -1, 0, 1, 2**31 - 1)]
+    df = spark.createDataFrame(pairs, "topic int, partition int").select(
+        tp_key().alias("tp"), "topic", "partition"
+    )
+    rows = df.select("tp", *tp_columns("tp", "t", "p"), "topic", "partition").collect()
+    assert len({r["tp"] for r in rows}) == len(pairs)
+    assert [(r["t"], r["p"]) for r in rows] == pairs
+    ordered = sorted(rows, key=lambda r: r["tp"])
+    assert [(r["t"], r["p"]) for r in ordered] == sorted(pairs)

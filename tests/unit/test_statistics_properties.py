@@ -1,0 +1,125 @@
+"""Property tests: the Spark statistics (availability, realtime lag) equal the
+pure-Python reference (``checkers/reference_stats.py``) on generated histories.
+
+Histories mix acked, failed and indeterminate sends with latencies that
+differ, polls that re-read, pauses that leave whole seconds without acks (or
+none at all, so that equally long gaps tie), faults (some never healed) and
+sometimes a final drain.  Times are whole milliseconds, so every figure is
+exact in floating point and the two must agree to the last digit.  As in
+``test_checker_properties``, hypothesis only generates (fast); the histories
+are then judged together in one Spark run, one history id each.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from typing import Any
+
+from hypothesis import given, seed, settings
+from hypothesis import strategies as st
+
+from checkers import reference_stats
+from checkers.builder import HistoryBuilder
+
+SEED = int(os.environ.get("CHECKER_PROPERTY_SEED", "20261122"))
+EXAMPLES = int(os.environ.get("STATISTICS_PROPERTY_EXAMPLES", "150"))
+THRESHOLD = 50.0
+PARTITIONS = 3
+CONSUMERS = (10, 11)
+
+
+def generate(rnd: random.Random) -> list[dict[str, Any]]:
+    """One history of ``rnd``'s choosing (see the module docstring)."""
+    b = HistoryBuilder(step_ms=rnd.choice([1.0, 7.0, 40.0, 130.0]))
+    logs: list[list[int]] = [[] for _ in range(PARTITIONS)]
+    value, fault, open_fault = 0, 0, False
+    pauses = rnd.choice([0.0, 0.05, 0.1])  # none: equally long gaps, where the earliest must win
+    for _ in range(rnd.randint(0, 80)):
+        roll = rnd.random()
+        if roll < pauses:
+            b.advance(rnd.choice([0.25, 1.0, 2.5, 7.0]))
+        elif roll < pauses + 0.08:
+            if not open_fault:
+                fault += 1
+            b.fault("kill", fault, "end" if open_fault else "start", [f"n{rnd.randint(1, 3)}"])
+            open_fault = not open_fault
+        elif roll < 0.65:
+            value += 1
+            pid, p = rnd.choice((1, 2)), rnd.randrange(PARTITIONS)
+            outcome = rnd.choice(("ok", "ok", "ok", "fail", "info"))
+            b.invoke_send(pid, value)
+            b.advance(rnd.choice([0, 0, 0.002, 0.013, 0.25]))  # latencies that differ
+            if outcome == "ok" or (outcome == "info" and rnd.random() < 0.5):
+                logs[p].append(value)
+            if outcome == "ok":
+                b.complete_send(pid, value, "ok", "t", p, len(logs[p]) - 1)
+            else:
+                b.complete_send(pid, value, outcome)
+        else:
+            p = rnd.randrange(PARTITIONS)
+            start = rnd.randint(0, len(logs[p]))
+            end = rnd.randint(start, len(logs[p]))
+            b.poll(rnd.choice(CONSUMERS), [("t", p, o, logs[p][o]) for o in range(start, end)])
+    if rnd.random() < 0.5:
+        for p in range(PARTITIONS):
+            b.poll(99, [("t", p, o, v) for o, v in enumerate(logs[p])], final=True)
+    return b.ops
+
+
+HISTORIES: list[list[dict[str, Any]]] = []
+
+
+@seed(SEED)
+@settings(max_examples=EXAMPLES, deadline=None, print_blob=True)
+@given(history_seed=st.integers(0, 2**63))
+def test_reference_statistics_are_consistent(history_seed: int) -> None:
+    """Cheap invariants of the reference, and collect the history for the Spark test."""
+    ops = generate(random.Random(history_seed))
+    avail = reference_stats.availability(ops, THRESHOLD)
+    lag = reference_stats.realtime_lag(ops)
+    acks = [op for op in ops if op["f"] == "send" and op["type"] == "ok"]
+    assert sum(r["acked"] for r in avail["timeline"]) == len(acks)
+    assert sum(h["count"] for h in lag["histogram"]) == lag["count"] <= len(acks)
+    assert [w["lag_ms"] for w in lag["worst"]] == sorted(
+        (w["lag_ms"] for w in lag["worst"]), reverse=True
+    )
+    assert 0 <= avail["longest_gap_start_s"] <= max((op["time"] for op in ops), default=0) / 1e9
+    HISTORIES.append(ops)
+
+
+def test_spark_statistics_equal_the_reference(spark, tmp_path) -> None:
+    from checkers.api import analyse
+    from checkers.load import load_history
+
+    histories = HISTORIES or [generate(random.Random(SEED + i)) for i in range(EXAMPLES)]
+    print(f"seed={SEED}; histories judged in one Spark run: {len(histories)}")
+    path = tmp_path / "many.jsonl"
+    with open(path, "w") as fh:
+        for hid, ops in enumerate(histories):
+            b = HistoryBuilder()
+            b.ops = ops
+            fh.writelines(line + "\n" for line in b.lines(hid))
+    config = {"checker": {"availability_min_rate": THRESHOLD}}
+    results = analyse(spark, load_history(spark, path), config, examples=None)
+    mismatches = []
+    for hid, ops in enumerate(histories):
+        if not ops:
+            continue
+        want = {
+            "availability": reference_stats.availability(ops, THRESHOLD),
+            "realtime_lag": reference_stats.realtime_lag(ops),
+        }
+        got = results[hid]["stats"]
+        for part in want:
+            for key in want[part]:
+                if got[part][key] != want[part][key]:
+                    mismatches.append((hid, part, key, got[part][key], want[part][key]))
+        rates = [f["rate_during"] for f in want["availability"]["faults"]]
+        slow = [r for r in rates if r is not None and r < THRESHOLD]
+        if results[hid]["checks"]["availability"]["count"] != len(slow):
+            mismatches.append((hid, "availability check", len(slow)))
+    assert not mismatches, mismatches[:5]
+    faults = sum(len(results[h]["stats"]["availability"]["faults"]) for h in results)
+    gaps = sum(results[h]["stats"]["availability"]["longest_gap_s"] >= 1 for h in results)
+    assert faults and gaps, "the generator stopped making faults or long gaps"
