@@ -6,7 +6,9 @@ Sends and records share ``topic, partition, offset, val``, so "every
 observation of a value at an offset" is one filter, not a union.  Lines are
 parsed into ``checkers.line_rows.ROWS`` and stored as
 ``checkers.topic_ids.STORED``, with topics as small integers and each send
-or read row's kind as the integer ``op`` (``checkers.op_codes``).  Rows are
+or read row's kind as the integer ``op`` (``checkers.op_codes``), and each
+ack with the previous ack of its producer and partition
+(``checkers.ack_order``).  Rows are
 stored in Parquet partitions, ``kind=line`` (sends, polls), ``kind=record``
 (polled records), ``kind=control`` (membership, commits, crashes, faults)
 and ``kind=topic`` (the topic names), so that Spark reads only the files a
@@ -48,19 +50,20 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 import pyarrow.parquet as pq
 
+from checkers.ack_order import AckOrder
 from checkers.line_rows import KINDS, ROWS, checked, kind_of, rows_of
 from checkers.topic_ids import STORED, TopicIds
 from harness.errors import HistoryError
 from workloads.history import NEMESIS, TYPES
 
-FORMAT = "rows-7"  # bump when the rows table changes shape: older caches are rebuilt
+FORMAT = "rows-8"  # bump when the rows table changes shape: older caches are rebuilt
 FORMAT_FILE = "_KAFKA_CHAOS_FORMAT"
 CHUNK_BYTES = 32 << 20
 IN_FLIGHT = 3  # chunks parsed ahead of the writer: bounds memory
 # Columns that differ on nearly every row: a Parquet dictionary of them only
 # costs time (Arrow tries one, then gives up).  Writing them plain took the
 # 1e7-op conversion from 16.0 s to 14.4 s and the files from 257 to 212 MB.
-_UNIQUE_PER_ROW = ("index", "time", "val", "offset")
+_UNIQUE_PER_ROW = ("index", "time", "val", "offset", "prev_offset", "prev_index")
 
 _RECORD = pa.struct(
     [
@@ -140,10 +143,13 @@ def convert(history: Path, parquet: Path) -> None:
                 use_dictionary=[n for n in STORED.names if n not in _UNIQUE_PER_ROW],
             )
         try:
-            topics = TopicIds()
+            topics, ack_order = TopicIds(), AckOrder()
             for tables in _tables(history):
                 for kind, table in tables.items():
-                    writers[kind].write_table(topics.stored(kind, table))
+                    stored = topics.stored(kind, table)
+                    if kind == "line":
+                        stored = ack_order.annotate(stored)
+                    writers[kind].write_table(stored)
             writers["topic"].write_table(topics.table())
         finally:
             for writer in writers.values():

@@ -7,10 +7,11 @@ it may then resume from the committed offset).  Resets and reads are merged
 into one stream per (process, partition) ordered by history index (reads of
 one poll by their position in it), so "consecutive reads with no reset in
 between" is simply "this row and the previous row are both reads".  A
-producer's acks per partition form a stream of their own.
+producer's acks per partition form a stream of their own, already paired
+ack by ack at ingest (checkers/ack_order.py).
 
-All streams are ordered in one window pass, and only the few suspicious
-consecutive pairs are kept (cached) for the checks.
+The read streams are ordered in one window pass, and only the few
+suspicious consecutive pairs are kept (cached) for the checks.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pyspark.sql import functions as F
 
 from checkers.tables import POLL, TP, Tables, anomaly, is_send
 
-STREAM = ["hid", "process", "topic", "partition", "send"]
+STREAM = ["hid", "process", "topic", "partition"]
 
 
 def _resets(t: Tables) -> DataFrame:
@@ -45,21 +46,9 @@ PAIR = ["hid", "process", "topic", "partition", "send", "index"]
 
 
 def _runs(t: Tables) -> DataFrame:
-    """Stream entries: one per ack, one per (poll line, partition) read
-    (``Tables.polls``), one per reset."""
-    reads = t.polls.select("*", F.lit(False).alias("send"), F.lit(False).alias("reset"))
-    acks = t.ops.where(is_send("ok") & (F.col("offset") >= 0)).select(
-        "hid",
-        "process",
-        "topic",
-        "partition",
-        "index",
-        F.col("offset").alias("first"),
-        F.col("offset").alias("last"),
-        F.lit(True).alias("straight"),
-        F.lit(True).alias("send"),
-        F.lit(False).alias("reset"),
-    )
+    """Read stream entries: one per (poll line, partition) read (``Tables.polls``),
+    one per reset."""
+    reads = t.polls.select("*", F.lit(False).alias("reset"))
     resets = _resets(t).select(
         "hid",
         "process",
@@ -69,10 +58,26 @@ def _runs(t: Tables) -> DataFrame:
         F.lit(None).cast("long").alias("first"),
         F.lit(None).cast("long").alias("last"),
         F.lit(True).alias("straight"),
-        F.lit(False).alias("send"),
         F.lit(True).alias("reset"),
     )
-    return reads.unionByName(acks).unionByName(resets)
+    return reads.unionByName(resets)
+
+
+def backward_acks(t: Tables) -> DataFrame:
+    """Acks at an offset not above their producer stream's previous ack (ingest
+    pairs every ack with that one: checkers/ack_order.py)."""
+    acks = t.ops.where(is_send("ok") & (F.col("offset") <= F.col("prev_offset")))
+    return acks.select(
+        "hid",
+        "process",
+        "topic",
+        "partition",
+        F.lit(True).alias("send"),
+        "index",
+        "offset",
+        "prev_offset",
+        "prev_index",
+    )
 
 
 def _suspicious(offset: str, prev: str) -> F.Column:
@@ -82,8 +87,8 @@ def _suspicious(offset: str, prev: str) -> F.Column:
 def suspicious_pairs(t: Tables) -> DataFrame:
     """Consecutive (previous -> this) entries of a stream that may be an anomaly (cached).
 
-    ``send`` streams: an ack at an offset not above the previous ack's.
-    Read streams: two reads in a row, with no reset between, that go
+    ``send`` pairs: an ack at an offset not above the previous ack's.
+    Read pairs: two reads in a row, with no reset between, that go
     backwards or jump ahead: across polls (previous poll's last record ->
     this poll's first), and inside polls that are not one straight run.
     """
@@ -94,11 +99,15 @@ def suspicious_pairs(t: Tables) -> DataFrame:
         F.lag("reset").over(w).alias("prev_reset"),
         F.lag("index").over(w).alias("prev_index"),
     )
-    read_pair = ~F.col("send") & ~F.col("reset") & ~F.col("prev_reset")
-    across = runs.where(
-        (F.col("send") & (F.col("first") <= F.col("prev_offset")))
-        | (read_pair & _suspicious("first", "prev_offset"))
-    ).select(*PAIR, F.col("first").alias("offset"), "prev_offset", "prev_index")
+    read_pair = ~F.col("reset") & ~F.col("prev_reset")
+    across = runs.where(read_pair & _suspicious("first", "prev_offset")).select(
+        *PAIR[:-2],
+        F.lit(False).alias("send"),
+        "index",
+        F.col("first").alias("offset"),
+        "prev_offset",
+        "prev_index",
+    )
     crooked = t.polls.where(~F.col("straight")).select(*POLL)
     by_position = Window.partitionBy(*POLL).orderBy("j")
     inside = (
@@ -113,7 +122,7 @@ def suspicious_pairs(t: Tables) -> DataFrame:
         )
         .where(_suspicious("offset", "prev_offset"))
     )
-    return t.keep(across.unionByName(inside), small=True)
+    return t.keep(across.unionByName(inside).unionByName(backward_acks(t)), small=True)
 
 
 def _next_known(t: Tables) -> DataFrame:

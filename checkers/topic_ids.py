@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from checkers import op_codes
+from checkers.ack_order import COLUMNS as ACK_ORDER
 from checkers.line_rows import ROWS, pair_lists
 
 _PAIR, _TRIPLE = pair_lists(pa.int32())
@@ -31,6 +32,7 @@ _CHANGED = {
 STORED = pa.schema(
     [pa.field(f.name, _CHANGED.get(f.name, f.type)) for f in ROWS]
     + [("name", pa.string()), ("op", op_codes.TYPE)]  # op: see checkers/op_codes.py
+    + list(ACK_ORDER)  # filled by checkers/ack_order.py
 )
 _LISTS = ("topics", "partitions", "assigned", "revoked", "offsets")
 
@@ -61,6 +63,8 @@ class TopicIds:
             columns[name] = pa.nulls(len(table), STORED.field(name).type)
         columns["name"] = pa.nulls(len(table), pa.string())
         columns["op"] = op_codes.op_column(table)
+        for name, type_ in ACK_ORDER:
+            columns[name] = pa.nulls(len(table), type_)
         return pa.Table.from_arrays([columns[n] for n in STORED.names], schema=STORED)
 
     def _row(self, row: dict[str, Any]) -> dict[str, Any]:

@@ -178,7 +178,9 @@ def test_rows_schema_types_match_spark_expectations():
     assert STORED.field("j").type == pa.int32()
     assert STORED.field("topic").type == pa.int32()
     assert STORED.field("op").type == pa.int8()
-    assert ingest.FORMAT == "rows-7"
+    assert STORED.field("prev_offset").type == pa.int64()
+    assert STORED.field("prev_index").type == pa.int64()
+    assert ingest.FORMAT == "rows-8"
 
 
 def test_op_codes_name_each_send_and_read():
@@ -222,3 +224,40 @@ def test_topics_are_stored_as_ids_and_named_once(tmp_path):
     subscribe = next(r for r in rows if r["f"] == "subscribe" and r["type"] == "ok")
     assert subscribe["topics"] == [1, 0]
     assert {r["topic"] for r in rows if r["kind"] == "record"} == {1}
+
+
+def test_each_ack_names_the_previous_ack_of_its_producer_and_partition(tmp_path, monkeypatch):
+    """checkers/ack_order.py, across chunk boundaries and interleaved histories."""
+    import random
+
+    rnd = random.Random(7)
+    histories = []
+    for _ in range(2):
+        b = HistoryBuilder()
+        for v in range(300):
+            outcome = rnd.choice(["ok", "ok", "ok", "fail"])
+            b.send(rnd.choice([1, 2, 3]), v, rnd.randrange(3), rnd.randrange(50), outcome)
+        histories.append(b)
+    lines = [line for group in zip(*(b.lines(h) for h, b in enumerate(histories)), strict=True)
+             for line in group]  # fmt: skip
+    path = tmp_path / "h.jsonl"
+    path.write_text("".join(line + "\n" for line in lines))
+    monkeypatch.setattr(ingest, "CHUNK_BYTES", 4096)  # dozens of chunks
+    ingest.convert(path, tmp_path / "h.parquet")
+    got = {
+        (r["hid"], r["index"]): (r["prev_offset"], r["prev_index"])
+        for r in pq.read_table(tmp_path / "h.parquet" / "kind=line").to_pylist()
+    }
+    want, acks = {}, 0
+    for hid, b in enumerate(histories):
+        last: dict[tuple, tuple[int, int]] = {}
+        for op in b.ops:
+            v = op["value"]
+            is_ack = op["type"] == "ok"
+            stream = (op["process"], v.get("partition"))
+            want[(hid, op["index"])] = last.get(stream, (None, None)) if is_ack else (None, None)
+            if is_ack:
+                last[stream] = (v["offset"], op["index"])
+                acks += 1
+    assert got == want
+    assert sum(p is not None for p, _ in got.values()) > acks - 20  # nearly all have one
