@@ -280,7 +280,7 @@ class Tables:
         of the ack.  Only the first read needs ``min_by(x, when(cond,
         index))``, x at the earliest line meeting cond.  A value seen at two
         places has two distinct positions, so some component's min and max
-        differ (``dup``); otherwise ``pos_*`` is the one place it was seen.
+        differ (``dup``); otherwise ``pos_*`` is the one place it was seen (``pos_tp``: its topic and partition, packed).
 
         It skips Spark's partial (pre-shuffle) aggregation: nearly every key
         is new to a split, so that step only halved the rows at the cost of a
@@ -333,7 +333,7 @@ class Tables:
                 "read_index",
                 "read_time",
                 "dup",
-                *tp_columns("pos_tp", "pos_topic", "pos_partition"),
+                "pos_tp",  # per_position groups by it: one key column, not two
                 "pos_offset",
                 "pos_first",
                 "readers",
@@ -366,8 +366,7 @@ class Tables:
         """
         single = self.per_value.where(~F.col("dup") & F.col("pos_offset").isNotNull()).select(
             "hid",
-            F.col("pos_topic").alias("topic"),
-            F.col("pos_partition").alias("partition"),
+            F.col("pos_tp").alias("tp"),
             F.col("pos_offset").alias("offset"),
             "val",
             F.col("pos_first").alias("first"),
@@ -384,7 +383,8 @@ class Tables:
             .unionByName(null_reads)
         )
         several = self._with_reader_bit(rows).select(
-            *TP,
+            "hid",
+            tp_key().alias("tp"),
             "offset",
             "val",
             F.when(F.col("val").isNotNull(), F.col("index")).alias("first"),
@@ -395,10 +395,15 @@ class Tables:
 
     @staticmethod
     def _by_position(seen: DataFrame) -> DataFrame:
-        return seen.groupBy(*TP, "offset").agg(
+        """Grouped by (hid, packed topic and partition, offset): three key columns
+        instead of four (at 1e7 ops, warm: 2.6-3.4 s -> 1.9-2.4 s)."""
+        by_position = seen.groupBy("hid", "tp", "offset").agg(
             F.min("val").alias("v_lo"),
             F.max("val").alias("v_hi"),
             F.min("first").alias("first"),
             F.max("read").alias("read"),
             F.bit_or("readers").alias("readers"),
+        )
+        return by_position.select(
+            "hid", *tp_columns("tp", "topic", "partition"), "offset", *by_position.columns[3:]
         )

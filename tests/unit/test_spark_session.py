@@ -54,7 +54,6 @@ def test_per_value_alone_skips_partial_aggregation(spark) -> None:
 
 def test_packed_topic_partition_round_trips_every_int32(spark) -> None:
     """Distinct (topic, partition) pairs pack to distinct longs and unpack exactly."""
-    from pyspark.sql import functions as F
 
     from checkers.tables import tp_columns, tp_key
 
