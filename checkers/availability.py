@@ -125,10 +125,13 @@ def faults(t: Tables, end_times: dict[int, int]) -> dict[int, list[dict[str, Any
     rows = (
         lines.groupBy("hid", "fault_id")
         .agg(
-            F.first("f").alias("f"),
+            # f and targets as the fault's first line states them (its lines may differ)
+            F.min_by("f", "index").alias("f"),
             F.min(F.when(F.col("phase") == "start", F.col("time"))).alias("start"),
             F.max(F.when(F.col("phase") == "end", F.col("time"))).alias("end"),
-            F.first("targets", ignorenulls=True).alias("targets"),
+            F.min_by("targets", F.when(F.col("targets").isNotNull(), F.col("index"))).alias(
+                "targets"
+            ),
             F.array_sort(F.collect_list("index")).alias("indices"),
         )
         .orderBy("hid", "start", "fault_id")

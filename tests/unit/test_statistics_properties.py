@@ -25,6 +25,7 @@ from checkers.builder import HistoryBuilder
 SEED = int(os.environ.get("CHECKER_PROPERTY_SEED", "20261122"))
 EXAMPLES = int(os.environ.get("STATISTICS_PROPERTY_EXAMPLES", "150"))
 THRESHOLD = 50.0
+MS = 10**6  # every time is a whole number of milliseconds
 PARTITIONS = 3
 CONSUMERS = (10, 11)
 
@@ -38,7 +39,7 @@ def generate(rnd: random.Random) -> list[dict[str, Any]]:
     for _ in range(rnd.randint(0, 80)):
         roll = rnd.random()
         if roll < pauses:
-            b.advance(rnd.choice([0.25, 1.0, 2.5, 7.0]))
+            b.time_ns += rnd.choice([250, 1000, 2500, 7000]) * MS
         elif roll < pauses + 0.08:
             if not open_fault:
                 fault += 1
@@ -49,7 +50,7 @@ def generate(rnd: random.Random) -> list[dict[str, Any]]:
             pid, p = rnd.choice((1, 2)), rnd.randrange(PARTITIONS)
             outcome = rnd.choice(("ok", "ok", "ok", "fail", "info"))
             b.invoke_send(pid, value)
-            b.advance(rnd.choice([0, 0, 0.002, 0.013, 0.25]))  # latencies that differ
+            b.time_ns += rnd.choice([0, 0, 2, 13, 250]) * MS  # latencies that differ
             if outcome == "ok" or (outcome == "info" and rnd.random() < 0.5):
                 logs[p].append(value)
             if outcome == "ok":
