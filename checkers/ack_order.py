@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from checkers.op_codes import ACK
+from checkers.sorted_runs import run_starts
 
 STREAM = ("hid", "process", "topic", "partition")
 COLUMNS = (("prev_offset", pa.int64()), ("prev_index", pa.int64()))
@@ -38,7 +39,7 @@ class AckOrder:
         keys = [(name, "ascending") for name in (*STREAM, "index")]
         order = pc.sort_indices(acks, sort_keys=keys)
         s = acks.take(order).combine_chunks()
-        starts = self._stream_starts(s)
+        starts = run_starts(s, STREAM)
         first_rows = pc.indices_nonzero(starts).to_pylist()
         carried = [self.last.get(self._stream(s, i), (None, None)) for i in first_rows]
         # A stream's first ack here follows the stream's last ack of earlier chunks.
@@ -54,15 +55,6 @@ class AckOrder:
             full = pc.replace_with_mask(pa.nulls(len(lines), pa.int64()), is_ack, values.take(back))
             lines = lines.set_column(lines.schema.get_field_index(name), name, full)
         return lines
-
-    @staticmethod
-    def _stream_starts(s: pa.Table) -> pa.Array:
-        """True where a row begins a new stream (rows sorted by stream)."""
-        new = pa.repeat(False, len(s))
-        for name in STREAM:
-            changed = pc.not_equal(pc.pairwise_diff(s[name].combine_chunks()), 0)
-            new = pc.or_(new, changed.fill_null(True))  # first row: null diff
-        return new
 
     @staticmethod
     def _stream(s: pa.Table, i: int) -> tuple:

@@ -8,10 +8,14 @@ parsed into ``checkers.line_rows.ROWS`` and stored as
 ``checkers.topic_ids.STORED``, with topics as small integers and each send
 or read row's kind as the integer ``op`` (``checkers.op_codes``), and each
 ack with the previous ack of its producer and partition
-(``checkers.ack_order``).  Rows are
+(``checkers.ack_order``), and each polled record with its position among
+its poll's records of the same partition, and each poll's records of one
+partition summarised in a ``kind=poll`` row (``checkers.poll_positions``).
+Rows are
 stored in Parquet partitions, ``kind=line`` (sends, polls), ``kind=record``
-(polled records), ``kind=control`` (membership, commits, crashes, faults)
-and ``kind=topic`` (the topic names), so that Spark reads only the files a
+(polled records), ``kind=poll`` (their summaries), ``kind=control``
+(membership, commits, crashes, faults) and ``kind=topic`` (the topic
+names), so that Spark reads only the files a
 check needs: the control lines are a tiny part of a history but are read by
 many checks.
 
@@ -52,11 +56,12 @@ import pyarrow.parquet as pq
 
 from checkers.ack_order import AckOrder
 from checkers.line_rows import KINDS, ROWS, checked, kind_of, rows_of
+from checkers.poll_positions import number_and_summarise
 from checkers.topic_ids import STORED, TopicIds
 from harness.errors import HistoryError
 from workloads.history import NEMESIS, TYPES
 
-FORMAT = "rows-8"  # bump when the rows table changes shape: older caches are rebuilt
+FORMAT = "rows-10"  # bump when the rows table changes shape: older caches are rebuilt
 FORMAT_FILE = "_KAFKA_CHAOS_FORMAT"
 CHUNK_BYTES = 32 << 20
 IN_FLIGHT = 3  # chunks parsed ahead of the writer: bounds memory
@@ -133,7 +138,7 @@ def convert(history: Path, parquet: Path) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         writers = {}
-        for kind in (*KINDS, "topic"):
+        for kind in (*KINDS, "poll", "topic"):
             (tmp / f"kind={kind}").mkdir(parents=True)
             path = tmp / f"kind={kind}" / "part-0.parquet"
             writers[kind] = pq.ParquetWriter(
@@ -149,6 +154,9 @@ def convert(history: Path, parquet: Path) -> None:
                     stored = topics.stored(kind, table)
                     if kind == "line":
                         stored = ack_order.annotate(stored)
+                    elif kind == "record":
+                        stored, polls = number_and_summarise(stored)
+                        writers["poll"].write_table(polls)
                     writers[kind].write_table(stored)
             writers["topic"].write_table(topics.table())
         finally:

@@ -155,27 +155,32 @@ class Tables:
     def reads(self) -> DataFrame:
         """One row per polled record: (index, j) orders reads within a process."""
         return self.ops.where(is_read()).select(
-            "hid", "index", "j", "time", "process", "final", "topic", "partition", "offset", "val"
+            "hid",
+            "index",
+            "j",
+            "time",
+            "process",
+            "final",
+            "topic",
+            "partition",
+            "offset",
+            "val",
         )
 
     @cached_property
     def polls(self) -> DataFrame:
         """One row per (poll line, partition) read, cached: the read-order checks
-        need only these, so the polled records are scanned and grouped once.
-
-        A poll's records of one partition are summarised by their first and
-        last offset and whether they are one ``straight`` run (offset - position
-        constant: consecutive offsets, in order).  Rows of one poll line sit
-        side by side, so this aggregates before any shuffle.
+        need only these.  Ingest made them (``kind=poll``,
+        checkers/poll_positions.py): the first and last offset, and whether
+        the records are one ``straight`` run of consecutive offsets in order.
         """
-        offset_less_j = F.col("offset") - F.col("j")
-        return self.keep(
-            self.reads.groupBy(*POLL).agg(
-                F.min_by("offset", "j").alias("first"),
-                F.max_by("offset", "j").alias("last"),
-                (F.min(offset_less_j) == F.max(offset_less_j)).alias("straight"),
-            )
+        rows = self.ops.where(kind("poll")).select(
+            *POLL,
+            F.col("first_offset").alias("first"),
+            F.col("last_offset").alias("last"),
+            "straight",
         )
+        return self.keep(rows)
 
     @cached_property
     def positions(self) -> DataFrame:
@@ -280,7 +285,8 @@ class Tables:
         of the ack.  Only the first read needs ``min_by(x, when(cond,
         index))``, x at the earliest line meeting cond.  A value seen at two
         places has two distinct positions, so some component's min and max
-        differ (``dup``); otherwise ``pos_*`` is the one place it was seen (``pos_tp``: its topic and partition, packed).
+        differ (``dup``); otherwise ``pos_*`` is the one place it was seen
+        (``pos_tp``: its topic and partition, packed).
 
         It skips Spark's partial (pre-shuffle) aggregation: nearly every key
         is new to a split, so that step only halved the rows at the cost of a

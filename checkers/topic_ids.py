@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 from checkers import op_codes
 from checkers.ack_order import COLUMNS as ACK_ORDER
 from checkers.line_rows import ROWS, pair_lists
+from checkers.poll_positions import POSITION, SUMMARY
 
 _PAIR, _TRIPLE = pair_lists(pa.int32())
 _CHANGED = {
@@ -33,6 +34,7 @@ STORED = pa.schema(
     [pa.field(f.name, _CHANGED.get(f.name, f.type)) for f in ROWS]
     + [("name", pa.string()), ("op", op_codes.TYPE)]  # op: see checkers/op_codes.py
     + list(ACK_ORDER)  # filled by checkers/ack_order.py
+    + [POSITION, *SUMMARY]  # filled by checkers/poll_positions.py
 )
 _LISTS = ("topics", "partitions", "assigned", "revoked", "offsets")
 
@@ -63,7 +65,7 @@ class TopicIds:
             columns[name] = pa.nulls(len(table), STORED.field(name).type)
         columns["name"] = pa.nulls(len(table), pa.string())
         columns["op"] = op_codes.op_column(table)
-        for name, type_ in ACK_ORDER:
+        for name, type_ in (*ACK_ORDER, POSITION, *SUMMARY):
             columns[name] = pa.nulls(len(table), type_)
         return pa.Table.from_arrays([columns[n] for n in STORED.names], schema=STORED)
 

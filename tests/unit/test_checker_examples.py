@@ -126,6 +126,22 @@ def skip_within_one_poll(b):
     drain(b, [("t", 0, o, o) for o in range(4)])
 
 
+@case({"poll-skip": 1, "group-commit-past-unread": 1}, "invalid")
+def skip_hidden_by_an_interleaved_partition(b):
+    """Offsets 5, 6, 9 of t-0 at poll positions 0, 1, 4: two t-1 records fill the
+    gap in the poll, but 7 and 8 of t-0 were skipped all the same."""
+    b.assign(10, "g", [("t", 0), ("t", 1)])
+    for v in range(10):
+        b.send(1, v, 0, v)
+    b.send(2, 100, 1, 0)
+    b.send(2, 101, 1, 1)
+    b.poll(10, [("t", 0, o, o) for o in range(5)])
+    b.poll(10, [("t", 0, 5, 5), ("t", 0, 6, 6), ("t", 1, 0, 100), ("t", 1, 1, 101), ("t", 0, 9, 9)])
+    b.commit(10, "g", [("t", 0, 10)])
+    b.crash(10)
+    drain(b, [("t", 0, o, o) for o in range(10)])
+
+
 @case({"group-double-ownership": 1}, "invalid")
 def double_ownership(b):
     b.subscribe(10, "g", ["t"])

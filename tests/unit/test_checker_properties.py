@@ -3,7 +3,8 @@ the anomalies we injected.
 
 Histories come from a small model of Kafka (partition logs with offsets,
 producers acking appends, a consumer group reading in order with rebalances,
-crashes and commits, and a final drain).  Each history is either valid (with
+crashes and commits, and a final drain; polls mix their partitions' records
+at random, as a client may).  Each history is either valid (with
 the hard legal cases: re-reads after rebalances, indeterminate sends that do
 or do not land, retry duplicates without idempotence) or carries ONE injected
 anomaly made by a precise mutation whose findings we know.
@@ -173,14 +174,26 @@ class Model:
 
     def poll(self) -> None:
         c = self.rnd.choice(self.consumers)
-        records = []
+        runs = []
         for p in self.owned(c):
             start = self.pos[(c, p)]
-            for o in range(start, min(len(self.log[p]), start + self.rnd.randint(0, 3))):
-                records.append((TOPIC, p, o, self.log[p][o]))
-                self.group_reads.add((p, o))
-            self.pos[(c, p)] = start + len([r for r in records if r[1] == p])
-        self.b.poll(c, records)
+            end = min(len(self.log[p]), start + self.rnd.randint(0, 3))
+            runs.append([(TOPIC, p, o, self.log[p][o]) for o in range(start, end)])
+            self.group_reads.update((p, o) for o in range(start, end))
+            self.pos[(c, p)] = end
+        self.b.poll(c, self.interleaved(runs))
+
+    def interleaved(self, runs: list[list]) -> list:
+        """One poll's records: each partition's in order, partitions mixed at random
+        (as a client may return them)."""
+        runs = [list(run) for run in runs if run]
+        out = []
+        while runs:
+            run = self.rnd.choice(runs)
+            out.append(run.pop(0))
+            if not run:
+                runs.remove(run)
+        return out
 
     def commit(self) -> None:
         c = self.rnd.choice(self.consumers)
@@ -252,10 +265,13 @@ class Model:
         self.owner = {}
         d = self.new_pid()
         self.b.assign(d, None, [(TOPIC, p) for p in range(self.partitions)])
-        for p in range(self.partitions):
-            for start in range(0, len(self.log[p]), 4):
-                chunk = self.log[p][start : start + 4]
-                self.b.poll(d, [(TOPIC, p, start + i, v) for i, v in enumerate(chunk)], final=True)
+        longest = max((len(log) for log in self.log.values()), default=0)
+        for start in range(0, longest, 4):  # up to 4 records of every partition per poll
+            runs = [
+                [(TOPIC, p, o, self.log[p][o]) for o in range(start, min(start + 4, len(log)))]
+                for p, log in self.log.items()
+            ]
+            self.b.poll(d, self.interleaved(runs), final=True)
         return d
 
 

@@ -57,7 +57,11 @@ def _rows(path: Path, out: Path) -> list[dict]:
     names = {r["topic"]: r["name"] for r in rows if r["kind"] == "topic"}
     assert len(set(names.values())) == len(names)
     rows = [_named(r, names) for r in rows if r["kind"] != "topic"]
-    return sorted(rows, key=lambda r: (r["hid"], r["index"], r["j"] is not None, r["j"] or 0))
+    order = ("line", "control", "poll", "record")  # a poll line, its summaries, its records
+    return sorted(
+        rows,
+        key=lambda r: (r["hid"], r["index"], order.index(r["kind"]), r["j"] or 0, r["partition"]),
+    )
 
 
 def _named(row: dict, names: dict[int, str]) -> dict:
@@ -84,14 +88,18 @@ def test_fast_and_python_paths_make_identical_rows(tmp_path, monkeypatch):
     _slow_only(monkeypatch)
     slow = _rows(path, tmp_path / "slow.parquet")
     assert fast == slow
-    lines = [r for r in fast if r["j"] is None]
+    lines = [r for r in fast if r["kind"] in ("line", "control")]
     assert len(lines) == 3 * len(path.read_text().splitlines()) // 3
-    poll = [r for r in fast if r["hid"] == 1 and r["j"] is not None and not r["final"]]
-    assert [(r["j"], r["partition"], r["offset"], r["val"]) for r in poll] == [
-        (0, 0, 0, 0),
-        (1, 1, 0, 1),
-        (2, 1, 1, None),
+    poll = [r for r in fast if r["hid"] == 1 and r["kind"] == "record" and not r["final"]]
+    assert [(r["j"], r["jp"], r["partition"], r["offset"], r["val"]) for r in poll] == [
+        (0, 0, 0, 0, 0),
+        (1, 0, 1, 0, 1),
+        (2, 1, 1, 1, None),
     ]
+    summaries = [r for r in fast if r["hid"] == 1 and r["kind"] == "poll" and not r["final"]]
+    assert [
+        (r["partition"], r["first_offset"], r["last_offset"], r["straight"]) for r in summaries
+    ] == [(0, 0, 0, True), (1, 0, 1, True)]
     fault = next(r for r in fast if r["nemesis"])
     assert (fault["process"], fault["fault_id"], fault["targets"]) == (None, 1, ["n1", "n2"])
     kinds = {(r["f"], r["j"] is None): r["kind"] for r in fast}
@@ -180,7 +188,9 @@ def test_rows_schema_types_match_spark_expectations():
     assert STORED.field("op").type == pa.int8()
     assert STORED.field("prev_offset").type == pa.int64()
     assert STORED.field("prev_index").type == pa.int64()
-    assert ingest.FORMAT == "rows-8"
+    assert STORED.field("jp").type == pa.int32()
+    assert STORED.field("straight").type == pa.bool_()
+    assert ingest.FORMAT == "rows-10"
 
 
 def test_op_codes_name_each_send_and_read():
@@ -261,3 +271,49 @@ def test_each_ack_names_the_previous_ack_of_its_producer_and_partition(tmp_path,
                 acks += 1
     assert got == want
     assert sum(p is not None for p, _ in got.values()) > acks - 20  # nearly all have one
+
+
+def test_poll_summaries_follow_each_partition_through_interleaved_polls(tmp_path, monkeypatch):
+    """checkers/poll_positions.py against a plain replay: jp, first, last, straight."""
+    import random
+
+    rnd = random.Random(3)
+    b = HistoryBuilder()
+    for _ in range(200):
+        records = []
+        for p in range(3):
+            start = rnd.randrange(20)
+            offsets = list(range(start, start + rnd.randrange(4)))
+            if offsets and rnd.random() < 0.3:  # a gap, a step back or a repeat
+                offsets.append(rnd.choice([offsets[-1] + 2, offsets[-1] - 1, offsets[-1]]))
+            records.append([("t", p, o, o) for o in offsets])
+        mixed = []
+        while any(records):
+            run = rnd.choice([r for r in records if r])
+            mixed.append(run.pop(0))
+        b.poll(10, mixed)
+    path = b.write(tmp_path / "h.jsonl")
+    monkeypatch.setattr(ingest, "CHUNK_BYTES", 2048)
+    ingest.convert(path, tmp_path / "h.parquet")
+    stored = pq.read_table(tmp_path / "h.parquet").to_pylist()
+    want_jp, want_polls = {}, set()
+    for op in b.ops:
+        if op["type"] != "ok":
+            continue
+        by_partition: dict[int, list[int]] = {}
+        for j, r in enumerate(op["value"]["records"]):
+            offsets = by_partition.setdefault(r["partition"], [])
+            want_jp[(op["index"], j)] = len(offsets)
+            offsets.append(r["offset"])
+        for p, offs in by_partition.items():
+            straight = all(b - a == 1 for a, b in zip(offs, offs[1:], strict=False))
+            want_polls.add((op["index"], p, offs[0], offs[-1], straight))
+    got_jp = {(r["index"], r["j"]): r["jp"] for r in stored if r["kind"] == "record"}
+    got_polls = {
+        (r["index"], r["partition"], r["first_offset"], r["last_offset"], r["straight"])
+        for r in stored
+        if r["kind"] == "poll"
+    }
+    assert got_jp == want_jp
+    assert got_polls == want_polls
+    assert {s for *_, s in got_polls} == {True, False}
