@@ -19,3 +19,18 @@ def pytest_runtest_makereport(item, call):
         report.outcome = "failed"
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
         report.longrepr = f"skipped in CI, which must run everything: {reason}"
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """Show what tests chose to log with ``record_property("logged", text)`` (the
+    property tests' seeds and example counts), even when they pass."""
+    lines = [
+        f"{report.nodeid}: {value}"
+        for report in terminalreporter.stats.get("passed", [])
+        for name, value in report.user_properties
+        if name == "logged"
+    ]
+    if lines:
+        terminalreporter.section("logged by tests")
+        for line in lines:
+            terminalreporter.write_line(line)

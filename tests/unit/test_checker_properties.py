@@ -432,14 +432,20 @@ def test_reference_finds_exactly_the_injected_anomalies(kind: str, history_seed:
     COLLECTED.append(case)
 
 
-def test_spark_agrees_with_reference_on_all_generated_histories(spark, tmp_path) -> None:
+def test_spark_agrees_with_reference_on_all_generated_histories(
+    spark, tmp_path, record_property
+) -> None:
     from checkers.api import analyse
     from checkers.load import load_history
 
     if not COLLECTED:
         pytest.skip("run together with the reference property test")
     per_kind = Counter(c.kind for c in COLLECTED)
-    print(f"seed={SEED}; histories judged in one Spark job: {len(COLLECTED)}; per kind: {per_kind}")
+    record_property(
+        "logged",
+        f"seed={SEED} (CHECKER_PROPERTY_SEED), {EXAMPLES} examples per kind; "
+        f"histories judged in one Spark job: {len(COLLECTED)}; per kind: {dict(per_kind)}",
+    )
     path = tmp_path / "many.jsonl"
     with open(path, "w") as fh:
         for hid, case in enumerate(COLLECTED):

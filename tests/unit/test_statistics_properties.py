@@ -89,12 +89,16 @@ def test_reference_statistics_are_consistent(history_seed: int) -> None:
     HISTORIES.append(ops)
 
 
-def test_spark_statistics_equal_the_reference(spark, tmp_path) -> None:
+def test_spark_statistics_equal_the_reference(spark, tmp_path, record_property) -> None:
     from checkers.api import analyse
     from checkers.load import load_history
 
     histories = HISTORIES or [generate(random.Random(SEED + i)) for i in range(EXAMPLES)]
-    print(f"seed={SEED}; histories judged in one Spark run: {len(histories)}")
+    record_property(
+        "logged",
+        f"seed={SEED} (CHECKER_PROPERTY_SEED); histories judged in one Spark run: "
+        f"{len(histories)} (STATISTICS_PROPERTY_EXAMPLES={EXAMPLES})",
+    )
     path = tmp_path / "many.jsonl"
     with open(path, "w") as fh:
         for hid, ops in enumerate(histories):
