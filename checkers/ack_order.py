@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from checkers.op_codes import ACK
-from checkers.sorted_runs import run_starts
+from checkers.sorted_runs import run_bounds, run_starts
 
 STREAM = ("hid", "process", "topic", "partition")
 COLUMNS = (("prev_offset", pa.int64()), ("prev_index", pa.int64()))
@@ -40,15 +40,14 @@ class AckOrder:
         order = pc.sort_indices(acks, sort_keys=keys)
         s = acks.take(order).combine_chunks()
         starts = run_starts(s, STREAM)
-        first_rows = pc.indices_nonzero(starts).to_pylist()
+        first_rows, last_rows = (rows.to_pylist() for rows in run_bounds(starts))
         carried = [self.last.get(self._stream(s, i), (None, None)) for i in first_rows]
         # A stream's first ack here follows the stream's last ack of earlier chunks.
         prev_offset, prev_index = (
             pc.replace_with_mask(_shifted(s[name]), starts, pa.array(column, pa.int64()))
             for name, column in zip(("offset", "index"), zip(*carried, strict=True), strict=True)
         )
-        ends = [i - 1 for i in first_rows[1:]] + [len(s) - 1]
-        for i in ends:
+        for i in last_rows:
             self.last[self._stream(s, i)] = (s["offset"][i].as_py(), s["index"][i].as_py())
         back = pc.sort_indices(order)  # sorted order -> the acks' file order
         for name, values in (("prev_offset", prev_offset), ("prev_index", prev_index)):

@@ -7,6 +7,7 @@ a little later than the previous one) so tests only state what happened.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -129,9 +130,23 @@ class HistoryBuilder:
 
     # -- output -----------------------------------------------------------------------
     def lines(self, hid: int | None = None) -> list[str]:
-        extra = {} if hid is None else {"hid": hid}
-        return [json.dumps({**op, **extra}, separators=(",", ":")) for op in self.ops]
+        return history_lines(self.ops, hid)
 
     def write(self, path: Path) -> Path:
         Path(path).write_text("".join(line + "\n" for line in self.lines()))
         return Path(path)
+
+
+def history_lines(ops: list[dict[str, Any]], hid: int | None = None) -> list[str]:
+    """JSONL lines of ``ops``; with ``hid``, each tagged as that history's."""
+    extra = {} if hid is None else {"hid": hid}
+    return [json.dumps({**op, **extra}, separators=(",", ":")) for op in ops]
+
+
+def write_histories(path: Path, histories: Iterable[list[dict[str, Any]]]) -> Path:
+    """Several histories in one file, the n-th tagged ``hid`` n: the tests judge
+    hundreds of histories in one Spark run."""
+    with open(path, "w") as fh:
+        for hid, ops in enumerate(histories):
+            fh.writelines(line + "\n" for line in history_lines(ops, hid))
+    return Path(path)

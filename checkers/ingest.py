@@ -57,6 +57,7 @@ import pyarrow.parquet as pq
 from checkers.ack_order import AckOrder
 from checkers.line_rows import KINDS, ROWS, checked, kind_of, rows_of
 from checkers.poll_positions import number_and_summarise
+from checkers.sorted_runs import row_numbers
 from checkers.topic_ids import STORED, TopicIds
 from harness.errors import HistoryError
 from workloads.history import NEMESIS, TYPES
@@ -494,7 +495,7 @@ def _record_rows(lines: pa.Table, records: pa.Array) -> pa.Table:
         raise _SlowPath
     length = pc.list_value_length(records).fill_null(0)
     first = pc.subtract(pc.cumulative_sum(length), length)  # each poll's first record
-    position = pc.subtract(pc.cumulative_sum(pa.repeat(1, len(flat)).cast(pa.int64())), 1)
+    position = row_numbers(len(flat))
     rows = lines.select(_FROM_POLL_LINE).take(parent)
     columns = {name: pa.nulls(len(flat), ROWS.field(name).type) for name in ROWS.names}
     columns.update(

@@ -42,9 +42,6 @@ def _resets(t: Tables) -> DataFrame:
     return named.unionByName(everything.select(*named.columns))
 
 
-PAIR = ["hid", "process", "topic", "partition", "send", "index"]
-
-
 def _runs(t: Tables) -> DataFrame:
     """Read stream entries: one per (poll line, partition) read (``Tables.polls``),
     one per reset."""
@@ -101,7 +98,7 @@ def suspicious_pairs(t: Tables) -> DataFrame:
     )
     read_pair = ~F.col("reset") & ~F.col("prev_reset")
     across = runs.where(read_pair & _suspicious("first", "prev_offset")).select(
-        *PAIR[:-2],
+        *STREAM,
         F.lit(False).alias("send"),
         "index",
         F.col("first").alias("offset"),

@@ -21,7 +21,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from checkers.sorted_runs import run_starts
+from checkers.sorted_runs import row_numbers, run_bounds, run_starts
 
 POSITION = ("jp", pa.int32())
 SUMMARY = (("first_offset", pa.int64()), ("last_offset", pa.int64()), ("straight", pa.bool_()))
@@ -39,7 +39,7 @@ def number_and_summarise(records: pa.Table) -> tuple[pa.Table, pa.Table]:
     order = pc.sort_indices(records, sort_keys=keys)  # j order within each group
     grouped = records.select([*_KEPT, "offset"]).take(order).combine_chunks()
     starts = run_starts(grouped, _GROUP)
-    row = pc.subtract(pc.cumulative_sum(pa.repeat(1, n).cast(pa.int64())), 1)
+    row = row_numbers(n)
     group_start = pc.fill_null_forward(pc.if_else(starts, row, pa.scalar(None, pa.int64())))
     jp = pc.subtract(row, group_start).take(pc.sort_indices(order)).cast(POSITION[1])
     numbered = records.set_column(records.schema.get_field_index(POSITION[0]), POSITION[0], jp)
@@ -48,9 +48,7 @@ def number_and_summarise(records: pa.Table) -> tuple[pa.Table, pa.Table]:
 
 def _summaries(grouped: pa.Table, starts: pa.Array, schema: pa.Schema) -> pa.Table:
     offset = grouped["offset"].combine_chunks()
-    first_rows = pc.indices_nonzero(starts)
-    next_first = pa.concat_arrays([first_rows.slice(1), pa.array([len(grouped)], first_rows.type)])
-    ends = pc.subtract(next_first, pa.scalar(1, first_rows.type))
+    first_rows, ends = run_bounds(starts)
     # A run is straight when each offset is one more than the one before it.
     broken = pc.and_(pc.invert(starts), pc.not_equal(pc.pairwise_diff(offset), 1))
     broken_so_far = pc.cumulative_sum(broken.fill_null(False).cast(pa.int64()))

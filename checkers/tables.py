@@ -155,16 +155,7 @@ class Tables:
     def reads(self) -> DataFrame:
         """One row per polled record: (index, j) orders reads within a process."""
         return self.ops.where(is_read()).select(
-            "hid",
-            "index",
-            "j",
-            "time",
-            "process",
-            "final",
-            "topic",
-            "partition",
-            "offset",
-            "val",
+            "hid", "index", "j", "time", "process", "final", "topic", "partition", "offset", "val"
         )
 
     @cached_property

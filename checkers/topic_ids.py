@@ -59,14 +59,11 @@ class TopicIds:
         topic = table["topic"]
         self._learn(pc.unique(topic).to_pylist())
         known = pa.array(list(self.ids), pa.string())
-        columns = {name: table[name] for name in ROWS.names}
+        # Lists (only control lines hold them), names and ingest's annotations stay null.
+        columns = {field.name: pa.nulls(len(table), field.type) for field in STORED}
+        columns.update((name, table[name]) for name in ROWS.names if name not in _LISTS)
         columns["topic"] = pc.index_in(topic, value_set=known).cast(pa.int32())
-        for name in _LISTS:  # only control lines hold these
-            columns[name] = pa.nulls(len(table), STORED.field(name).type)
-        columns["name"] = pa.nulls(len(table), pa.string())
         columns["op"] = op_codes.op_column(table)
-        for name, type_ in (*ACK_ORDER, POSITION, *SUMMARY):
-            columns[name] = pa.nulls(len(table), type_)
         return pa.Table.from_arrays([columns[n] for n in STORED.names], schema=STORED)
 
     def _row(self, row: dict[str, Any]) -> dict[str, Any]:

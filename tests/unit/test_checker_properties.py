@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from checkers import reference
-from checkers.builder import HistoryBuilder
+from checkers.builder import HistoryBuilder, write_histories
 from checkers.results import CHECKS, build_checks, verdict
 
 SEED = int(os.environ.get("CHECKER_PROPERTY_SEED", "20261122"))
@@ -446,12 +446,7 @@ def test_spark_agrees_with_reference_on_all_generated_histories(
         f"seed={SEED} (CHECKER_PROPERTY_SEED), {EXAMPLES} examples per kind; "
         f"histories judged in one Spark job: {len(COLLECTED)}; per kind: {dict(per_kind)}",
     )
-    path = tmp_path / "many.jsonl"
-    with open(path, "w") as fh:
-        for hid, case in enumerate(COLLECTED):
-            b = HistoryBuilder()
-            b.ops = case.ops
-            fh.writelines(line + "\n" for line in b.lines(hid))
+    path = write_histories(tmp_path / "many.jsonl", (case.ops for case in COLLECTED))
     ops = load_history(spark, path)
     results = analyse(spark, ops, config("valid"), examples=None, stats=False)
     mismatches = []

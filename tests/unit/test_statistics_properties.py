@@ -20,7 +20,7 @@ from hypothesis import given, seed, settings
 from hypothesis import strategies as st
 
 from checkers import reference_stats
-from checkers.builder import HistoryBuilder
+from checkers.builder import HistoryBuilder, write_histories
 
 SEED = int(os.environ.get("CHECKER_PROPERTY_SEED", "20261122"))
 EXAMPLES = int(os.environ.get("STATISTICS_PROPERTY_EXAMPLES", "150"))
@@ -99,12 +99,7 @@ def test_spark_statistics_equal_the_reference(spark, tmp_path, record_property) 
         f"seed={SEED} (CHECKER_PROPERTY_SEED); histories judged in one Spark run: "
         f"{len(histories)} (STATISTICS_PROPERTY_EXAMPLES={EXAMPLES})",
     )
-    path = tmp_path / "many.jsonl"
-    with open(path, "w") as fh:
-        for hid, ops in enumerate(histories):
-            b = HistoryBuilder()
-            b.ops = ops
-            fh.writelines(line + "\n" for line in b.lines(hid))
+    path = write_histories(tmp_path / "many.jsonl", histories)
     config = {"checker": {"availability_min_rate": THRESHOLD}}
     results = analyse(spark, load_history(spark, path), config, examples=None)
     mismatches = []
