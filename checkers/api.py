@@ -24,7 +24,7 @@ from checkers.poll_checks import poll_checks, suspicious_pairs
 from checkers.results import build_checks, check_result, severities, verdict, write_results
 from checkers.send_checks import send_checks
 from checkers.session import get_spark
-from checkers.tables import TP, Tables
+from checkers.tables import TP, Tables, local_table
 
 MAX_INDICES = 20  # indices kept per example: enough to prove it, bounded
 NEIGHBOURS = 3  # offsets either side of a lost value shown in its example
@@ -78,7 +78,7 @@ def _duplicate_places(spark: SparkSession, t: Tables, found: Found) -> None:
     wanted = [(hid, ex["value"]) for hid, ex in _rows(found, "duplicate")]
     if not wanted:
         return
-    values = spark.createDataFrame(wanted, "hid int, val long")
+    values = local_table(spark, wanted, "hid int, val long")
     rows = (
         t.positions.join(F.broadcast(values), ["hid", "val"])
         .groupBy("hid", "val")
@@ -102,7 +102,7 @@ def _offset_values(spark: SparkSession, t: Tables, found: Found) -> None:
     ]
     if not wanted:
         return
-    places = spark.createDataFrame(wanted, "hid int, topic int, partition int, offset long")
+    places = local_table(spark, wanted, "hid int, topic int, partition int, offset long")
     rows = (
         t.positions.where(F.col("val").isNotNull())
         .join(F.broadcast(places), [*TP, "offset"])
@@ -124,7 +124,7 @@ def _neighbours(spark: SparkSession, t: Tables, found: Found) -> None:
     ]
     if not wanted:
         return
-    holes = spark.createDataFrame(wanted, "hid int, topic int, partition int, hole long")
+    holes = local_table(spark, wanted, "hid int, topic int, partition int, hole long")
     near = (
         t.positions.join(F.broadcast(holes), TP)
         .where(F.abs(F.col("offset") - F.col("hole")) <= NEIGHBOURS)
@@ -156,7 +156,7 @@ def _skipped(spark: SparkSession, t: Tables, found: Found) -> None:
     ]
     if not wanted:
         return
-    jumps = spark.createDataFrame(wanted, "hid int, topic int, partition int, a long, b long")
+    jumps = local_table(spark, wanted, "hid int, topic int, partition int, a long, b long")
     known = t.per_position.select(*TP, "offset")
     rows = (
         known.join(F.broadcast(jumps), TP)

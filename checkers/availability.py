@@ -22,7 +22,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from checkers.op_codes import ACK, FAIL, INFO, INVOKE, READ
-from checkers.tables import Tables, is_read, is_send, op_is
+from checkers.tables import Tables, is_read, is_send, local_table, op_is
 
 NS = 10**9
 MS = 1e6
@@ -161,7 +161,7 @@ def fault_rates(spark: SparkSession, t: Tables, found: dict[int, list[dict[str, 
     spans = [(hid, f["id"], f["start"], f["end"]) for hid, fs in found.items() for f in fs]
     if not spans:
         return
-    spans_df = spark.createDataFrame(spans, "hid int, id long, start long, end long")
+    spans_df = local_table(spark, spans, "hid int, id long, start long, end long")
     length = F.col("end") - F.col("start")
     # Each span is cut into the seconds it covers, so acks join it on their
     # second (an equi-join) instead of every ack meeting every fault.
