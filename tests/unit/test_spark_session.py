@@ -3,6 +3,7 @@ the size guess that decides it (made before the history is read)."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 from checkers import session
@@ -16,7 +17,18 @@ def test_quick_jit_only_below_the_threshold() -> None:
     assert session.QUICK_JIT not in big
     assert session.FEWER_COMPILES in big
     assert session.FEWER_COMPILES not in session._java_options(0)
+    assert set(session.LATER_C2) <= set(big)
+    assert not set(session.LATER_C2) & set(session._java_options(0))
     assert session.THROUGHPUT_GC in big
+
+
+def test_this_jvm_takes_every_option() -> None:
+    """A misspelt flag would stop the JVM of every big check, which the unit
+    tests (small histories) never start."""
+    both = session._java_options(0) + session._java_options(10**9)
+    options = sorted(set(" ".join(both).split()))  # one string may hold two options
+    done = subprocess.run(["java", *options, "-version"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
 
 
 def test_expected_ops_from_sizes(tmp_path: Path) -> None:
