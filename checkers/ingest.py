@@ -380,11 +380,11 @@ def _blank_out(chunk: bytes) -> tuple[bytes | bytearray, list[dict]]:
     """
     spans = set()
     for pattern in _SPECIAL:
-        at = chunk.find(pattern)
+        at = _find(chunk, pattern, 0)
         while at >= 0:
             end = chunk.find(b"\n", at)
             spans.add((chunk.rfind(b"\n", 0, at) + 1, end))
-            at = chunk.find(pattern, end)
+            at = _find(chunk, pattern, end)
     if not spans:
         return chunk, []
     buf = bytearray(chunk)
@@ -398,6 +398,22 @@ def _blank_out(chunk: bytes) -> tuple[bytes | bytearray, list[dict]]:
             raise _SlowPath from e
         buf[start:end] = _BLANK.ljust(end - start)
     return buf, special
+
+
+def _find(chunk: bytes, pattern: bytes, start: int) -> int:
+    """``chunk.find(pattern, start)``, quicker for a pattern that starts with "[".
+
+    bytes.find skips ahead by the pattern's last byte, and '"' ends nearly
+    every token of a history, so for '[["' it crawled (7x slower than this
+    on a 1e7-op history: 1.9 of the conversion's CPU-seconds).  "[" is rare:
+    the C search for that one byte, then a comparison, is quick.
+    """
+    if not pattern.startswith(b"["):
+        return chunk.find(pattern, start)
+    at = chunk.find(b"[", start)
+    while at >= 0 and not chunk.startswith(pattern, at):
+        at = chunk.find(b"[", at + 1)
+    return at
 
 
 def _column(table: pa.Table, name: str) -> pa.Array:
