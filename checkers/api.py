@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from checkers.availability import availability, availability_check
 from checkers.group_checks import group_checks
 from checkers.lag import realtime_lag
-from checkers.load import expected_ops, rows_dir
+from checkers.load import expected_ops, read_rows, rows_dir
 from checkers.poll_checks import poll_checks, suspicious_pairs
 from checkers.results import build_checks, check_result, severities, verdict, write_results
 from checkers.send_checks import send_checks
@@ -287,7 +287,7 @@ def check_history(
         starting = pool.submit(get_spark, master, expected_ops(history))
         rows = rows_dir(history)
         spark = starting.result()
-    ops = spark.read.parquet(str(rows))
+    ops = read_rows(spark, rows)
     results = analyse(spark, ops, config, examples=int(checker.get("examples", 10)))
     res = results.get(0) or next(iter(results.values()))
     res["history"] = history.name

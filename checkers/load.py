@@ -14,8 +14,11 @@ import tempfile
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StringType
 
 from checkers import ingest
+from checkers.topic_ids import STORED
 from harness.errors import HistoryError
 
 PARQUET_NAME = "history.parquet"
@@ -37,7 +40,15 @@ def expected_ops(history: Path) -> int:
 
 def load_history(spark: SparkSession, history: Path) -> DataFrame:
     """The rows of ``history`` (JSONL, or a Parquet directory written by ingest)."""
-    return spark.read.parquet(str(rows_dir(history)))
+    return read_rows(spark, rows_dir(history))
+
+
+def read_rows(spark: SparkSession, rows: Path) -> DataFrame:
+    """The Parquet rows directory ``rows`` with every column of the rows table:
+    ingest writes each kind of row without the columns it never holds, and
+    Spark reads those as nulls."""
+    schema = from_arrow_schema(STORED).add("kind", StringType())
+    return spark.read.schema(schema).parquet(str(rows))
 
 
 def rows_dir(history: Path) -> Path:

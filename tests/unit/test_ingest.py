@@ -51,7 +51,7 @@ def _history(tmp_path: Path, histories: int = 3) -> Path:
 def _rows(path: Path, out: Path) -> list[dict]:
     """The stored rows, with topic ids turned back into names (ids depend on chunking)."""
     ingest.convert(path, out)
-    table = pq.read_table(out)  # plus ``kind``, the partition column
+    table = ingest.read_rows(out)  # plus ``kind``, the partition column
     assert table.schema.names == [*STORED.names, "kind"]
     rows = table.to_pylist()
     names = {r["topic"]: r["name"] for r in rows if r["kind"] == "topic"}
@@ -190,7 +190,7 @@ def test_rows_schema_types_match_spark_expectations():
     assert STORED.field("prev_index").type == pa.int64()
     assert STORED.field("jp").type == pa.int32()
     assert STORED.field("straight").type == pa.bool_()
-    assert ingest.FORMAT == "rows-10"
+    assert ingest.FORMAT == "rows-11"
 
 
 def test_op_codes_name_each_send_and_read():
@@ -228,7 +228,7 @@ def test_topics_are_stored_as_ids_and_named_once(tmp_path):
     b.poll(10, [("zeta", 0, 0, 0)])
     path = b.write(tmp_path / "h.jsonl")
     ingest.convert(path, tmp_path / "h.parquet")
-    rows = pq.read_table(tmp_path / "h.parquet").to_pylist()
+    rows = ingest.read_rows(tmp_path / "h.parquet").to_pylist()
     names = {r["topic"]: r["name"] for r in rows if r["kind"] == "topic"}
     assert names == {0: "alpha", 1: "zeta"}  # a chunk's new names are numbered in order
     subscribe = next(r for r in rows if r["f"] == "subscribe" and r["type"] == "ok")
@@ -295,7 +295,7 @@ def test_poll_summaries_follow_each_partition_through_interleaved_polls(tmp_path
     path = b.write(tmp_path / "h.jsonl")
     monkeypatch.setattr(ingest, "CHUNK_BYTES", 2048)
     ingest.convert(path, tmp_path / "h.parquet")
-    stored = pq.read_table(tmp_path / "h.parquet").to_pylist()
+    stored = ingest.read_rows(tmp_path / "h.parquet").to_pylist()
     want_jp, want_polls = {}, set()
     for op in b.ops:
         if op["type"] != "ok":
@@ -326,3 +326,18 @@ def test_special_line_search_finds_what_bytes_find_finds():
     for pattern in ingest._SPECIAL:
         for start in range(len(chunk) + 1):
             assert ingest._find(chunk, pattern, start) == chunk.find(pattern, start)
+
+
+def test_each_kind_is_written_without_the_columns_it_never_holds(tmp_path):
+    """Files lack the always-null columns; readers still see every column, and
+    a value in a column its kind should never hold stops the conversion."""
+    out = tmp_path / "h.parquet"
+    ingest.convert(_history(tmp_path, histories=1), out)
+    for kind, names in ingest.WRITTEN.items():
+        assert pq.read_schema(out / f"kind={kind}" / "part-0.parquet").names == list(names)
+    assert ingest.read_rows(out).schema.names == [*STORED.names, "kind"]
+    table = pa.table({"hid": [0], "phase": ["start"]})
+    writer = ingest._Writer(tmp_path / "x.parquet", pa.schema([STORED.field("hid")]))
+    with pytest.raises(RuntimeError, match="phase"):
+        writer.write_table(table)
+    writer.close()
