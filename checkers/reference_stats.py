@@ -2,9 +2,8 @@
 
 Like ``checkers/reference.py`` for the anomalies, it states the definitions
 as plainly as possible so property tests can demand that the Spark figures
-equal them exactly.  Percentiles are the element of rank ceil(q * n), which
-is what Spark's percentile_approx returns for the small histories the tests
-generate.
+equal them exactly.  Percentiles are the element of rank ceil(q * n), as
+Spark computes them (checkers/availability.py, checkers/lag.py).
 """
 
 from __future__ import annotations
