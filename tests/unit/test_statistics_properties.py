@@ -123,3 +123,30 @@ def test_spark_statistics_equal_the_reference(spark, tmp_path, record_property) 
     faults = sum(len(results[h]["stats"]["availability"]["faults"]) for h in results)
     gaps = sum(results[h]["stats"]["availability"]["longest_gap_s"] >= 1 for h in results)
     assert faults and gaps, "the generator stopped making faults or long gaps"
+
+
+def test_lag_percentiles_are_exact_for_negative_zero_and_crowded_lags(spark, tmp_path) -> None:
+    """Lags the generator never makes: reads before their ack (negative), at the
+    same moment (zero), and many distinct or equal lags inside one fine bucket,
+    where the percentiles must be counted lag by lag."""
+    from checkers.api import analyse
+    from checkers.load import load_history
+
+    b = HistoryBuilder(step_ms=0)
+    b.invoke_send(1, 0)
+    b.poll(10, [("t", 0, 0, 0)])  # read before its ack: a negative lag
+    b.advance(0.003)
+    b.complete_send(1, 0, partition=0, offset=0)
+    b.send(1, 1, partition=0, offset=1)
+    b.poll(10, [("t", 0, 1, 1)])  # zero lag
+    offset = 2
+    for extra_ns in [0, 1, 2, 2, 3, 5, 8, 8, 8, 13] * 3:  # one fine bucket of 1 s lags
+        b.send(1, offset, partition=0, offset=offset)
+        b.advance(1 + extra_ns / 1e9)
+        b.poll(10, [("t", 0, offset, offset)])
+        offset += 1
+    path = b.write(tmp_path / "lags.jsonl")
+    got = analyse(spark, load_history(spark, path), {}, examples=None)[0]["stats"]
+    want = reference_stats.realtime_lag(b.ops)
+    assert got["realtime_lag"] == want
+    assert want["count"] == 32 and want["p50_ms"] == 1_000_000_003 / 1e6  # rank 16 of 32
