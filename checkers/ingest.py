@@ -54,9 +54,11 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 import pyarrow.parquet as pq
 
+from checkers import poll_positions
+from checkers.ack_order import COLUMNS as ACK_ORDER
 from checkers.ack_order import AckOrder
 from checkers.line_rows import KINDS, ROWS, checked, kind_of, rows_of
-from checkers.poll_positions import number_and_summarise
+from checkers.poll_positions import POSITION, SUMMARY, number_and_summarise
 from checkers.sorted_runs import row_numbers
 from checkers.topic_ids import STORED, TopicIds
 from harness.errors import HistoryError
@@ -80,13 +82,12 @@ _LINE_AND_RECORD = (
     "partition", "offset", "error", "final", "group", "topics", "reason", "op",
 )  # fmt: skip
 WRITTEN = {
-    "line": (*_LINE_AND_RECORD, "prev_offset", "prev_index"),
-    "record": (*_LINE_AND_RECORD, "j", "jp"),
-    "poll": (
-        *("hid", "index", "time", "process", "nemesis", "type", "f", "final"),
-        *("topic", "partition", "first_offset", "last_offset", "straight"),
-    ),
+    "line": (*_LINE_AND_RECORD, *(name for name, _ in ACK_ORDER)),
+    "record": (*_LINE_AND_RECORD, "j", POSITION[0]),
+    "poll": (*poll_positions.KEPT, *(name for name, _ in SUMMARY)),
 }
+# What readers see: every column of every kind, and the partition column.
+ROWS_TABLE = STORED.append(pa.field("kind", pa.string()))
 
 _RECORD = pa.struct(
     [
@@ -206,8 +207,7 @@ class _Writer(pq.ParquetWriter):
 
 def read_rows(parquet: Path) -> pa.Table:
     """The rows table as Arrow, every column in every row (the tests read it)."""
-    schema = STORED.append(pa.field("kind", pa.string()))
-    return pq.read_table(parquet, schema=schema, partitioning="hive")
+    return pq.read_table(parquet, schema=ROWS_TABLE, partitioning="hive")
 
 
 def is_current(parquet: Path) -> bool:

@@ -90,37 +90,40 @@ def realtime_lag(t: Tables, hids: list[int]) -> dict[int, dict[str, Any]]:
         buckets[r["hid"]].append(r)
     for rs in buckets.values():
         rs.sort(key=lambda r: (r["fb"], r["b"] if r["b"] is not None else len(BUCKETS_MS)))
-    ranks = {hid: _ranks(rs) for hid, rs in buckets.items()}
-    needed = {(hid, lo, hi) for hid, (_, several) in ranks.items() for lo, hi in several}
-    exact = _count_values(t, rows, sorted(needed))
+    found = {hid: _rank_buckets(rs) for hid, rs in buckets.items()}
+    crowded = {(hid, lo, hi) for hid, f in found.items() for lo, hi, _ in f.values() if lo != hi}
+    exact = _count_values(rows, sorted(crowded))
+    percentiles = {
+        hid: {q: _percentile(exact, hid, *where) for q, where in f.items()}
+        for hid, f in found.items()
+    }
     worst = _worst(rows, len(hids)) if buckets else {}
     return {
-        hid: _figures(buckets.get(hid, []), ranks.get(hid, ({}, []))[0], exact, worst.get(hid, []))
+        hid: _figures(buckets.get(hid, []), percentiles.get(hid), worst.get(hid, []))
         for hid in hids
     }
 
 
-def _ranks(rs: list) -> tuple[dict[float, tuple[int, int, int]], list[tuple[int, int]]]:
-    """For each percentile, (lo, hi, rank within the bucket) of the bucket holding
-    its rank; and the (lo, hi) of those buckets that hold several distinct lags."""
+def _rank_buckets(rs: list) -> dict[float, tuple[int, int, int]]:
+    """For each percentile q: (lo, hi, rank within the bucket) of the bucket, among
+    ``rs`` in lag order, that holds the lag of rank ceil(q * n)."""
     n = sum(r["n"] for r in rs)
-    found, several = {}, []
+    found = {}
     for q in PERCENTILES.values():
         rank, before = max(1, math.ceil(q * n)), 0
         r = next(r for r in rs if (before := before + r["n"]) >= rank)
         found[q] = (r["lo"], r["hi"], rank - (before - r["n"]))
-        if r["lo"] != r["hi"]:
-            several.append((r["lo"], r["hi"]))
-    return found, several
+    return found
 
 
 def _count_values(
-    t: Tables, rows: DataFrame, needed: list[tuple[int, int, int]]
+    rows: DataFrame, crowded: list[tuple[int, int, int]]
 ) -> dict[tuple[int, int, int], list[tuple[int, int]]]:
-    """{(hid, lo, hi): [(lag ns, how many), ...] in order} for the needed buckets."""
-    if not needed:
+    """{(hid, lo, hi): [(lag ns, how many), ...] in order} for buckets holding
+    several distinct lags."""
+    if not crowded:
         return {}
-    spans = F.broadcast(local_table(t.ops.sparkSession, needed, "hid int, lo long, hi long"))
+    spans = F.broadcast(local_table(rows.sparkSession, crowded, "hid int, lo long, hi long"))
     within = (F.col("ns") >= F.col("lo")) & (F.col("ns") <= F.col("hi"))
     counted = rows.select("hid", "ns").join(spans, "hid").where(within)
     out: dict[tuple[int, int, int], list[tuple[int, int]]] = defaultdict(list)
@@ -131,8 +134,8 @@ def _count_values(
     return out
 
 
-def _percentile(hid: int, found: tuple[int, int, int], exact: dict) -> float:
-    lo, hi, rank = found
+def _percentile(exact: dict, hid: int, lo: int, hi: int, rank: int) -> float:
+    """The lag (ms) of ``rank`` within the bucket [lo, hi] ns of history ``hid``."""
     if lo == hi:
         return lo / 1e6
     seen = 0
@@ -143,18 +146,14 @@ def _percentile(hid: int, found: tuple[int, int, int], exact: dict) -> float:
     raise AssertionError("a bucket holds fewer lags than its count")
 
 
-def _figures(rs: list, found: dict, exact: dict, worst: list) -> dict[str, Any]:
+def _figures(rs: list, percentiles: dict[float, float] | None, worst: list) -> dict[str, Any]:
     counts = [0] * (len(BUCKETS_MS) + 1)
     for r in rs:
         counts[r["b"] if r["b"] is not None else len(BUCKETS_MS)] += r["n"]
     n = sum(counts)
-    hid = rs[0]["hid"] if rs else None
     return {
         "count": n,
-        **{
-            name: _percentile(hid, found[q], exact) if n else None
-            for name, q in PERCENTILES.items()
-        },
+        **{name: percentiles[q] if n else None for name, q in PERCENTILES.items()},
         "max_ms": max(r["hi"] for r in rs) / 1e6 if n else None,
         "mean_ms": round(sum(r["total"] for r in rs) / n, 3) if n else None,
         "histogram": [

@@ -15,10 +15,8 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema
-from pyspark.sql.types import StringType
 
 from checkers import ingest
-from checkers.topic_ids import STORED
 from harness.errors import HistoryError
 
 PARQUET_NAME = "history.parquet"
@@ -47,8 +45,7 @@ def read_rows(spark: SparkSession, rows: Path) -> DataFrame:
     """The Parquet rows directory ``rows`` with every column of the rows table:
     ingest writes each kind of row without the columns it never holds, and
     Spark reads those as nulls."""
-    schema = from_arrow_schema(STORED).add("kind", StringType())
-    return spark.read.schema(schema).parquet(str(rows))
+    return spark.read.schema(from_arrow_schema(ingest.ROWS_TABLE)).parquet(str(rows))
 
 
 def rows_dir(history: Path) -> Path:

@@ -26,7 +26,8 @@ from checkers.sorted_runs import row_numbers, run_bounds, run_starts
 POSITION = ("jp", pa.int32())
 SUMMARY = (("first_offset", pa.int64()), ("last_offset", pa.int64()), ("straight", pa.bool_()))
 _GROUP = ("hid", "index", "topic", "partition")  # one poll line's records of one partition
-_KEPT = ("hid", "index", "time", "process", "nemesis", "type", "f", "final", "topic", "partition")
+# What a summary row copies from its poll (the rest of its row is null).
+KEPT = ("hid", "index", "time", "process", "nemesis", "type", "f", "final", "topic", "partition")
 
 
 def number_and_summarise(records: pa.Table) -> tuple[pa.Table, pa.Table]:
@@ -37,7 +38,7 @@ def number_and_summarise(records: pa.Table) -> tuple[pa.Table, pa.Table]:
         return records, records
     keys = [(name, "ascending") for name in (*_GROUP, "j")]
     order = pc.sort_indices(records, sort_keys=keys)  # j order within each group
-    grouped = records.select([*_KEPT, "offset"]).take(order).combine_chunks()
+    grouped = records.select([*KEPT, "offset"]).take(order).combine_chunks()
     starts = run_starts(grouped, _GROUP)
     row = row_numbers(n)
     group_start = pc.fill_null_forward(pc.if_else(starts, row, pa.scalar(None, pa.int64())))
@@ -55,7 +56,7 @@ def _summaries(grouped: pa.Table, starts: pa.Array, schema: pa.Schema) -> pa.Tab
     straight = pc.equal(broken_so_far.take(ends), broken_so_far.take(first_rows))
     m = len(first_rows)
     columns = {field.name: pa.nulls(m, field.type) for field in schema}
-    columns.update({name: grouped[name].take(first_rows) for name in _KEPT})
+    columns.update({name: grouped[name].take(first_rows) for name in KEPT})
     columns.update(
         first_offset=offset.take(first_rows), last_offset=offset.take(ends), straight=straight
     )
