@@ -140,6 +140,7 @@ def _start(service: Service, node: Node) -> None:
         f"rm -f {quote(service.pid_file(node))}; "
         f"setsid nohup sh {quote(launcher)} </dev/null >>{quote(service.stdout(node))} 2>&1 &",
         timeout=20,
+        idempotent=False,  # twice would start two JVMs; callers re-check and start again
     )
     deadline = time.monotonic() + START_CHECK_S
     while time.monotonic() < deadline:

@@ -11,8 +11,12 @@ never hang the harness.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import shlex
 import threading
+import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +25,15 @@ from harness.errors import CommandFailed, NodeUnreachable
 
 CONNECT_TIMEOUT_S = 10
 DEFAULT_COMMAND_TIMEOUT_S = 60
+# A command whose transport broke is tried this many times in all, each on a
+# fresh connection.  Small: a node that fails three fresh connections in a
+# row is down, not flaky.
+MAX_ATTEMPTS = 3
+# Idle connections kept per node; more are opened while many threads act on
+# one node at once, and closed again when they are handed back.
+IDLE_CONNECTIONS = 4
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -32,6 +45,64 @@ class SSHTarget:
     known_hosts: str | None = None  # pinned host keys; None means the user's default
 
 
+class TransportLost(Exception):
+    """The SSH transport failed under a command: its outcome is unknown."""
+
+
+class CommandTimeout(Exception):
+    """The command outlived its time bound (its channel has been closed)."""
+
+
+def _exec(transport: Any, command: str, timeout: float) -> RunResult:
+    """Run ``command`` on one channel of ``transport``, all within ``timeout``.
+
+    Written on paramiko rather than with invoke's runner: invoke enforces its
+    timeout from a timer thread that closes the channel, and decides whether
+    the command timed out by asking whether that thread is still alive - so a
+    command that timed out while the timer was still closing its channel came
+    back as exit status -1, and a timer firing on a closed transport printed
+    a traceback.  Here one thread owns the channel and the clock.
+    """
+    deadline = time.monotonic() + timeout
+    chan = transport.open_session(timeout=min(CONNECT_TIMEOUT_S, timeout))
+    out: list[bytes] = []
+    err: list[bytes] = []
+    try:
+        chan.exec_command(command)
+        chan.shutdown_write()
+        while True:
+            while chan.recv_ready():
+                out.append(chan.recv(65536))
+            while chan.recv_stderr_ready():
+                err.append(chan.recv_stderr(65536))
+            if chan.exit_status_ready() and not chan.recv_ready() and not chan.recv_stderr_ready():
+                break
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise CommandTimeout(command)
+            # set by the exit status or the channel's close; the short bound
+            # keeps a large output flowing through the SSH window
+            chan.status_event.wait(min(remaining, 0.05))
+        # Output sent before the exit status may still be in flight.  A
+        # process the command left in the background may hold the channel
+        # open, so stop reading after a short while: the status is in.
+        chan.settimeout(min(max(0.1, deadline - time.monotonic()), 2.0))
+        with contextlib.suppress(TimeoutError):
+            for buf, recv in ((out, chan.recv), (err, chan.recv_stderr)):
+                while chunk := recv(65536):
+                    buf.append(chunk)
+        status = chan.recv_exit_status()
+    finally:
+        chan.close()
+    if status == -1:
+        raise TransportLost("the channel closed without an exit status")
+    return RunResult(status, _text(out), _text(err))
+
+
+def _text(parts: list[bytes]) -> str:
+    return b"".join(parts).decode("utf-8", "replace")
+
+
 @dataclass
 class Node:
     """One host of the cluster.
@@ -40,6 +111,12 @@ class Node:
     from ``ssh.host`` for Vagrant port forwards).  ``root_dir`` is this
     cluster's directory on the node: data, logs, pid files and configs live
     below it, so local nodes sharing one filesystem never collide.
+
+    Every command runs on a connection that belongs to it alone (see
+    ``docs/control-plane.md``): a connection is opened and authenticated
+    before anyone uses it, lent to one command at a time, and dropped, never
+    shared, when its transport fails.  One thread's failure therefore can
+    never close the channel another thread is waiting on.
     """
 
     name: str
@@ -47,97 +124,156 @@ class Node:
     address: str
     ssh: SSHTarget
     root_dir: str
-    _conn: Any = field(default=None, init=False, repr=False, compare=False)
+    _idle: list[Any] = field(default_factory=list, init=False, repr=False, compare=False)
+    _generation: int = field(default=0, init=False, repr=False, compare=False)
     _lock: threading.Lock = field(
         default_factory=threading.Lock, init=False, repr=False, compare=False
     )
 
-    def connection(self) -> Any:
-        """A cached Fabric connection with a bounded connect timeout."""
+    # --- connections ---------------------------------------------------------------
+
+    def _open(self) -> Any:
+        """A new, fully authenticated Fabric connection with bounded waits.
+
+        ``channel_timeout`` bounds opening a channel: paramiko's default is an
+        hour, and invoke's command timeout only starts once the channel is open.
+        """
         from fabric import Config, Connection
 
+        connect_kwargs: dict[str, Any] = {
+            "banner_timeout": CONNECT_TIMEOUT_S,
+            "auth_timeout": CONNECT_TIMEOUT_S,
+            "channel_timeout": CONNECT_TIMEOUT_S,
+            "allow_agent": False,
+            "look_for_keys": self.ssh.key_file is None,
+        }
+        if self.ssh.key_file:
+            connect_kwargs["key_filename"] = self.ssh.key_file
+        conn = Connection(
+            self.ssh.host,
+            user=self.ssh.user,
+            port=self.ssh.port,
+            connect_timeout=CONNECT_TIMEOUT_S,
+            connect_kwargs=connect_kwargs,
+            config=Config(overrides={"load_ssh_configs": False}),
+        )
+        _pin_host_keys(conn, self.ssh.known_hosts)
+        try:
+            conn.open()
+        except BaseException:
+            _quietly_close(conn)
+            raise
+        return conn
+
+    @contextlib.contextmanager
+    def _lease(self) -> Iterator[Any]:
+        """Lend a connection to one command; drop it if the command broke it."""
         with self._lock:
-            if self._conn is None:
-                connect_kwargs: dict[str, Any] = {
-                    "banner_timeout": CONNECT_TIMEOUT_S,
-                    "auth_timeout": CONNECT_TIMEOUT_S,
-                    "allow_agent": False,
-                    "look_for_keys": self.ssh.key_file is None,
-                }
-                if self.ssh.key_file:
-                    connect_kwargs["key_filename"] = self.ssh.key_file
-                config = Config(overrides={"load_ssh_configs": False})
-                conn = Connection(
-                    self.ssh.host,
-                    user=self.ssh.user,
-                    port=self.ssh.port,
-                    connect_timeout=CONNECT_TIMEOUT_S,
-                    connect_kwargs=connect_kwargs,
-                    config=config,
+            conn = self._idle.pop() if self._idle else None
+            generation = self._generation
+        if conn is None or not conn.is_connected:
+            if conn is not None:
+                _quietly_close(conn)
+            conn = self._open()
+        healthy = False
+        try:
+            yield conn
+            healthy = True
+        finally:
+            with self._lock:
+                keep = (
+                    healthy
+                    and conn.is_connected
+                    and generation == self._generation
+                    and len(self._idle) < IDLE_CONNECTIONS
                 )
-                _pin_host_keys(conn, self.ssh.known_hosts)
-                self._conn = conn
-            return self._conn
+                if keep:
+                    self._idle.append(conn)
+            if not keep:
+                _quietly_close(conn)
+
+    def _attempts(self, step: str, idempotent: bool, fn: Any) -> Any:
+        """Call ``fn(conn)``, again on a fresh connection while its transport fails.
+
+        Only idempotent steps are repeated: a lost transport leaves the
+        outcome unknown, and only an idempotent step may run twice.
+        """
+        attempts = MAX_ATTEMPTS if idempotent else 1
+        for attempt in range(1, attempts + 1):
+            try:
+                with self._lease() as conn:
+                    return fn(conn)
+            except (TransportLost, OSError, EOFError) as e:
+                last: BaseException = e
+            except Exception as e:
+                if _is_timeout(e) or type(e).__module__.split(".")[0] not in _SSH_MODULES:
+                    raise
+                last = e
+            if attempt < attempts:
+                log.warning(
+                    "%s: %s: SSH transport failed (%s); retrying on a fresh connection (%d/%d)",
+                    self.name, step, _said(last), attempt + 1, attempts,
+                )
+        raise NodeUnreachable(f"{self.where()}: {step}: {_said(last)}") from last
+
+    def where(self) -> str:
+        return f"{self.name} ({self.ssh.host}:{self.ssh.port})"
+
+    # --- commands --------------------------------------------------------------------
 
     def run(
         self,
         command: str,
         timeout: float = DEFAULT_COMMAND_TIMEOUT_S,
         check: bool = True,
+        idempotent: bool = True,
     ) -> RunResult:
         """Run a shell command on the node, bounded by ``timeout`` seconds.
 
-        Raises ``NodeUnreachable`` when SSH cannot connect or the command
-        times out, and ``CommandFailed`` on a non-zero exit when ``check``.
+        A command whose transport fails is tried again on a fresh connection
+        (``MAX_ATTEMPTS`` in all) unless ``idempotent`` is False.  An exit
+        status of -1 (the channel closed without one) is a lost transport,
+        never the command's result.  Raises ``NodeUnreachable`` when SSH
+        cannot connect or the command times out, and ``CommandFailed`` on a
+        non-zero exit when ``check``.
         """
-        try:
-            result = self.connection().run(
-                command, hide=True, warn=True, timeout=timeout, in_stream=False
-            )
-        except Exception as e:  # paramiko/socket/invoke errors all mean "unreachable"
-            self.close()
-            if _is_timeout(e):
+        step = f"`{_short(command)}`"
+
+        def once(conn: Any) -> RunResult:
+            try:
+                return _exec(conn.transport, command, timeout)
+            except CommandTimeout as e:
                 raise NodeUnreachable(
-                    f"{self.name} ({self.ssh.host}): command timed out after {timeout}s: "
-                    f"{_short(command)}"
+                    f"{self.where()}: command timed out after {timeout}s: {_short(command)}"
                 ) from e
-            raise NodeUnreachable(f"{self.name} ({self.ssh.host}:{self.ssh.port}): {e}") from e
-        out = RunResult(result.exited, result.stdout, result.stderr)
+
+        out = self._attempts(step, idempotent, once)
         if check and out.exit_code != 0:
             raise CommandFailed(
-                f"{self.name}: `{_short(command)}` exited {out.exit_code}: "
-                f"{(out.stderr or out.stdout).strip()[-500:]}"
+                f"{self.name}: {step} exited {out.exit_code}: "
+                f"{(out.stderr or out.stdout).strip()[-500:] or '(no output)'}"
             )
         return out
 
     def put(self, local: str | Path, remote: str) -> None:
-        """Upload a file over SFTP."""
-        try:
-            self.connection().put(str(local), remote)
-        except Exception as e:
-            self.close()
-            raise NodeUnreachable(f"{self.name}: upload of {local} failed: {e}") from e
+        """Upload a file over SFTP (whole-file writes may be repeated)."""
+        self._attempts(f"upload of {local}", True, lambda c: c.put(str(local), remote))
 
     def get(self, remote: str, local: str | Path) -> None:
         """Download a file over SFTP."""
-        try:
-            self.connection().get(remote, str(local))
-        except Exception as e:
-            self.close()
-            raise NodeUnreachable(f"{self.name}: download of {remote} failed: {e}") from e
+        self._attempts(f"download of {remote}", True, lambda c: c.get(remote, str(local)))
 
     def path(self, *parts: str) -> str:
         """A path below this cluster's directory on the node."""
         return "/".join([self.root_dir.rstrip("/"), *parts])
 
     def close(self) -> None:
+        """Close the idle connections; those lent out close when handed back."""
         with self._lock:
-            if self._conn is not None:
-                try:
-                    self._conn.close()
-                except Exception:
-                    pass
-                self._conn = None
+            idle, self._idle = self._idle, []
+            self._generation += 1
+        for conn in idle:
+            _quietly_close(conn)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -178,6 +314,22 @@ def _pin_host_keys(conn: Any, known_hosts: str | None) -> None:
     if known_hosts:
         client.load_host_keys(known_hosts)
         client.set_missing_host_key_policy(paramiko.RejectPolicy())
+
+
+# Exceptions from these packages (and OSError/EOFError) mean the transport
+# failed; anything else is a bug and propagates as it is.
+_SSH_MODULES = ("paramiko", "fabric", "invoke", "socket")
+
+
+def _said(e: BaseException) -> str:
+    """What SSH said, never empty: paramiko raises some errors without text."""
+    text = str(e).strip()
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+def _quietly_close(conn: Any) -> None:
+    with contextlib.suppress(Exception):
+        conn.close()
 
 
 def _is_timeout(e: Exception) -> bool:

@@ -184,6 +184,19 @@ def drop_commands(peer_addresses: Sequence[str], rule_tag: str) -> list[str]:
     return cmds
 
 
+def idempotent(append_commands: list[str]) -> str:
+    """One shell command adding each rule only if absent (``-C || -A``).
+
+    Installing twice is then harmless, so ``Node.run`` may repeat it after a
+    lost SSH transport without duplicating rules.
+    """
+    parts = []
+    for cmd in append_commands:
+        check = cmd.replace(" -A ", " -C ", 1)
+        parts.append(f"{{ {check} 2>/dev/null || {cmd}; }}")
+    return " && ".join(parts)
+
+
 def rule_comment(rule: str) -> str | None:
     tokens = shlex.split(rule)
     for i, tok in enumerate(tokens[:-1]):
@@ -253,7 +266,7 @@ def apply_grudge(cluster: Cluster, grudge: Grudge, rule_tag: str) -> None:
             raise NemesisError(
                 f"{node.name}: refusing to drop {own}, the address the harness reaches it from"
             )
-        node.run(" && ".join(drop_commands(peers, rule_tag)), timeout=NEMESIS_COMMAND_TIMEOUT_S)
+        node.run(idempotent(drop_commands(peers, rule_tag)), timeout=NEMESIS_COMMAND_TIMEOUT_S)
 
     on_nodes([cluster.node(n) for n in involved(grudge)], install)
 

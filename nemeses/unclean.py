@@ -28,7 +28,6 @@ import time
 from typing import Any
 
 from harness.cluster import BROKER_PORT, Cluster
-from harness.errors import HarnessError
 from nemeses import partition, process
 from nemeses.base import NEMESIS_COMMAND_TIMEOUT_S, FaultOp, on_nodes
 
@@ -47,19 +46,6 @@ def fetch_block_commands(peer_addresses: list[str], rule_tag: str) -> list[str]:
     ]
 
 
-def idempotent(append_commands: list[str]) -> str:
-    """One shell command adding each rule only if absent (``-C || -A``).
-
-    Installing twice is then harmless, so a retry after a lost SSH exit
-    status cannot duplicate rules.
-    """
-    parts = []
-    for cmd in append_commands:
-        check = cmd.replace(" -A ", " -C ", 1)
-        parts.append(f"{{ {check} || {cmd}; }}")
-    return " && ".join(parts)
-
-
 def apply(cluster: Cluster, op: FaultOp, topic: str) -> None:
     """Steps 1-4; details go into ``op.resolved`` as they happen."""
     params = {**DEFAULTS, **op.params}
@@ -68,14 +54,10 @@ def apply(cluster: Cluster, op: FaultOp, topic: str) -> None:
     details = op.resolved if op.resolved is not None else {}
     op.resolved = details
     peers = [n.address for n in cluster.nodes if n is not leader]
-    install = idempotent(fetch_block_commands(peers, partition.tag(cluster.name, op.id)))
-    try:
-        leader.run(install, timeout=NEMESIS_COMMAND_TIMEOUT_S)
-    except HarnessError as e:
-        # Under load SSH sometimes loses a command's exit status (exit -1) although
-        # it ran; the install is idempotent, so one retry settles it either way.
-        log.warning("unclean-election: installing the fetch block failed (%s); retrying", e)
-        leader.run(install, timeout=NEMESIS_COMMAND_TIMEOUT_S)
+    install = partition.idempotent(
+        fetch_block_commands(peers, partition.tag(cluster.name, op.id))
+    )
+    leader.run(install, timeout=NEMESIS_COMMAND_TIMEOUT_S)  # retried by Node.run if SSH fails
     start = time.monotonic()
     isr = _wait_for(
         lambda s: s is not None and list(s.isr) == [leader.node_id],
