@@ -19,7 +19,11 @@ KC_SPARK_CONF="key=value,..." adds settings, for tuning runs.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
+import threading
+from collections.abc import Iterator
 
 from pyspark.sql import SparkSession
 
@@ -96,6 +100,41 @@ def get_spark(master: str | None = None, expected_ops: int = 0) -> SparkSession:
     )
     for key, value in _overrides().items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    with _jvm_output_to_log():
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark
+
+
+@contextlib.contextmanager
+def _jvm_output_to_log() -> Iterator[None]:
+    """Give the JVM a stderr that feeds Python logging (``spark.jvm``), not the terminal.
+
+    Spark's WARN lines and the JVM's own warnings belong in harness.log; the
+    terminal shows the run's progress and results.  The JVM inherits fd 2
+    while it is launched, so fd 2 points at a pipe for just that moment and
+    a reader thread turns what arrives into log records for as long as the
+    JVM lives.
+    """
+    if SparkSession.getActiveSession() is not None:
+        yield
+        return
+    read_fd, write_fd = os.pipe()
+    saved = os.dup(2)
+    os.dup2(write_fd, 2)
+    os.close(write_fd)
+    threading.Thread(target=_log_lines, args=(read_fd,), name="spark-jvm-log", daemon=True).start()
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _log_lines(fd: int) -> None:
+    jvm_log = logging.getLogger("spark.jvm")
+    with os.fdopen(fd, "rb") as pipe:
+        for raw in pipe:
+            line = raw.decode("utf-8", "replace").rstrip()
+            if line:
+                jvm_log.info("%s", line)

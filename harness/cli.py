@@ -48,6 +48,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+OUR_LOGGERS = ("harness", "nemeses", "workloads", "checkers", "reports", "__main__")
+
+
+def _only_our_own(record: logging.LogRecord) -> bool:
+    return record.name.split(".")[0] in OUR_LOGGERS or record.levelno >= logging.ERROR
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -57,6 +64,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     for noisy in ("paramiko", "py4j", "invoke", "fabric"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    # What the SSH and Spark libraries say is for harness.log, not the terminal.
+    if not args.verbose:
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(_only_our_own)
     try:
         return int(args.handler(args) or 0)
     except HarnessError as e:
@@ -65,6 +76,29 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("kafka-chaos: interrupted", file=sys.stderr)
         return 130
+    except Exception as e:  # a bug: one line for the user, the trace to a log file
+        where = _log_trace(e)
+        print(
+            f"kafka-chaos: error: internal error: {type(e).__name__}: {e} (full trace in {where})",
+            file=sys.stderr,
+        )
+        return EXIT_HARNESS_ERROR
+
+
+def _log_trace(e: Exception) -> str:
+    """Append the trace to ``<home>/harness.log`` (a run also has it in its own log)."""
+    import traceback
+
+    from harness.cluster import home
+
+    path = home() / "harness.log"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a") as f:
+            f.write("".join(traceback.format_exception(e)))
+    except OSError:
+        return "nowhere: cannot write " + str(path)
+    return str(path)
 
 
 if __name__ == "__main__":

@@ -144,7 +144,7 @@ def _start(service: Service, node: Node) -> None:
     )
     deadline = time.monotonic() + START_CHECK_S
     while time.monotonic() < deadline:
-        time.sleep(0.5)
+        time.sleep(0.1)  # the launcher writes its pid and execs the JVM at once
         if _running(service, node):
             return
     tail = node.run(f"tail -n 20 {quote(service.stdout(node))}", timeout=15, check=False).stdout

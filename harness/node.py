@@ -212,7 +212,11 @@ class Node:
             if attempt < attempts:
                 log.warning(
                     "%s: %s: SSH transport failed (%s); retrying on a fresh connection (%d/%d)",
-                    self.name, step, _said(last), attempt + 1, attempts,
+                    self.name,
+                    step,
+                    _said(last),
+                    attempt + 1,
+                    attempts,
                 )
         raise NodeUnreachable(f"{self.where()}: {step}: {_said(last)}") from last
 

@@ -30,6 +30,7 @@ from typing import Any
 from harness import store as store_mod
 from harness.cluster import Cluster
 from harness.errors import HarnessError
+from harness.lease import cluster_lease
 from harness.spec import TestSpec
 from harness.store import RunDir
 
@@ -39,8 +40,9 @@ VERDICT_EXIT = {"valid": 0, "invalid": 1, "unknown": 2}
 EXIT_HARNESS_ERROR = 3
 EXIT_INTERRUPTED = 130
 HEALTHY_TIMEOUT_S = 120.0
-# The end-of-run heal restarts killed brokers; past this it is stuck, not slow.
-HEAL_WATCHDOG_S = 300.0
+# The end-of-run heal restarts killed brokers; every step has its own bound
+# (nemeses.runner.HEAL_DEADLINE_S), and past this the whole is stuck, not slow.
+HEAL_WATCHDOG_S = 60.0
 
 
 @dataclass
@@ -64,22 +66,42 @@ class _Interrupted(Exception):
     """Raised in the main thread when SIGINT/SIGTERM asks the run to stop."""
 
 
+class _Signals:
+    """SIGINT/SIGTERM set ``stop``; outside the workload phase they also abort.
+
+    While workload and nemesis run, the main loop watches ``stop`` and ends
+    the phase in order (heal, then stop).  Before and after it (bring-up,
+    drain, log collection) nothing watches, so the signal raises
+    ``_Interrupted`` in the main thread instead of waiting minutes for a step
+    to end by itself.
+    """
+
+    def __init__(self, stop: threading.Event) -> None:
+        self.stop = stop
+        self.watched = False
+
+    def __call__(self, signum: int, _frame: Any) -> None:
+        first = not self.stop.is_set()
+        self.stop.set()
+        if first:
+            log.warning(
+                "received %s: stopping the run and healing the cluster",
+                signal.Signals(signum).name,
+            )
+        if not self.watched and first:
+            raise _Interrupted(signal.Signals(signum).name)
+
+
 @contextlib.contextmanager
-def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
-    """Turn SIGINT/SIGTERM into ``stop`` being set; restore handlers after."""
-
-    def handler(signum: int, _frame: Any) -> None:
-        log.warning(
-            "received %s: stopping the run and healing the cluster", signal.Signals(signum).name
-        )
-        stop.set()
-
+def _stop_on_signals(stop: threading.Event) -> Iterator[_Signals]:
+    """Route SIGINT/SIGTERM to a ``_Signals``; restore the handlers after."""
+    handler = _Signals(stop)
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield handler
         return
     previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        yield
+        yield handler
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
@@ -180,7 +202,10 @@ def run_test(
     store_mod.point_latest(store, run)
     log.info("run directory %s", run.path)
     try:
-        interrupted = _execute(run_spec, run)
+        try:
+            interrupted = _execute(run_spec, run)
+        except _Interrupted:
+            interrupted = True
         if interrupted:
             return RunOutcome(run, None, None, interrupted=True)
         results = _check(run, spec)
@@ -188,6 +213,12 @@ def run_test(
         verdict = results["verdict"]
         held = None if spec.expected_verdict is None else verdict == spec.expected_verdict
         return RunOutcome(run, verdict, report, expectation_held=held)
+    except HarnessError as e:
+        log.error("run failed: %s", e)
+        raise
+    except Exception:
+        log.exception("run failed")  # the trace goes to harness.log; the CLI prints one line
+        raise
     finally:
         logging.getLogger().removeHandler(handler)
         handler.close()
@@ -202,7 +233,7 @@ def _execute(spec: TestSpec, run: RunDir) -> bool:
     from workloads.sampler import cluster_probe
 
     stop = threading.Event()
-    with _stop_on_signals(stop):
+    with _stop_on_signals(stop) as signals, cluster_lease(spec.cluster.name, run.path):
         cluster = ensure_cluster(spec)
         try:
             bootstrap = cluster.bootstrap_servers()
@@ -218,6 +249,7 @@ def _execute(spec: TestSpec, run: RunDir) -> bool:
                     fault_status=nemesis.current_fault,
                     probe=cluster_probe(cluster, spec.topic.name),
                 )
+                signals.watched = True
                 try:
                     workload.start()
                     nemesis.start()
@@ -225,27 +257,47 @@ def _execute(spec: TestSpec, run: RunDir) -> bool:
                     while not stop.is_set() and time.monotonic() < deadline:
                         stop.wait(min(1.0, max(0.0, deadline - time.monotonic())))
                 finally:
-                    _guarded("stop nemesis", nemesis.stop)
-                    _within(HEAL_WATCHDOG_S, "heal", nemesis.heal_all)
-                    summary = _guarded("stop workload", workload.stop)
-                    if summary is not None:
-                        log.info("workload summary: %s", summary)
+                    _end_phase(nemesis, workload, hurry=stop.is_set())
+                    signals.watched = False
                 if stop.is_set():
                     return True
                 kafka_db.wait_healthy(cluster, timeout_s=HEALTHY_TIMEOUT_S, topic=spec.topic.name)
                 drain = workload.final_drain(spec.final_drain_timeout_s)
                 log.info("final drain: %s", drain)
         finally:
+            signals.watched = True  # a second signal must not cut the clean-up short
             _collect_logs(cluster, run)
             _guarded(
                 "delete topic",
                 admin.delete_topic,
                 cluster.bootstrap_servers(),
                 spec.topic.name,
-                timeout_s=30,
+                timeout_s=10 if stop.is_set() else 30,
             )
             cluster.close()
     return False
+
+
+def _end_phase(nemesis: Any, workload: Any, hurry: bool) -> None:
+    """End faults and workload together, each bounded.
+
+    The heal runs beside the workload's stop, not after it: sends stop at the
+    time limit whatever the faults do, and a fault still active then is
+    healed at once rather than after the producers' flush.
+    """
+
+    def end_faults() -> None:
+        _guarded("stop nemesis", nemesis.stop)
+        _guarded("heal", nemesis.heal_all)
+
+    healer = threading.Thread(target=end_faults, name="end faults", daemon=True)
+    healer.start()
+    summary = _guarded("stop workload", workload.stop, hurry=hurry)
+    if summary is not None:
+        log.info("workload summary: %s", summary)
+    healer.join(HEAL_WATCHDOG_S)
+    if healer.is_alive():
+        log.error("healing still running after %.0fs; going on without it", HEAL_WATCHDOG_S)
 
 
 def _collect_logs(cluster: Cluster, run: RunDir) -> None:
@@ -285,20 +337,6 @@ def _guarded(what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
     except Exception:
         log.exception("%s failed", what)
         return None
-
-
-def _within(timeout_s: float, what: str, fn: Any) -> None:
-    """Run a teardown step on a watchdog thread: if it hangs, log it and go on.
-
-    Every SSH command has its own timeout, yet one end-of-run heal was seen
-    hanging past it (paramiko logged "unhandled type 3") while the producers
-    kept sending; the run must still stop its workload and finish.
-    """
-    worker = threading.Thread(target=_guarded, args=(what, fn), name=what, daemon=True)
-    worker.start()
-    worker.join(timeout_s)
-    if worker.is_alive():
-        log.error("%s still running after %.0fs; going on without it", what, timeout_s)
 
 
 def _log_to(path: Path) -> logging.Handler:

@@ -14,8 +14,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from harness.cluster import Cluster
 from harness.node import Node
@@ -27,8 +28,15 @@ from workloads.history import NEMESIS, HistoryWriter
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
 SCHEDULE_FILE = "schedule.json"
-STOP_JOIN_TIMEOUT_S = 300.0
+# A heal that fails is tried again until this long after its first try: long
+# enough to ride out a broker that is slow to restart or a flaky transport,
+# short enough that an interrupted run still exits within 30 s.
+HEAL_DEADLINE_S = 20.0
+HEAL_RETRY_PAUSE_S = 0.5
+STOP_JOIN_TIMEOUT_S = HEAL_DEADLINE_S + 5.0
 
 
 class NemesisRunner:
@@ -54,6 +62,7 @@ class NemesisRunner:
             spec.topic.name,
         )
         self._stop = threading.Event()
+        self._stop_heal = threading.Event()  # set when even heal retries must give up
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._active: FaultOp | None = None
@@ -77,6 +86,7 @@ class NemesisRunner:
         if self._thread is not None:
             self._thread.join(timeout_s)
             if self._thread.is_alive():
+                self._stop_heal.set()
                 log.error("nemesis thread still busy after %ss", timeout_s)
 
     def join(self, timeout_s: float | None = None) -> None:
@@ -99,18 +109,15 @@ class NemesisRunner:
     def _run(self) -> None:
         try:
             for step in steps(self.schedule.ops):
+                # Both ends keep to the plan: a fault that started late is
+                # healed at its planned end, not stretched, and shows as off
+                # plan in results.json instead.
+                if self._wait_until(step.at_s):
+                    break
                 if step.phase == "start":
-                    if self._wait_until(step.at_s):
-                        break
                     self._begin(step.op)
                 else:
-                    # a fault that started late still lasts its full duration;
-                    # a stop request cuts it short
-                    started = step.op.started_s if step.op.started_s is not None else 0.0
-                    self._wait_until(max(step.at_s, started + step.op.duration_s))
                     self._finish(step.op)
-                    if self._stop.is_set():
-                        break
         except Exception:
             log.exception("nemesis schedule aborted")
         finally:
@@ -153,7 +160,12 @@ class NemesisRunner:
     def _finish(self, op: FaultOp) -> None:
         extra: dict[str, Any] = {}
         try:
-            outcome = heal(self.cluster, op)
+            outcome = retry_until(
+                HEAL_DEADLINE_S,
+                f"heal of {op.f} #{op.id}",
+                self._stop_heal,
+                lambda: heal(self.cluster, op),
+            )
             if outcome:
                 extra.update(outcome)
         except Exception as e:
@@ -168,6 +180,10 @@ class NemesisRunner:
     def _record(self, op: FaultOp, phase: str, extra: dict[str, Any] | None = None) -> None:
         value: dict[str, Any] = {**op.params}
         value.update({"phase": phase, "id": op.id, "targets": list(op.targets)})
+        # seconds since the schedule started: what was planned, what happened
+        realised = op.started_s if phase == "start" else op.ended_s
+        value["planned_s"] = round(op.at_s if phase == "start" else op.end_s, 3)
+        value["at_s"] = round(realised if realised is not None else self._now(), 3)
         if op.resolved:
             value["resolved"] = op.resolved
         if op.error:
@@ -237,12 +253,36 @@ def heal(cluster: Cluster, op: FaultOp) -> dict[str, Any] | None:
     return None
 
 
-def heal_cluster(cluster: Cluster, every_tag: bool = False) -> list[str]:
+def retry_until(
+    deadline_s: float, what: str, give_up: threading.Event | None, fn: Callable[[], T]
+) -> T:
+    """Call ``fn`` until it succeeds or ``deadline_s`` has passed (then re-raise).
+
+    Heals are idempotent, so trying again is always safe; each try is itself
+    bounded by its commands' timeouts.
+    """
+    deadline = time.monotonic() + deadline_s
+    attempt = 1
+    while True:
+        try:
+            return fn()
+        except Exception as e:
+            if time.monotonic() >= deadline or (give_up is not None and give_up.is_set()):
+                raise
+            log.warning("%s failed (try %d), trying again: %s", what, attempt, e)
+            attempt += 1
+            time.sleep(HEAL_RETRY_PAUSE_S)
+
+
+def heal_cluster(
+    cluster: Cluster, every_tag: bool = False, deadline_s: float = HEAL_DEADLINE_S
+) -> list[str]:
     """Undo anything any fault may have left, on every node; returns what was done.
 
     Nodes are healed in parallel and every step is attempted on every node
-    even when another fails; failures are raised together at the end so none
-    goes unnoticed.
+    even when another fails; a failed step is tried again until
+    ``deadline_s``, and what still fails is raised together at the end so
+    none goes unnoticed.
     """
     matcher = partition.tag_matcher(None if every_tag else cluster.name)
 
@@ -256,7 +296,7 @@ def heal_cluster(cluster: Cluster, every_tag: bool = False) -> list[str]:
             ("stopped processes", lambda: process.ensure_running(cluster, node)),
         ):
             try:
-                result = fn()
+                result = retry_until(deadline_s, f"{node.name}: healing {what}", None, fn)
             except Exception as e:
                 errors.append(f"{node.name}: {what}: {e}")
                 continue

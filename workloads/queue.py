@@ -28,6 +28,8 @@ from workloads.values import Counter
 
 log = logging.getLogger(__name__)
 
+# An interrupted run's flush of in-flight sends (see ``stop``).
+HURRIED_FLUSH_S = 3.0
 RATE_TOLERANCE = 0.10  # achieved below (1 - this) x target is a reported shortfall
 
 
@@ -144,13 +146,21 @@ class QueueWorkload:
             self._crasher.start()
         self.display.start()
 
-    def stop(self) -> WorkloadSummary:
-        """Stop producers (bounded flush), then consumers (clean close), then the sampler."""
+    def stop(self, hurry: bool = False) -> WorkloadSummary:
+        """Stop producers (bounded flush), then consumers (clean close), then the sampler.
+
+        ``hurry`` (an interrupted run) gives in-flight sends only a short
+        flush: their outcome stays unknown in the history, which is honest,
+        and the run can heal and exit within its 30 s.
+        """
         stuck: list[str] = []
+        if hurry:
+            for p in self.producers:
+                p.flush_timeout_s = min(p.flush_timeout_s, HURRIED_FLUSH_S)
         self._stop_crasher.set()
         self._stop_producers.set()
         self._send_duration = time.monotonic() - self._started
-        flush_s = self.spec.producer.delivery_timeout_ms / 1000 + 2
+        flush_s = max(p.flush_timeout_s for p in self.producers) if self.producers else 0.0
         deadline = time.monotonic() + flush_s + 5
         for p in self.producers:
             if not p.join(max(0.1, deadline - time.monotonic())):

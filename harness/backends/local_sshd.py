@@ -40,6 +40,11 @@ def render_sshd_config(node: LocalNodePlan, authorized_keys: str) -> str:
             "MaxStartups 100:30:200",
             "MaxSessions 100",
             "Subsystem sftp internal-sftp",
+            # bash sources ~/.bashrc for commands run by sshd only when it is a
+            # top-level shell (SHLVL < 2 after its own increment).  A heavy
+            # root .bashrc (pyenv init here) cost 120 ms of every command and
+            # delayed every fault and heal by as much.
+            "SetEnv SHLVL=1",
             "",
         ]
     )
