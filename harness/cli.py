@@ -51,16 +51,33 @@ def build_parser() -> argparse.ArgumentParser:
 OUR_LOGGERS = ("harness", "nemeses", "workloads", "checkers", "reports", "__main__")
 
 
+TERMINAL_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
 def _only_our_own(record: logging.LogRecord) -> bool:
     return record.name.split(".")[0] in OUR_LOGGERS or record.levelno >= logging.ERROR
+
+
+class _NoTraceback(logging.Formatter):
+    """One line per record on the terminal; the trace stays in harness.log."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        saved = record.exc_info, record.exc_text, record.stack_info
+        record.exc_info = record.exc_text = record.stack_info = None
+        try:
+            line = super().format(record)
+        finally:
+            record.exc_info, record.exc_text, record.stack_info = saved
+        if saved[0] or saved[2]:
+            line += " (trace in harness.log)"
+        return line
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        level=logging.DEBUG if args.verbose else logging.INFO, format=TERMINAL_FORMAT
     )
     for noisy in ("paramiko", "py4j", "invoke", "fabric"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
@@ -68,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.verbose:
         for handler in logging.getLogger().handlers:
             handler.addFilter(_only_our_own)
+            handler.setFormatter(_NoTraceback(TERMINAL_FORMAT))
     try:
         return int(args.handler(args) or 0)
     except HarnessError as e:

@@ -256,12 +256,19 @@ def collect_logs(node: Node, dest_dir: str | Path) -> list[Path]:
     dest = Path(dest_dir)
     dest.mkdir(parents=True, exist_ok=True)
     remote = node.path("run", f"logs-{uuid.uuid4().hex[:8]}.tar.gz")
-    node.run(
-        f"cd {quote(node.root_dir)} && tar -czf {quote(remote)} "
+    # A live broker keeps writing its logs: tar then says "file changed as
+    # we read it" and exits 1, though the archive holds what was there.
+    packed = node.run(
+        f"cd {quote(node.root_dir)} && tar -czf {quote(remote)} --warning=no-file-changed "
         "--exclude='config/ssh_host_*' --exclude='config/sshd_config' "
         "$(ls -d logs config 2>/dev/null)",
         timeout=120,
+        check=False,
     )
+    if packed.exit_code not in (0, 1):
+        raise CommandFailed(
+            f"{node.name}: packing the logs exited {packed.exit_code}: {packed.stderr.strip()}"
+        )
     try:
         with tempfile.TemporaryDirectory() as tmp:
             local = Path(tmp, "logs.tar.gz")
