@@ -68,6 +68,8 @@ class _NoTraceback(logging.Formatter):
             line = super().format(record)
         finally:
             record.exc_info, record.exc_text, record.stack_info = saved
+        if saved[0] and saved[0][1] is not None:
+            line += f": {type(saved[0][1]).__name__}: {saved[0][1]}"
         if saved[0] or saved[2]:
             line += " (trace in harness.log)"
         return line
@@ -84,6 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     # What the SSH and Spark libraries say is for harness.log, not the terminal.
     if not args.verbose:
         for handler in logging.getLogger().handlers:
+            if getattr(handler, "stream", None) is not sys.stderr:
+                continue  # only the terminal's handler
             handler.addFilter(_only_our_own)
             handler.setFormatter(_NoTraceback(TERMINAL_FORMAT))
     try:

@@ -41,7 +41,8 @@ def test_log_records_with_a_trace_are_one_line_on_the_terminal() -> None:
         record = logging.LogRecord("harness.run", logging.ERROR, __file__, 1, "heal failed", (),
                                    exc_info=sys.exc_info())  # fmt: skip
     line = formatter.format(record)
-    assert "\n" not in line and line.endswith("heal failed (trace in harness.log)")
+    assert "\n" not in line
+    assert line.endswith("heal failed: RuntimeError: ssh gone (trace in harness.log)")
     assert "Traceback" in logging.Formatter().format(record), "the log file keeps the trace"
 
 
