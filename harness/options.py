@@ -44,6 +44,7 @@ class Option:
 
 OPTIONS: tuple[Option, ...] = (
     Option("--name", "name", str, "test name (the store directory)"),
+    Option("--workload", "workload", str, "what the clients do (workloads/registry.py)"),
     Option("--time-limit", "time_limit_s", float, "seconds of workload and faults"),
     Option("--seed", "seed", int, "seed for the fault schedule and consumer crashes"),
     Option("--backend", "cluster.backend", str, "node backend", ("local", "vagrant", "ssh")),

@@ -185,6 +185,9 @@ def run_test(
     on_progress: Any = None,
 ) -> RunOutcome:
     """Execute one run; always heals, always leaves a readable run directory."""
+    from workloads import registry
+
+    registry.validate(spec.workload)  # before anything is created
     store = Path(store)
     run = store_mod.new_run_dir(store, spec.name)
     handler = _log_to(run.file(store_mod.HARNESS_LOG))
@@ -228,8 +231,8 @@ def _execute(spec: TestSpec, run: RunDir) -> bool:
     """Steps 1-6. Returns True when interrupted by a signal."""
     from harness import admin, kafka_db
     from nemeses.runner import NemesisRunner
+    from workloads import registry
     from workloads.history import HistoryWriter
-    from workloads.queue import QueueWorkload
     from workloads.sampler import cluster_probe
 
     stop = threading.Event()
@@ -241,7 +244,7 @@ def _execute(spec: TestSpec, run: RunDir) -> bool:
             kafka_db.wait_healthy(cluster, timeout_s=HEALTHY_TIMEOUT_S, topic=spec.topic.name)
             with HistoryWriter(run.file(store_mod.HISTORY)) as history:
                 nemesis = NemesisRunner(cluster, spec, history, run.path)
-                workload = QueueWorkload(
+                workload = registry.create(
                     spec,
                     bootstrap,
                     history,

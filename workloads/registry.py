@@ -1,0 +1,76 @@
+"""Workloads by name: the one place that knows which workloads exist.
+
+``harness.run`` asks for ``spec.workload`` here and then talks to it only
+through ``Workload``: start, stop, final drain, summary - Jepsen's split
+between a test's client and its runner.  Adding a workload is adding a
+module with a class that keeps this protocol, and one line in ``_MODULES``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+from harness.errors import ConfigError
+from harness.spec import TestSpec
+from workloads.history import HistoryWriter
+from workloads.sampler import Probe
+
+# name -> "module:Class"; imported only when chosen, so a workload's client
+# libraries load only for the runs that use it.
+_MODULES = {
+    "queue": "workloads.queue:QueueWorkload",
+}
+
+
+class Workload(Protocol):
+    """What a run needs from a workload."""
+
+    def start(self) -> None:
+        """Start every client; the run's clock starts now."""
+
+    def stop(self, hurry: bool = False) -> Any:
+        """Stop every client within a bound and return the summary.
+
+        ``hurry``: the run was interrupted; flush in-flight work briefly.
+        """
+
+    def final_drain(self, timeout_s: float) -> Any:
+        """After the heal: read back everything there is, for the checkers."""
+
+    def summary(self) -> Any:
+        """Counts so far, printable in one line."""
+
+
+WorkloadFactory = Callable[..., Workload]
+
+
+def names() -> list[str]:
+    return sorted(_MODULES)
+
+
+def create(
+    spec: TestSpec,
+    bootstrap: str,
+    history: HistoryWriter,
+    run_dir: Path,
+    fault_status: Callable[[], str],
+    probe: Probe,
+) -> Workload:
+    """The workload ``spec.workload`` names, wired to this run."""
+    factory = _factory(spec.workload)
+    return factory(spec, bootstrap, history, run_dir, fault_status=fault_status, probe=probe)
+
+
+def _factory(name: str) -> WorkloadFactory:
+    if name not in _MODULES:
+        raise ConfigError(f"workload: unknown workload {name!r} (known: {', '.join(names())})")
+    module, cls = _MODULES[name].split(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+def validate(name: str) -> None:
+    """Refuse an unknown workload before any node is touched."""
+    _factory(name)
