@@ -16,12 +16,20 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from checkers import fault_plan
 from checkers.availability import availability, availability_check
 from checkers.group_checks import group_checks
 from checkers.lag import realtime_lag
 from checkers.load import expected_ops, read_rows, rows_dir
 from checkers.poll_checks import poll_checks, suspicious_pairs
-from checkers.results import build_checks, check_result, severities, verdict, write_results
+from checkers.results import (
+    build_checks,
+    check_result,
+    severities,
+    unknown_reasons,
+    verdict,
+    write_results,
+)
 from checkers.send_checks import send_checks
 from checkers.session import get_spark
 from checkers.tables import TP, Tables, local_table
@@ -188,8 +196,13 @@ def name_topics(found: Found, names: dict[int, str]) -> None:
                     ex["positions"] = [[names[t], p, o] for t, p, o in ex["positions"]]
 
 
+EVIDENCE = ("acked_sends", "read_offsets", "faults", "failed_faults")
+NO_LINES = {"ops": 0, "final": 0, "end_time": 0, "drain_start": None, **dict.fromkeys(EVIDENCE, 0)}
+
+
 def history_meta(t: Tables) -> dict[int, dict[str, Any]]:
-    return {r["hid"]: r.asDict() for r in t.meta.collect()}
+    """Per history: ``Tables.meta`` and the evidence counts, in one small job."""
+    return {r["hid"]: r.asDict() for r in t.evidence.collect()}
 
 
 def analyse(
@@ -228,7 +241,7 @@ def _analyse(
     found = collect_anomalies(frames, examples)
     enrich(spark, t, found)
     name_topics(found, t.topic_names)
-    meta = history_meta(t) or {0: {"ops": 0, "final": 0, "end_time": 0, "drain_start": None}}
+    meta = history_meta(t) or {0: dict(NO_LINES)}
     results = {}
     for hid, m in meta.items():
         per_check = found.get(hid, {})
@@ -237,16 +250,20 @@ def _analyse(
         final = bool(m["final"])
         results[hid] = {
             "verdict": None,
+            "unknown_reasons": [],
             "history": None,
             "ops": m["ops"],
             "final_drain": final,
+            "evidence": {name: m[name] for name in EVIDENCE},
+            "faults_off_plan": None,  # with the statistics: they find the fault spans
             "checks": build_checks(counts, exs, config, final),
             "stats": {},
         }
     if stats:
         add_statistics(spark, t, results, meta, config)
     for res in results.values():
-        res["verdict"] = verdict(res["checks"])
+        res["unknown_reasons"] = unknown_reasons(res["checks"], res["evidence"])
+        res["verdict"] = verdict(res["checks"], res["unknown_reasons"])
     return results
 
 
@@ -258,12 +275,14 @@ def add_statistics(
     config: dict[str, Any],
 ) -> None:
     """Availability and realtime-lag statistics of every history, in place (a few
-    Spark jobs for all histories together); the availability check when configured."""
+    Spark jobs for all histories together); the faults that ran off plan; the
+    availability check when configured."""
     threshold = config.get("checker", {}).get("availability_min_rate")
     avail = availability(spark, t, meta, threshold)
     lag = realtime_lag(t, list(meta))
     for hid, res in results.items():
         res["stats"] = {"availability": avail[hid], "realtime_lag": lag[hid]}
+        res["faults_off_plan"] = fault_plan.summary(avail[hid]["faults"])
         if threshold is not None:
             slow = availability_check(avail[hid])
             res["checks"]["availability"] = check_result(

@@ -21,6 +21,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from checkers import fault_plan
 from checkers.op_codes import ACK, FAIL, INFO, INVOKE, READ
 from checkers.tables import Tables, is_read, is_send, local_table, op_is
 
@@ -121,19 +122,28 @@ def longest_gap(per_second: list[dict[str, Any]], start: int, end: int) -> tuple
 
 
 def faults(t: Tables, end_times: dict[int, int]) -> dict[int, list[dict[str, Any]]]:
-    """{hid: its faults in start order}; a fault that never ended lasts to the history's end."""
+    """{hid: its faults in start order}; a fault that never ended lasts to the history's end.
+
+    Each fault also says how far it ran from its schedule (``checkers.fault_plan``):
+    the planned and realised times its lines carry, in the schedule's seconds.
+    """
     lines = t.control.where(F.col("nemesis") & F.col("fault_id").isNotNull())
+    start, end = F.col("phase") == "start", F.col("phase") == "end"
     rows = (
         lines.groupBy("hid", "fault_id")
         .agg(
             # f and targets as the fault's first line states them (its lines may differ)
             F.min_by("f", "index").alias("f"),
-            F.min(F.when(F.col("phase") == "start", F.col("time"))).alias("start"),
-            F.max(F.when(F.col("phase") == "end", F.col("time"))).alias("end"),
+            F.min(F.when(start, F.col("time"))).alias("start"),
+            F.max(F.when(end, F.col("time"))).alias("end"),
             F.min_by("targets", F.when(F.col("targets").isNotNull(), F.col("index"))).alias(
                 "targets"
             ),
             F.array_sort(F.collect_list("index")).alias("indices"),
+            F.min(F.when(start, F.col("planned_s"))).alias("planned_start"),
+            F.min(F.when(start, F.col("at_s"))).alias("realised_start"),
+            F.max(F.when(end, F.col("planned_s"))).alias("planned_end"),
+            F.max(F.when(end, F.col("at_s"))).alias("realised_end"),
         )
         .orderBy("hid", "start", "fault_id")
         .collect()
@@ -148,6 +158,13 @@ def faults(t: Tables, end_times: dict[int, int]) -> dict[int, list[dict[str, Any
                 "start": r["start"] if r["start"] is not None else 0,
                 "end": r["end"] if r["end"] is not None else end_times[r["hid"]],
                 "indices": list(r["indices"]),
+                **fault_plan.plan_fields(
+                    r["planned_start"],
+                    r["realised_start"],
+                    r["planned_end"],
+                    r["realised_end"],
+                    healed=r["end"] is not None,
+                ),
             }
         )
     return out

@@ -125,8 +125,10 @@ class HistoryBuilder:
         return self.op(process, "info", "crash", {"reason": reason})
 
     # -- nemesis ----------------------------------------------------------------------
-    def fault(self, f: str, fault_id: int, phase: str, targets: list[str]) -> int:
-        return self.op("nemesis", "info", f, {"phase": phase, "id": fault_id, "targets": targets})
+    def fault(self, f: str, fault_id: int, phase: str, targets: list[str], **extra: Any) -> int:
+        """A fault line; ``extra`` adds fields such as ``error``, ``planned_s``, ``at_s``."""
+        value = {"phase": phase, "id": fault_id, "targets": targets, **extra}
+        return self.op("nemesis", "info", f, value)
 
     # -- output -----------------------------------------------------------------------
     def lines(self, hid: int | None = None) -> list[str]:

@@ -77,7 +77,25 @@ def print_summary(results: dict[str, Any]) -> None:
             f"send rate {avail['send_rate']}/s, poll rate {avail['poll_rate']}/s, "
             f"longest gap {avail['longest_gap_s']} s at {avail['longest_gap_start_s']} s"
         )
+    for line in summary_lines(results):
+        console.print(line, markup=False)
     console.print(f"final drain: {results['final_drain']}   verdict: [bold]{results['verdict']}")
+
+
+def summary_lines(results: dict[str, Any]) -> list[str]:
+    """Plain lines on what qualifies the verdict: why it is unknown, and faults that
+    ran off plan (a flag on the availability figures, not an anomaly)."""
+    lines = [f"unknown: {reason}" for reason in results.get("unknown_reasons") or []]
+    plan = results.get("faults_off_plan") or {}
+    if plan.get("count"):
+        worst = plan.get("worst_deviation_s")
+        lines.append(
+            f"{plan['count']} fault(s) ran off plan (more than {plan['tolerance_s']} s late or "
+            f"early, or never healed; worst deviation "
+            f"{'unknown' if worst is None else f'{worst} s'}): availability figures do not "
+            "describe the planned schedule"
+        )
+    return lines
 
 
 def _brief(example: dict[str, Any]) -> str:

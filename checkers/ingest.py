@@ -64,7 +64,7 @@ from checkers.topic_ids import STORED, TopicIds
 from harness.errors import HistoryError
 from workloads.history import NEMESIS, TYPES
 
-FORMAT = "rows-11"  # bump when the rows table changes shape: older caches are rebuilt
+FORMAT = "rows-12"  # bump when the rows table changes shape: older caches are rebuilt
 FORMAT_FILE = "_KAFKA_CHAOS_FORMAT"
 CHUNK_BYTES = 32 << 20
 IN_FLIGHT = 3  # chunks parsed ahead of the writer: bounds memory

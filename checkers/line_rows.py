@@ -51,6 +51,8 @@ ROWS = pa.schema(
         ("phase", pa.string()),
         ("fault_id", pa.int64()),
         ("targets", pa.list_(pa.string())),
+        ("planned_s", pa.float64()),  # fault lines: the schedule's time of this edge
+        ("at_s", pa.float64()),  # fault lines: when it really happened (docs/history.md)
         ("reason", pa.string()),
     ]
 )
@@ -104,6 +106,8 @@ def rows_of(op: dict[str, Any]) -> list[dict[str, Any]]:
             phase=_typed(v, "phase", str),
             fault_id=_typed(v, "id", int),
             targets=_strings(v.get("targets")),
+            planned_s=_number(v, "planned_s"),
+            at_s=_number(v, "at_s"),
         )
         return [line]
     line.update(
@@ -136,6 +140,11 @@ def rows_of(op: dict[str, Any]) -> list[dict[str, Any]]:
 def _typed(v: dict[str, Any], key: str, kind: type) -> Any:
     x = v.get(key)
     return x if isinstance(x, kind) and not isinstance(x, bool) else None
+
+
+def _number(v: dict[str, Any], key: str) -> float | None:
+    x = v.get(key)
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
 
 
 def _strings(x: Any) -> list[str] | None:

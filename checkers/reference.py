@@ -211,6 +211,41 @@ def group_anomalies(ops: list[dict[str, Any]], grace_s: float, unowned_s: float)
     return out
 
 
+def evidence(ops: list[dict[str, Any]]) -> dict[str, int]:
+    """What a verdict rests on: sends acked, distinct offsets read (by any poll,
+    whatever the value), fault start lines, and those carrying an error."""
+    starts = [
+        op["value"]
+        for op in ops
+        if op["process"] == "nemesis"
+        and isinstance(op["value"], dict)
+        and op["value"].get("phase") == "start"
+        and isinstance(op["value"].get("id"), int)
+    ]
+    return {
+        "acked_sends": sum(1 for _ in _acks(ops)),
+        "read_offsets": len({(r["topic"], r["partition"], r["offset"]) for _, _, r in _reads(ops)}),
+        "faults": len(starts),
+        "failed_faults": sum(isinstance(v.get("error"), str) for v in starts),
+    }
+
+
+def judge(ops: list[dict[str, Any]], config: dict[str, Any]) -> tuple[str, list[str]]:
+    """(verdict, evidence gap codes) of a history, from the anomalies found here and
+    its ``evidence``, by the rules of checkers/results.py."""
+    from checkers.results import build_checks, evidence_gaps, unknown_reasons, verdict
+
+    counts = {name: len(keys) for name, keys in check(ops, config).items()}
+    final = any(_is_final_poll(op) for op in ops)
+    checks = build_checks(counts, {}, config, final)
+    found = evidence(ops)
+    return verdict(checks, unknown_reasons(checks, found)), evidence_gaps(found)
+
+
+def _is_final_poll(op: dict[str, Any]) -> bool:
+    return op["f"] == "poll" and isinstance(op["value"], dict) and bool(op["value"].get("final"))
+
+
 def check(ops: list[dict[str, Any]], config: dict[str, Any]) -> Anomalies:
     """Every anomaly of every check, as keys."""
     checker = config.get("checker", {})

@@ -104,11 +104,60 @@ def _faults(ops: list[dict[str, Any]], end: int, acks: list[int]) -> list[dict[s
                 "rate_before": round(before / before_span, 3) if before_span > 0 else None,
                 "start_s": round(start / NS, 3),
                 "end_s": round(stop / NS, 3),
+                **_plan(values),
                 "_order": (start, fault_id),
             }
         )
     found.sort(key=lambda f: f.pop("_order"))
     return found
+
+
+def _seconds(value: dict[str, Any], key: str) -> float | None:
+    x = value.get(key)
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
+
+
+def _plan(values: list[dict[str, Any]]) -> dict[str, Any]:
+    """Planned against realised start and end (schedule seconds), stated plainly."""
+    start = next((v for v in values if v.get("phase") == "start"), {})
+    end = next((v for v in values if v.get("phase") == "end"), None)
+    edges = {
+        "planned_start_s": _seconds(start, "planned_s"),
+        "realised_start_s": _seconds(start, "at_s"),
+        "planned_end_s": _seconds(end or {}, "planned_s"),
+        "realised_end_s": _seconds(end or {}, "at_s"),
+    }
+    misses = [
+        abs(edges[f"realised_{edge}_s"] - edges[f"planned_{edge}_s"])
+        for edge in ("start", "end")
+        if edges[f"planned_{edge}_s"] is not None and edges[f"realised_{edge}_s"] is not None
+    ]
+    deviation = round(max(misses), 3) if misses else None
+    return {
+        **edges,
+        "deviation_s": deviation,
+        "healed": end is not None,
+        "off_plan": end is None or (deviation is not None and deviation > 1.0),
+    }
+
+
+def faults_off_plan(ops: list[dict[str, Any]]) -> dict[str, Any]:
+    """results.json's ``faults_off_plan``: the faults more than 1 s off their plan,
+    or never healed, and the worst deviation of any fault."""
+    end = max((op["time"] for op in ops), default=0)
+    faults = _faults(ops, end, [])
+    keep = (
+        "id", "f", "targets", "planned_start_s", "realised_start_s", "planned_end_s",
+        "realised_end_s", "deviation_s", "healed", "indices",
+    )  # fmt: skip
+    devs = [f["deviation_s"] for f in faults if f["deviation_s"] is not None]
+    late = [{k: f[k] for k in keep} for f in faults if f["off_plan"]]
+    return {
+        "tolerance_s": 1.0,
+        "count": len(late),
+        "worst_deviation_s": max(devs) if devs else None,
+        "faults": late,
+    }
 
 
 def availability(ops: list[dict[str, Any]], threshold: float | None = None) -> dict[str, Any]:

@@ -92,10 +92,73 @@ def unseen_validity(count: int, final_drain: bool) -> bool | str:
     return False if final_drain else "unknown"
 
 
-def verdict(checks: dict[str, dict[str, Any]]) -> str:
+# Why a history cannot support a verdict of valid, whatever its checks say.
+# Keys are stable codes (the tests use them); values are read by people.
+NOTHING_ACKED = "nothing-acked"
+NOTHING_READ = "nothing-read"
+FAULTS_FAILED = "faults-failed"
+
+
+def evidence_gaps(evidence: dict[str, int]) -> list[str]:
+    """Codes of what ``evidence`` (acked_sends, read_offsets, faults, failed_faults)
+    lacks for a valid verdict to mean anything.
+
+    No ack: nothing was promised, so nothing can have been broken.  Nothing
+    read: no write can be shown to have survived.  Every fault failed to
+    start: the run never tested what it set out to.  A history without fault
+    lines planned none, as far as the checker can tell (the config alone does
+    not say whether the schedule had room for one, and a bare history is
+    checked under the default config).
+    """
+    gaps = []
+    if evidence["acked_sends"] == 0:
+        gaps.append(NOTHING_ACKED)
+    if evidence["read_offsets"] == 0:
+        gaps.append(NOTHING_READ)
+    if evidence["faults"] > 0 and evidence["failed_faults"] == evidence["faults"]:
+        gaps.append(FAULTS_FAILED)
+    return gaps
+
+
+def unknown_reasons(checks: dict[str, dict[str, Any]], evidence: dict[str, int]) -> list[str]:
+    """Plain sentences for results.json's ``unknown_reasons``: every reason the
+    verdict cannot be valid short of an error-severity anomaly."""
+    reasons = []
+    for gap in evidence_gaps(evidence):
+        if gap == NOTHING_ACKED:
+            reasons.append(
+                "no send was acknowledged: without an acknowledged write nothing was "
+                "promised, so a clean history proves nothing"
+            )
+        elif gap == NOTHING_READ:
+            reasons.append(
+                "nothing was read (no poll, not even a final drain, returned a record): "
+                "no write can be shown to have survived"
+            )
+        elif gap == FAULTS_FAILED:
+            n = evidence["faults"]
+            reasons.append(
+                f"all {n} fault(s) failed to start (each start line carries an error): "
+                "the run never tested the faults it planned"
+            )
+    undecided = sorted(n for n, c in checks.items() if c["valid"] == "unknown")
+    for name in undecided:
+        reasons.append(
+            f"{name}: {checks[name]['count']} acknowledged value(s) never read and no final "
+            "drain to prove them gone"
+            if name == "unseen"
+            else f"{name}: the check could not decide"
+        )
+    return reasons
+
+
+def verdict(checks: dict[str, dict[str, Any]], reasons: list[str] | tuple[str, ...] = ()) -> str:
+    """invalid > unknown > valid, as in Jepsen: an error-severity anomaly is proof
+    whatever else is missing; short of one, any ``reasons`` (``unknown_reasons``)
+    or undecided check leaves the verdict unknown."""
     if any(c["severity"] == "error" and c["valid"] is False for c in checks.values()):
         return "invalid"
-    if any(c["valid"] == "unknown" for c in checks.values()):
+    if reasons or any(c["valid"] == "unknown" for c in checks.values()):
         return "unknown"
     return "valid"
 

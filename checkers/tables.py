@@ -242,7 +242,8 @@ class Tables:
 
     @cached_property
     def meta(self) -> DataFrame:
-        """Per history: line count, end time/index, whether and when a final drain ran."""
+        """Per history: line count, end time/index, whether and when a final drain ran,
+        and how many sends were acked (this pass reads every line anyway)."""
         lines = self.ops.where(line_rows())
         return self.keep(
             lines.groupBy("hid").agg(
@@ -251,8 +252,38 @@ class Tables:
                 F.max("index").alias("end_index"),
                 F.coalesce(F.max(F.col("final").cast("int")), F.lit(0)).alias("final"),
                 F.min(F.when(F.col("final"), F.col("time"))).alias("drain_start"),
+                F.count(F.when(op_is(ACK), 1)).alias("acked_sends"),
             ),
             small=True,
+        )
+
+    @cached_property
+    def evidence(self) -> DataFrame:
+        """``meta`` plus what a verdict rests on (``checkers.results.evidence_gaps``):
+        offsets read, faults started and faults whose start failed.
+
+        Made of small cached tables only (``meta``, ``control``, ``partitions``),
+        so it is one cheap job: nothing here scans the history again.
+        """
+        starts = self.control.where(
+            F.col("nemesis") & (F.col("phase") == "start") & F.col("fault_id").isNotNull()
+        )
+        faults = starts.groupBy("hid").agg(
+            F.count(F.lit(1)).alias("faults"), F.count("error").alias("failed_faults")
+        )
+        reads = self.partitions.groupBy("hid").agg(
+            F.sum("read_offsets").cast("long").alias("read_offsets")
+        )
+        zero = F.lit(0).cast("long")
+        return (
+            self.meta.join(faults, "hid", "left")
+            .join(reads, "hid", "left")
+            .select(
+                *self.meta.columns,
+                F.coalesce("read_offsets", zero).alias("read_offsets"),
+                F.coalesce("faults", zero).alias("faults"),
+                F.coalesce("failed_faults", zero).alias("failed_faults"),
+            )
         )
 
     @cached_property
@@ -262,14 +293,16 @@ class Tables:
 
     @cached_property
     def partitions(self) -> DataFrame:
-        """(hid, topic, partition, max_read): every partition that holds a known value.
+        """(hid, topic, partition, max_read, read_offsets): every partition that holds
+        a known value, its highest offset read and how many of its offsets were read.
 
         From the cached ``per_position`` (one row per offset), not from every
         observation: at 1e7 ops that scan of 1.8e7 rows took 1.2 s.
         """
         return self.keep(
             self.per_position.groupBy(*TP).agg(
-                F.max(F.when(F.col("read") == 1, F.col("offset"))).alias("max_read")
+                F.max(F.when(F.col("read") == 1, F.col("offset"))).alias("max_read"),
+                F.count(F.when(F.col("read") == 1, 1)).alias("read_offsets"),
             ),
             small=True,
         )

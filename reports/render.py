@@ -22,6 +22,7 @@ from urllib.parse import quote
 import jinja2
 from markupsafe import Markup
 
+from checkers import fault_plan
 from harness.errors import HarnessError
 from reports import svg
 from reports.cluster_state import read_cluster_state
@@ -139,6 +140,9 @@ def verdict_of(results: Input) -> tuple[str, str]:
         return v, f"At least one anomaly of error severity was found{failed}."
     if v == "unknown":
         undecided = named(lambda c: c.get("valid") == "unknown")
+        reasons = [str(r) for r in as_list(data.get("unknown_reasons"))]
+        if reasons:
+            return v, f"The checkers could not decide{undecided}: {'; '.join(reasons)}."
         return v, f"The checkers could not decide{undecided}: e.g. the final drain did not finish."
     return v, "No anomaly of error severity was found."
 
@@ -326,6 +330,25 @@ def partitions_section(
     }
 
 
+def plan_section(results: dict[str, Any], faults: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Faults that ran off their schedule: results.json's ``faults_off_plan``, or,
+    without it, the same summary of the history's faults (``reports.timeline``).
+
+    Results written before the flag existed have neither, and flag nothing.
+    """
+    plan = as_dict(results.get("faults_off_plan"))
+    if not plan:
+        plan = fault_plan.summary(faults)
+    late = [as_dict(f) for f in as_list(plan.get("faults"))]
+    return {
+        "count": len(late),
+        "faults": late,
+        "worst_deviation_s": _f(plan.get("worst_deviation_s")),
+        "tolerance_s": _f(plan.get("tolerance_s")) or fault_plan.TOLERANCE_S,
+        "unhealed": sum(f.get("healed") is False for f in late),
+    }
+
+
 # --- anomalies ---------------------------------------------------------------------
 
 
@@ -493,6 +516,7 @@ def build_context(run_dir: Path) -> dict[str, Any]:
         "verdict_reason": verdict_reason,
         "expectation": expectation(config, verdict),
         "timeline": timeline,
+        "plan": plan_section(results, timeline["faults"]),
         "partitions": partitions_section(run_dir, timeline["faults"], timeline["end_s"]),
         "checks": checks,
         "anomalies": sorted(

@@ -12,11 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from checkers import fault_plan
 from harness.errors import HistoryError
 from workloads.history import NEMESIS, read_history
 
 NS = 1_000_000_000
 COUNT_KEYS = ("acked", "failed", "info", "polled")
+PLAN_KEYS = ("planned_start_s", "realised_start_s", "planned_end_s", "realised_end_s")
 
 
 @dataclass
@@ -87,10 +89,18 @@ class _Aggregator:
                 "targets": value.get("targets") or [],
                 "start_s": t / NS,
                 "end_s": None,
+                "planned_start_s": _seconds(value.get("planned_s")),
+                "realised_start_s": _seconds(value.get("at_s")),
+                "planned_end_s": None,
+                "realised_end_s": None,
             }
             self.fault_order.append(fid)
         elif value.get("phase") == "end" and fid in self.faults:
-            self.faults[fid]["end_s"] = t / NS
+            self.faults[fid].update(
+                end_s=t / NS,
+                planned_end_s=_seconds(value.get("planned_s")),
+                realised_end_s=_seconds(value.get("at_s")),
+            )
 
     def _flush_before(self, second: int) -> None:
         for s in [s for s in self.pending if s < second]:
@@ -118,11 +128,18 @@ class _Aggregator:
         faults = []
         for fid in self.fault_order:
             fault = dict(self.faults[fid])
-            if fault["end_s"] is None:  # harness died mid-fault: it lasted to the end
+            healed = fault["end_s"] is not None
+            if not healed:  # harness died mid-fault: it lasted to the end
                 fault["end_s"] = end_s
                 fault["unhealed"] = True
+            edges = [fault.pop(k) for k in PLAN_KEYS]
+            fault.update(fault_plan.plan_fields(*edges, healed=healed))
             faults.append(fault)
         return HistorySummary(timeline, faults, self.ops, end_s, problem)
+
+
+def _seconds(x: Any) -> float | None:
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
 
 
 def summarize_history(path: Path) -> HistorySummary:

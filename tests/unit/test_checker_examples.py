@@ -1,7 +1,8 @@
 """Hand-written histories, one per situation, judged by Spark in ONE batched job.
 
 Each history states the exact counts it must produce (every other check must
-be 0) and the verdict under its config; the reference must agree too.
+be 0), the verdict under its config and what its evidence lacks for a verdict
+(``checkers.results.evidence_gaps``); the reference must agree too.
 """
 
 from __future__ import annotations
@@ -13,16 +14,33 @@ import pytest
 
 from checkers import reference
 from checkers.builder import HistoryBuilder
-from checkers.results import CHECKS, build_checks, verdict
+from checkers.results import (
+    CHECKS,
+    FAULTS_FAILED,
+    NOTHING_ACKED,
+    NOTHING_READ,
+    build_checks,
+    evidence_gaps,
+    unknown_reasons,
+    verdict,
+)
 
 IDEMPOTENT = {"producer": {"acks": "all", "enable_idempotence": True}}
 PLAIN = {"producer": {"acks": "all", "enable_idempotence": False}}
-CASES: dict[str, tuple[Callable[[HistoryBuilder], None], dict, dict[str, int], str]] = {}
+NO_WRITES = (NOTHING_ACKED, NOTHING_READ)  # group-only histories
+CASES: dict[
+    str, tuple[Callable[[HistoryBuilder], None], dict, dict[str, int], str, tuple[str, ...]]
+] = {}
 
 
-def case(counts: dict[str, int], verdict_: str, config: dict[str, Any] = IDEMPOTENT):
+def case(
+    counts: dict[str, int],
+    verdict_: str,
+    config: dict[str, Any] = IDEMPOTENT,
+    gaps: tuple[str, ...] = (),
+):
     def register(fn):
-        CASES[fn.__name__] = (fn, config, counts, verdict_)
+        CASES[fn.__name__] = (fn, config, counts, verdict_, gaps)
         return fn
 
     return register
@@ -69,7 +87,7 @@ def retry_duplicate_without_idempotence(b):
     duplicate_with_idempotence(b)
 
 
-@case({"failed-write-read": 1}, "invalid")
+@case({"failed-write-read": 1}, "invalid", gaps=(NOTHING_ACKED,))  # invalid beats unknown
 def failed_write_read(b):
     b.send(1, 5, outcome="fail")
     drain(b, [("t", 0, 0, 5)])
@@ -142,7 +160,7 @@ def skip_hidden_by_an_interleaved_partition(b):
     drain(b, [("t", 0, o, o) for o in range(10)])
 
 
-@case({"group-double-ownership": 1}, "invalid")
+@case({"group-double-ownership": 1}, "invalid", gaps=NO_WRITES)
 def double_ownership(b):
     b.subscribe(10, "g", ["t"])
     b.subscribe(11, "g", ["t"])
@@ -152,7 +170,7 @@ def double_ownership(b):
     b.rebalance(11, "g", revoked=[("t", 0)])
 
 
-@case({}, "valid")
+@case({}, "unknown", gaps=NO_WRITES)  # no anomaly, but no write to judge either
 def brief_double_ownership_is_a_rebalance(b):
     b.subscribe(10, "g", ["t"])
     b.subscribe(11, "g", ["t"])
@@ -162,14 +180,14 @@ def brief_double_ownership_is_a_rebalance(b):
     b.rebalance(11, "g", revoked=[("t", 0)])
 
 
-@case({"group-unowned": 1}, "invalid")
+@case({"group-unowned": 1}, "invalid", gaps=NO_WRITES)
 def unowned_while_members_live(b):
     b.subscribe(10, "g", ["t"])
     b.advance(40)
     b.rebalance(10, "g", assigned=[("t", 0)])
 
 
-@case({}, "valid")
+@case({}, "unknown", gaps=NO_WRITES)
 def crashed_member_owns_nothing(b):
     b.subscribe(10, "g", ["t"])
     b.subscribe(11, "g", ["t"])
@@ -177,6 +195,62 @@ def crashed_member_owns_nothing(b):
     b.crash(10)
     b.rebalance(11, "g", assigned=[("t", 0)])
     b.advance(20)
+
+
+@case({}, "unknown", gaps=(NOTHING_ACKED,))
+def nothing_acked_though_something_was_read(b):
+    b.send(1, 1, outcome="fail")
+    b.send(1, 2, outcome="info")  # landed: read by the drain, but nobody promised it
+    drain(b, [("t", 0, 0, 2)])
+
+
+@case({}, "unknown", gaps=NO_WRITES)
+def every_send_failed(b):
+    b.send(1, 1, outcome="fail")
+    b.send(2, 2, outcome="fail")
+    drain(b, [])
+
+
+@case({"unseen": 2}, "unknown", gaps=(NOTHING_READ,))
+def nothing_read_without_a_drain(b):
+    b.subscribe(10, "g", ["t"])
+    b.rebalance(10, "g", assigned=[("t", 0)])
+    b.send(1, 0, 0, 0)
+    b.send(1, 1, 0, 1)
+    b.poll(10, [])
+
+
+def _two_faults(b: HistoryBuilder, failed: tuple[bool, bool]) -> None:
+    """Two faults; a failed one carries ``error`` on both lines, as the nemesis writes it."""
+    for fault_id, fails in enumerate(failed, start=1):
+        extra = {"error": "NemesisError: no leader for t-0"} if fails else {}
+        b.fault("kill", fault_id, "start", ["n1"], **extra)
+        b.send(1, fault_id, 0, fault_id - 1)
+        b.fault("kill", fault_id, "end", ["n1"], **extra)
+    drain(b, [("t", 0, 0, 1), ("t", 0, 1, 2)])
+
+
+@case({}, "unknown", gaps=(FAULTS_FAILED,))
+def every_fault_failed_to_start(b):
+    _two_faults(b, (True, True))
+
+
+@case({}, "valid")
+def one_fault_of_two_took_effect(b):
+    _two_faults(b, (True, False))
+
+
+@case({}, "valid")
+def a_fault_never_healed_still_took_effect(b):
+    b.fault("pause", 1, "start", ["n2"])
+    b.send(1, 0, 0, 0)
+    drain(b, [("t", 0, 0, 0)])
+
+
+@case({"lost-write": 1, "inconsistent-offsets": 1}, "invalid", gaps=(FAULTS_FAILED,))
+def lost_write_with_every_fault_failed(b):
+    b.fault("kill", 1, "start", ["n1"], error="NemesisError: no leader")
+    truncated_after_unclean_election(b)
 
 
 @pytest.fixture(scope="module")
@@ -187,7 +261,7 @@ def judged(spark, tmp_path_factory):
     path = tmp_path_factory.mktemp("examples") / "cases.jsonl"
     histories = {}
     with open(path, "w") as fh:
-        for hid, (name, (fn, _, _, _)) in enumerate(CASES.items()):
+        for hid, (name, (fn, *_)) in enumerate(CASES.items()):
             b = HistoryBuilder()
             fn(b)
             histories[name] = (hid, b.ops)
@@ -198,14 +272,41 @@ def judged(spark, tmp_path_factory):
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_hand_written_history(judged, name):
-    _, config, counts, want = CASES[name]
+    _, config, counts, want, gaps = CASES[name]
     results, ops = judged[name]
     got = {c: r["count"] for c, r in results["checks"].items() if r["count"]}
     assert got == counts
     ref = {c: len(v) for c, v in reference.check(ops, {}).items() if v}
     assert ref == counts
+    assert results["evidence"] == reference.evidence(ops)
+    assert evidence_gaps(results["evidence"]) == list(gaps)
     final = any(op["f"] == "poll" and (op["value"] or {}).get("final") for op in ops)
-    assert verdict(build_checks(got, {}, config, final)) == want
+    checks = build_checks(got, {}, config, final)
+    assert verdict(checks, unknown_reasons(checks, results["evidence"])) == want
+    assert reference.judge(ops, config) == (want, list(gaps))
+    if config is IDEMPOTENT:  # judged under its own config: results.json's verdict holds
+        assert results["verdict"] == want
+        assert bool(results["unknown_reasons"]) == (want == "unknown" or bool(gaps))
+
+
+def test_unknown_reasons_say_what_is_missing(judged):
+    results, _ = judged["every_send_failed"]
+    reasons = results["unknown_reasons"]
+    assert len(reasons) == 2
+    assert reasons[0].startswith("no send was acknowledged")
+    assert reasons[1].startswith("nothing was read")
+    assert results["evidence"] == {
+        "acked_sends": 0,
+        "read_offsets": 0,
+        "faults": 0,
+        "failed_faults": 0,
+    }
+    (failed,) = judged["every_fault_failed_to_start"][0]["unknown_reasons"]
+    assert failed.startswith("all 2 fault(s) failed to start")
+    undecided = judged["nothing_read_without_a_drain"][0]["unknown_reasons"]
+    assert undecided[0].startswith("nothing was read")
+    assert undecided[1].startswith("unseen: 2 acknowledged value(s) never read")
+    assert judged["one_fault_of_two_took_effect"][0]["evidence"]["failed_faults"] == 1
 
 
 def test_lost_write_example_shows_the_hole(judged):

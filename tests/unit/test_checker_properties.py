@@ -7,7 +7,9 @@ crashes and commits, and a final drain; polls mix their partitions' records
 at random, as a client may).  Each history is either valid (with
 the hard legal cases: re-reads after rebalances, indeterminate sends that do
 or do not land, retry duplicates without idempotence) or carries ONE injected
-anomaly made by a precise mutation whose findings we know.
+anomaly made by a precise mutation whose findings we know, or lacks what any
+verdict rests on (nothing acked, nothing read, every fault failed to start)
+and must be judged unknown.  Any history may carry fault lines, some failed.
 
 Spark is slow per job, so the hypothesis tests only generate and check
 against the reference (fast, with shrinking); the collected histories are
@@ -28,7 +30,16 @@ from hypothesis import strategies as st
 
 from checkers import reference
 from checkers.builder import HistoryBuilder, write_histories
-from checkers.results import CHECKS, build_checks, verdict
+from checkers.results import (
+    CHECKS,
+    FAULTS_FAILED,
+    NOTHING_ACKED,
+    NOTHING_READ,
+    build_checks,
+    evidence_gaps,
+    unknown_reasons,
+    verdict,
+)
 
 SEED = int(os.environ.get("CHECKER_PROPERTY_SEED", "20261122"))
 EXAMPLES = int(os.environ.get("CHECKER_PROPERTY_EXAMPLES", "200"))
@@ -37,7 +48,16 @@ TOPIC = "t"
 GROUP = "g"
 FRESH = 10**9  # values never sent, for injected foreign reads
 
-KINDS = ("valid", "valid-no-drain", "valid-retry-duplicates", *CHECKS)
+# Histories whose evidence cannot support a verdict (checkers.results.evidence_gaps):
+# nothing acked, nothing read, every fault failed to start.  Each must be judged
+# unknown by both checkers, and every other kind must not be held unknown for
+# its evidence.
+UNKNOWN_KINDS = {
+    "unknown-nothing-acked": NOTHING_ACKED,
+    "unknown-nothing-read": NOTHING_READ,
+    "unknown-faults-failed": FAULTS_FAILED,
+}
+KINDS = ("valid", "valid-no-drain", "valid-retry-duplicates", *UNKNOWN_KINDS, *CHECKS)
 
 print(f"checker property tests: seed={SEED} examples per kind={EXAMPLES}")
 
@@ -70,6 +90,9 @@ class Model:
     acked: dict[int, tuple[int, int]] = field(default_factory=dict)
     group_reads: set[tuple[int, int]] = field(default_factory=set)
     expected: dict[str, list[tuple]] = field(default_factory=dict)
+    never_acked: bool = False  # every send fails or stays indeterminate
+    blind: bool = False  # the consumers' polls return nothing
+    faults: int = 0
 
     def __post_init__(self) -> None:
         self.log = {p: [] for p in range(self.partitions)}
@@ -80,7 +103,11 @@ class Model:
 
     # -- producers ----------------------------------------------------------------------
     def produce(self, outcome: str = "ok", lands: bool | None = None) -> int:
-        """One send; ``lands`` says whether it reaches the log (default: per outcome)."""
+        """One send; ``lands`` says whether it reaches the log (default: per outcome).
+        With ``never_acked`` an ``ok`` becomes a failure or an indeterminate send."""
+        if outcome == "ok" and self.never_acked:
+            outcome = self.rnd.choice(["fail", "info", "lost-in-flight"])
+            lands = lands if outcome != "lost-in-flight" else self.rnd.random() < 0.5
         v = self.value
         self.value += 1
         pid = self.rnd.choice(self.producers)
@@ -174,6 +201,9 @@ class Model:
 
     def poll(self) -> None:
         c = self.rnd.choice(self.consumers)
+        if self.blind:  # the client reached nothing: an empty poll
+            self.b.poll(c, [])
+            return
         runs = []
         for p in self.owned(c):
             start = self.pos[(c, p)]
@@ -258,6 +288,16 @@ class Model:
                 return True
         return False
 
+    # -- the nemesis ------------------------------------------------------------------
+    def fault(self, failed: bool) -> None:
+        """A fault's start and end lines; a ``failed`` one carries an error, as the
+        nemesis records a fault it could not apply."""
+        self.faults += 1
+        target = [f"n{self.rnd.randint(1, 3)}"]
+        extra = {"error": "NemesisError: no leader"} if failed else {}
+        self.b.fault("kill", self.faults, "start", target, **extra)
+        self.b.fault("kill", self.faults, "end", target)
+
     # -- the end ------------------------------------------------------------------------
     def final_drain(self) -> int:
         for c in self.consumers:
@@ -283,14 +323,30 @@ GENERATION_INJECTIONS = {
 }
 
 
+def fault_steps(kind: str, steps: int, rnd: random.Random) -> dict[int, bool]:
+    """{step: whether its fault fails to start}.  Faults in unknown-faults-failed all
+    fail; elsewhere a history has none, or some of which at least one took effect."""
+    n = rnd.randint(1, 3) if kind == "unknown-faults-failed" else rnd.choice([0, 0, 1, 2, 3])
+    at = rnd.sample(range(steps), min(n, steps))
+    failed = {step: kind == "unknown-faults-failed" or rnd.random() < 0.4 for step in at}
+    if failed and all(failed.values()) and kind != "unknown-faults-failed":
+        failed[at[0]] = False
+    return failed
+
+
 def build(kind: str, rnd: random.Random) -> Case:
     partitions = rnd.randint(1, 3)
     n_consumers = rnd.randint(2 if kind == "group-double-ownership" else 1, 3)
     m = Model(rnd, partitions, rnd.choice(["subscribe", "assign"]))
+    m.never_acked = kind == "unknown-nothing-acked"
+    m.blind = kind == "unknown-nothing-read"
     m.start_consumers(n_consumers)
     steps = rnd.randint(10, 40)
     inject_at = rnd.randrange(steps)
+    faults = fault_steps(kind, steps, rnd)
     for step in range(steps):
+        if step in faults:
+            m.fault(faults[step])
         if step == inject_at and kind in GENERATION_INJECTIONS:
             GENERATION_INJECTIONS[kind](m)
         if step == inject_at and kind == "failed-write-read":
@@ -312,7 +368,7 @@ def build(kind: str, rnd: random.Random) -> Case:
         m.produce()
     if kind == "group-commit-past-unread":
         assert m.commit_past_unread(), "the tail writes always leave unread data"
-    drain = kind != "valid-no-drain"
+    drain = kind not in ("valid-no-drain", "unknown-nothing-read")
     d = m.final_drain() if drain else None
     if not drain:  # acked values the group has not reached yet are (legally) unseen
         for v, (p, o) in m.acked.items():
@@ -414,6 +470,30 @@ def build_injected(kind: str, history_seed: int) -> Case:
     return case
 
 
+def expected_verdict(case: Case) -> str:
+    if case.kind in UNKNOWN_KINDS:
+        return "unknown"
+    if case.kind.startswith("valid"):
+        return "unknown" if case.expected.get("unseen") else "valid"
+    return "invalid"
+
+
+def gaps_allowed(case: Case) -> set[str]:
+    """The evidence gaps a case of its kind may have: its own kind's; nothing read
+    alongside nothing acked (an indeterminate send that landed may be read, or
+    not); nothing read without a drain.  Any other kind has none."""
+    gap = UNKNOWN_KINDS.get(case.kind)
+    if gap == NOTHING_ACKED:
+        return {NOTHING_ACKED, NOTHING_READ}
+    if case.kind == "valid-no-drain":  # the group may not have read anything yet
+        return {NOTHING_READ}
+    return {gap} if gap else set()
+
+
+def judged_verdict(checks: dict[str, dict], evidence: dict[str, int]) -> tuple[str, list[str]]:
+    return verdict(checks, unknown_reasons(checks, evidence)), evidence_gaps(evidence)
+
+
 COLLECTED: list[Case] = []
 
 
@@ -429,6 +509,11 @@ COLLECTED: list[Case] = []
 def test_reference_finds_exactly_the_injected_anomalies(kind: str, history_seed: int) -> None:
     case = build_injected(kind, history_seed)
     assert reference_keys(case) == expected_keys(case), case.kind
+    want, gaps = reference.judge(case.ops, case.config)
+    assert want == expected_verdict(case), (case.kind, gaps)
+    assert set(gaps) <= gaps_allowed(case), (case.kind, gaps)
+    if case.kind in UNKNOWN_KINDS:
+        assert UNKNOWN_KINDS[case.kind] in gaps, (case.kind, gaps)
     COLLECTED.append(case)
 
 
@@ -462,15 +547,19 @@ def test_spark_agrees_with_reference_on_all_generated_histories(
         )
         if got != expected_keys(case) or not counts_ok:
             mismatches.append((hid, case.kind, got, expected_keys(case)))
+        evidence = results[hid]["evidence"]
+        if evidence != reference.evidence(case.ops):
+            mismatches.append((hid, case.kind, evidence, reference.evidence(case.ops)))
+        # the verdict under the case's own config (the job judged all under one)
         counts = {n: c["count"] for n, c in checks.items()}
-        want = expected_verdict(case)
-        have = verdict(build_checks(counts, {}, case.config, case.drain))
-        if have != want:
-            mismatches.append((hid, case.kind, f"verdict {have} != {want}"))
+        have, gaps = judged_verdict(build_checks(counts, {}, case.config, case.drain), evidence)
+        ref = reference.judge(case.ops, case.config)
+        if (have, gaps) != ref:
+            mismatches.append((hid, case.kind, (have, gaps), ref))
+        if have != expected_verdict(case):
+            mismatches.append((hid, case.kind, f"verdict {have} != {expected_verdict(case)}"))
+        if case.config == config("valid") and results[hid]["verdict"] != have:
+            mismatches.append((hid, case.kind, f"results.json says {results[hid]['verdict']}"))
     assert not mismatches, mismatches[:5]
-
-
-def expected_verdict(case: Case) -> str:
-    if case.kind.startswith("valid"):
-        return "unknown" if case.expected.get("unseen") else "valid"
-    return "invalid"
+    judged = Counter(c.kind for c in COLLECTED if c.kind in UNKNOWN_KINDS)
+    assert all(judged[k] for k in UNKNOWN_KINDS), judged

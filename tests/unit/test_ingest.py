@@ -190,7 +190,9 @@ def test_rows_schema_types_match_spark_expectations():
     assert STORED.field("prev_index").type == pa.int64()
     assert STORED.field("jp").type == pa.int32()
     assert STORED.field("straight").type == pa.bool_()
-    assert ingest.FORMAT == "rows-11"
+    assert STORED.field("planned_s").type == pa.float64()
+    assert STORED.field("at_s").type == pa.float64()
+    assert ingest.FORMAT == "rows-12"
 
 
 def test_op_codes_name_each_send_and_read():

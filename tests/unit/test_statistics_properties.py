@@ -4,7 +4,9 @@ pure-Python reference (``checkers/reference_stats.py``) on generated histories.
 Histories mix acked, failed and indeterminate sends with latencies that
 differ, polls that re-read, pauses that leave whole seconds without acks (or
 none at all, so that equally long gaps tie), faults (some never healed) and
-sometimes a final drain.  Times are whole milliseconds, so every figure is
+sometimes a final drain.  Fault lines carry planned and realised times
+(``planned_s``, ``at_s``) on plan, just inside or past the tolerance, far
+off, or not at all.  Times are whole milliseconds, so every figure is
 exact in floating point and the two must agree to the last digit.  As in
 ``test_checker_properties``, hypothesis only generates (fast); the histories
 are then judged together in one Spark run, one history id each.
@@ -43,7 +45,9 @@ def generate(rnd: random.Random) -> list[dict[str, Any]]:
         elif roll < pauses + 0.08:
             if not open_fault:
                 fault += 1
-            b.fault("kill", fault, "end" if open_fault else "start", [f"n{rnd.randint(1, 3)}"])
+            phase = "end" if open_fault else "start"
+            planned = fault * 10.0 + (8.0 if open_fault else 0.0)
+            b.fault("kill", fault, phase, [f"n{rnd.randint(1, 3)}"], **plan(rnd, planned))
             open_fault = not open_fault
         elif roll < 0.65:
             value += 1
@@ -66,6 +70,18 @@ def generate(rnd: random.Random) -> list[dict[str, Any]]:
         for p in range(PARTITIONS):
             b.poll(99, [("t", p, o, v) for o, v in enumerate(logs[p])], final=True)
     return b.ops
+
+
+def plan(rnd: random.Random, planned: float) -> dict[str, float]:
+    """A fault line's planned and realised time: on plan, off by up to or just past
+    the 1 s tolerance either way, far off, or missing (older histories)."""
+    roll = rnd.random()
+    if roll < 0.2:
+        return {}
+    if roll < 0.25:
+        return {"planned_s": planned}
+    miss = rnd.choice([0.0, 0.0, 0.25, -0.5, 1.0, -1.0, 1.001, -1.001, 2.5, 30.0])
+    return {"planned_s": planned, "at_s": round(planned + miss, 3)}
 
 
 HISTORIES: list[list[dict[str, Any]]] = []
@@ -115,6 +131,9 @@ def test_spark_statistics_equal_the_reference(spark, tmp_path, record_property) 
             for key in want[part]:
                 if got[part][key] != want[part][key]:
                     mismatches.append((hid, part, key, got[part][key], want[part][key]))
+        plan_want = reference_stats.faults_off_plan(ops)
+        if results[hid]["faults_off_plan"] != plan_want:
+            mismatches.append((hid, "faults_off_plan", results[hid]["faults_off_plan"], plan_want))
         rates = [f["rate_during"] for f in want["availability"]["faults"]]
         slow = [r for r in rates if r is not None and r < THRESHOLD]
         if results[hid]["checks"]["availability"]["count"] != len(slow):
@@ -123,6 +142,12 @@ def test_spark_statistics_equal_the_reference(spark, tmp_path, record_property) 
     faults = sum(len(results[h]["stats"]["availability"]["faults"]) for h in results)
     gaps = sum(results[h]["stats"]["availability"]["longest_gap_s"] >= 1 for h in results)
     assert faults and gaps, "the generator stopped making faults or long gaps"
+    plans = [results[h]["faults_off_plan"] for h in results]
+    late = [f for p in plans for f in p["faults"] if f["healed"]]
+    assert late and any(not f["healed"] for p in plans for f in p["faults"]), "no fault off plan"
+    every = [f for h in results for f in results[h]["stats"]["availability"]["faults"]]
+    edge = [f for f in every if f["deviation_s"] == 1.0 and f["healed"]]
+    assert edge and not any(f["off_plan"] for f in edge), "no fault exactly at the tolerance"
 
 
 def test_lag_percentiles_are_exact_for_negative_zero_and_crowded_lags(spark, tmp_path) -> None:
