@@ -213,20 +213,20 @@ def group_anomalies(ops: list[dict[str, Any]], grace_s: float, unowned_s: float)
 
 def evidence(ops: list[dict[str, Any]]) -> dict[str, int]:
     """What a verdict rests on: sends acked, distinct offsets read (by any poll,
-    whatever the value), fault start lines, and those carrying an error."""
-    starts = [
+    whatever the value), faults started, and faults that failed to take effect
+    (an error on the start line, or on the end line when applying it failed)."""
+    faults = [
         op["value"]
         for op in ops
         if op["process"] == "nemesis"
         and isinstance(op["value"], dict)
-        and op["value"].get("phase") == "start"
         and isinstance(op["value"].get("id"), int)
     ]
     return {
         "acked_sends": sum(1 for _ in _acks(ops)),
         "read_offsets": len({(r["topic"], r["partition"], r["offset"]) for _, _, r in _reads(ops)}),
-        "faults": len(starts),
-        "failed_faults": sum(isinstance(v.get("error"), str) for v in starts),
+        "faults": len({v["id"] for v in faults if v.get("phase") == "start"}),
+        "failed_faults": len({v["id"] for v in faults if isinstance(v.get("error"), str)}),
     }
 
 

@@ -138,7 +138,7 @@ def unknown_reasons(checks: dict[str, dict[str, Any]], evidence: dict[str, int])
         elif gap == FAULTS_FAILED:
             n = evidence["faults"]
             reasons.append(
-                f"all {n} fault(s) failed to start (each start line carries an error): "
+                f"all {n} fault(s) failed to take effect (each carries an error): "
                 "the run never tested the faults it planned"
             )
     undecided = sorted(n for n, c in checks.items() if c["valid"] == "unknown")

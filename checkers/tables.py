@@ -260,16 +260,19 @@ class Tables:
     @cached_property
     def evidence(self) -> DataFrame:
         """``meta`` plus what a verdict rests on (``checkers.results.evidence_gaps``):
-        offsets read, faults started and faults whose start failed.
+        offsets read, faults started and faults that failed to take effect.
 
         Made of small cached tables only (``meta``, ``control``, ``partitions``),
         so it is one cheap job: nothing here scans the history again.
         """
-        starts = self.control.where(
-            F.col("nemesis") & (F.col("phase") == "start") & F.col("fault_id").isNotNull()
-        )
-        faults = starts.groupBy("hid").agg(
-            F.count(F.lit(1)).alias("faults"), F.count("error").alias("failed_faults")
+        # A fault whose start failed says so on its start line; one whose
+        # apply failed after the start line was written, on its end line.
+        lines = self.control.where(F.col("nemesis") & F.col("fault_id").isNotNull())
+        faults = lines.groupBy("hid").agg(
+            F.countDistinct(F.when(F.col("phase") == "start", F.col("fault_id"))).alias("faults"),
+            F.countDistinct(F.when(F.col("error").isNotNull(), F.col("fault_id"))).alias(
+                "failed_faults"
+            ),
         )
         reads = self.partitions.groupBy("hid").agg(
             F.sum("read_offsets").cast("long").alias("read_offsets")

@@ -220,11 +220,13 @@ def nothing_read_without_a_drain(b):
     b.poll(10, [])
 
 
-def _two_faults(b: HistoryBuilder, failed: tuple[bool, bool]) -> None:
-    """Two faults; a failed one carries ``error`` on both lines, as the nemesis writes it."""
+def _two_faults(b: HistoryBuilder, failed: tuple[bool, bool], on_start: bool = True) -> None:
+    """Two faults; a failed one carries ``error`` on its end line, and on its start
+    line too when ``on_start`` (its target could not be resolved), as the nemesis
+    writes them."""
     for fault_id, fails in enumerate(failed, start=1):
         extra = {"error": "NemesisError: no leader for t-0"} if fails else {}
-        b.fault("kill", fault_id, "start", ["n1"], **extra)
+        b.fault("kill", fault_id, "start", ["n1"], **(extra if on_start else {}))
         b.send(1, fault_id, 0, fault_id - 1)
         b.fault("kill", fault_id, "end", ["n1"], **extra)
     drain(b, [("t", 0, 0, 1), ("t", 0, 1, 2)])
@@ -233,6 +235,11 @@ def _two_faults(b: HistoryBuilder, failed: tuple[bool, bool]) -> None:
 @case({}, "unknown", gaps=(FAULTS_FAILED,))
 def every_fault_failed_to_start(b):
     _two_faults(b, (True, True))
+
+
+@case({}, "unknown", gaps=(FAULTS_FAILED,))
+def every_fault_failed_once_applied(b):
+    _two_faults(b, (True, True), on_start=False)
 
 
 @case({}, "valid")
@@ -302,7 +309,7 @@ def test_unknown_reasons_say_what_is_missing(judged):
         "failed_faults": 0,
     }
     (failed,) = judged["every_fault_failed_to_start"][0]["unknown_reasons"]
-    assert failed.startswith("all 2 fault(s) failed to start")
+    assert failed.startswith("all 2 fault(s) failed to take effect")
     undecided = judged["nothing_read_without_a_drain"][0]["unknown_reasons"]
     assert undecided[0].startswith("nothing was read")
     assert undecided[1].startswith("unseen: 2 acknowledged value(s) never read")

@@ -8,7 +8,7 @@ at random, as a client may).  Each history is either valid (with
 the hard legal cases: re-reads after rebalances, indeterminate sends that do
 or do not land, retry duplicates without idempotence) or carries ONE injected
 anomaly made by a precise mutation whose findings we know, or lacks what any
-verdict rests on (nothing acked, nothing read, every fault failed to start)
+verdict rests on (nothing acked, nothing read, every fault failed to take effect)
 and must be judged unknown.  Any history may carry fault lines, some failed.
 
 Spark is slow per job, so the hypothesis tests only generate and check
@@ -49,7 +49,7 @@ GROUP = "g"
 FRESH = 10**9  # values never sent, for injected foreign reads
 
 # Histories whose evidence cannot support a verdict (checkers.results.evidence_gaps):
-# nothing acked, nothing read, every fault failed to start.  Each must be judged
+# nothing acked, nothing read, every fault failed to take effect.  Each must be judged
 # unknown by both checkers, and every other kind must not be held unknown for
 # its evidence.
 UNKNOWN_KINDS = {
@@ -290,13 +290,15 @@ class Model:
 
     # -- the nemesis ------------------------------------------------------------------
     def fault(self, failed: bool) -> None:
-        """A fault's start and end lines; a ``failed`` one carries an error, as the
-        nemesis records a fault it could not apply."""
+        """A fault's start and end lines; a ``failed`` one carries an error where the
+        nemesis records it: on the start line when the target could not be resolved,
+        on the end line (also) when applying it failed after the start line."""
         self.faults += 1
         target = [f"n{self.rnd.randint(1, 3)}"]
-        extra = {"error": "NemesisError: no leader"} if failed else {}
-        self.b.fault("kill", self.faults, "start", target, **extra)
-        self.b.fault("kill", self.faults, "end", target)
+        error = {"error": "NemesisError: no leader"} if failed else {}
+        on_start = self.rnd.random() < 0.5
+        self.b.fault("kill", self.faults, "start", target, **(error if on_start else {}))
+        self.b.fault("kill", self.faults, "end", target, **error)
 
     # -- the end ------------------------------------------------------------------------
     def final_drain(self) -> int:

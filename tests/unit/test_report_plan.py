@@ -114,7 +114,7 @@ def test_unknown_banner_gives_the_reasons(tmp_path: Path) -> None:
     reasons = [
         "no send was acknowledged: without an acknowledged write nothing was promised, "
         "so a clean history proves nothing",
-        "all 2 fault(s) failed to start (each start line carries an error): the run never "
+        "all 2 fault(s) failed to take effect (each carries an error): the run never "
         "tested the faults it planned",
     ]
     _edit_results(tmp_path, verdict="unknown", unknown_reasons=reasons)
