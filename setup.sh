@@ -11,7 +11,7 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 
-APT_PACKAGES=(openssh-server iptables iproute2 procps chromium vagrant default-jre-headless maven)
+APT_PACKAGES=(openssh-server iptables iproute2 procps libfaketime chromium vagrant default-jre-headless maven)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   # java and mvn may come from elsewhere (e.g. a preinstalled JDK); only install what is absent.

@@ -20,6 +20,10 @@ from harness.node import Node
 BROKER_PORT = 9092
 CONTROLLER_PORT = 9093
 ZOOKEEPER_PORT = 2181
+# Backends whose nodes share one kernel clock.  `date -s` on one of their
+# nodes would move every node (and the harness), so a node's clock is moved
+# per JVM instead, with libfaketime (see ``Cluster.clock``).
+SHARED_CLOCK_BACKENDS = ("local",)
 
 
 def home() -> Path:
@@ -43,6 +47,16 @@ class Cluster:
     @property
     def state_dir(self) -> Path:
         return cluster_dir(self.name)
+
+    @property
+    def clock(self) -> str:
+        """How a clock fault moves a node's clock: ``faketime`` or ``system``.
+
+        ``faketime``: the node's JVMs read their offset from a file
+        (``kafka_config.faketime_file``) through libfaketime; ``system``: the
+        node's own clock is set with ``date -s``.
+        """
+        return "faketime" if self.backend in SHARED_CLOCK_BACKENDS else "system"
 
     def bootstrap_servers(self) -> str:
         return ",".join(f"{n.address}:{BROKER_PORT}" for n in self.nodes)

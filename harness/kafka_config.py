@@ -25,6 +25,16 @@ ZK_PEER_PORT = 2888
 ZK_ELECTION_PORT = 3888
 MIN_HEAP_MB = 128
 
+# libfaketime (Debian's package ``libfaketime``) gives each local node's JVMs
+# their own wall clock: local nodes share one kernel clock (``Cluster.clock``).
+FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+# libfaketime reads its offset file again once MORE than FAKETIME_CACHE_DURATION
+# whole seconds have passed since it last did: 0 means once a second (not on
+# every clock call; 1 would mean every 2 s), so a JVM sees a new offset
+# within FAKETIME_REFRESH_S (measured: 0.1-1.0 s).
+FAKETIME_CACHE_DURATION = 0
+FAKETIME_REFRESH_S = 1.0
+
 KAFKA_MAIN = "kafka.Kafka"
 ZOOKEEPER_MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 
@@ -250,10 +260,53 @@ def java_command(
     return " ".join(quote(p) for p in parts)
 
 
-def launcher_script(pid_file: str, command: str) -> str:
+def faketime_file(node: Node) -> str:
+    """The node's clock offset (libfaketime syntax, e.g. ``+0``, ``-1.500``) its JVMs read."""
+    return node.path("run", "faketime")
+
+
+def faketime_env(offset_file: str) -> dict[str, str]:
+    """Environment that runs a JVM on the clock in ``offset_file``.
+
+    Only the wall clock moves, as a real clock bump would: monotonic time
+    stays true (the JVM hangs without ``FAKETIME_DONT_FAKE_MONOTONIC``, and
+    a real bump never moves it either), and file times are the kernel's
+    (``NO_FAKE_STAT``), so a time Kafka stores in a file is never shifted twice.
+    ``FAKETIME_FORCE_MONOTONIC_FIX=0``: on glibc the library turns that fix
+    on by itself, and then every timed wait on a monotonic condition
+    variable returns at once, so each parked JVM thread spins (a timed
+    ``parkNanos`` ran ~5000 times too often here) and a KRaft quorum never
+    forms on a loaded machine.
+    """
+    return {
+        "LD_PRELOAD": FAKETIME_LIB,
+        "FAKETIME_TIMESTAMP_FILE": offset_file,
+        "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+        "FAKETIME_FORCE_MONOTONIC_FIX": "0",
+        "FAKETIME_CACHE_DURATION": str(FAKETIME_CACHE_DURATION),
+        "NO_FAKE_STAT": "1",
+    }
+
+
+def launcher_script(pid_file: str, command: str, faketime: str | None = None) -> str:
     """A shell script that records its own pid and becomes the JVM.
 
     Writing ``$$`` then ``exec`` makes the pid file hold the JVM's pid no
-    matter how ``setsid``/``nohup`` fork on the way.
+    matter how ``setsid``/``nohup`` fork on the way.  With ``faketime`` (an
+    offset file) the JVM runs under libfaketime; the file starts at ``+0``
+    unless a clock fault already wrote it, so a broker restarted during a
+    clock fault comes back on the faulted clock, as on a real machine.
+    Without the library the JVM runs on the real clock and clock faults
+    refuse to start (``kafka_db.unfaked_services``) rather than pretend.
     """
-    return f"#!/bin/sh\n# written by kafka-chaos\necho $$ > {pid_file}\nexec {command}\n"
+    lines = ["#!/bin/sh", "# written by kafka-chaos", f"echo $$ > {pid_file}"]
+    if faketime is not None:
+        f = quote(faketime)
+        exports = " ".join(f"{k}={quote(v)}" for k, v in faketime_env(faketime).items())
+        lines += [
+            f"[ -s {f} ] || {{ echo +0 > {f}.$$ && mv -f {f}.$$ {f}; }}",
+            "unset FAKETIME",
+            f"if [ -r {quote(FAKETIME_LIB)} ]; then export {exports}; "
+            f"else echo 'kafka-chaos: no {FAKETIME_LIB}: clock faults unavailable' >&2; fi",
+        ]
+    return "\n".join([*lines, f"exec {command}", ""])

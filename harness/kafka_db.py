@@ -231,6 +231,34 @@ def resume_zookeeper(node: Node) -> bool:
     return _signal(ZOOKEEPER, node, "CONT")
 
 
+def unfaked_services(cluster: Cluster, node: Node) -> list[str]:
+    """The node's running JVMs that do not take their clock from the node's offset file.
+
+    A clock fault on a ``faketime`` node checks this first: a JVM started
+    by an older launcher, or on a machine without libfaketime, would ignore
+    the offset, and the fault must fail rather than claim a clock moved.
+    """
+    setting = f"FAKETIME_TIMESTAMP_FILE={kc.faketime_file(node)}"
+    lib = Path(kc.FAKETIME_LIB).name
+    unfaked = []
+    for service in (ZOOKEEPER, KAFKA) if cluster.mode == "zk" else (KAFKA,):
+        script = (
+            _owned_pid_script(service, node)
+            + f"grep -qF -- {quote(lib)} /proc/$pid/maps || exit 5; "
+            + f"tr '\\0' '\\n' < /proc/$pid/environ | grep -qxF -- {quote(setting)} || exit 5; "
+            + "exit 0"
+        )
+        res = node.run(script, timeout=15, check=False)
+        if res.exit_code == 5:
+            unfaked.append(service.name)
+        elif res.exit_code not in (0, 3):  # 3: not running, it reads the file when started
+            raise CommandFailed(
+                f"{node.name}: checking {service.name}'s clock exited {res.exit_code}: "
+                f"{(res.stderr or res.stdout).strip()}"
+            )
+    return unfaked
+
+
 def install(node: Node, dist: Distribution) -> str:
     """Ship the distribution to the node if it lacks it; return its directory."""
     return install_dist(node, dist)
@@ -301,6 +329,8 @@ def node_files(
     """Every file ``configure`` writes on ``node``, by absolute path."""
     version, nodes = cluster.kafka_version, cluster.nodes
     cfg = node.path("config")
+    # Every JVM of a node shares its clock, as on a real machine (ZooKeeper too).
+    faketime = kc.faketime_file(node) if cluster.clock == "faketime" else None
     files: dict[str, str] = {
         f"{cfg}/tools-log.properties": kc.logging_config(version, None),
         f"{cfg}/kafka-log.properties": kc.logging_config(version, node.path("logs", "server.log")),
@@ -320,7 +350,9 @@ def node_files(
             kc.ZOOKEEPER_MAIN,
             [f"{cfg}/zookeeper.properties"],
         )
-        files[ZOOKEEPER.launcher(node)] = kc.launcher_script(ZOOKEEPER.pid_file(node), zk_cmd)
+        files[ZOOKEEPER.launcher(node)] = kc.launcher_script(
+            ZOOKEEPER.pid_file(node), zk_cmd, faketime
+        )
     else:
         files[f"{cfg}/server.properties"] = kc.kraft_server_properties(
             node, nodes, spec.broker_config
@@ -333,7 +365,7 @@ def node_files(
         kc.KAFKA_MAIN,
         [f"{cfg}/server.properties"],
     )
-    files[KAFKA.launcher(node)] = kc.launcher_script(KAFKA.pid_file(node), kafka_cmd)
+    files[KAFKA.launcher(node)] = kc.launcher_script(KAFKA.pid_file(node), kafka_cmd, faketime)
     return files
 
 

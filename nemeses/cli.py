@@ -13,10 +13,11 @@ from harness.errors import ConfigError
 def add_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "heal",
-        help="remove partitions, resume paused and restart killed brokers",
+        help="remove partitions, reset clocks, resume paused and restart killed brokers",
         description=(
             "Heal a cluster: delete the iptables rules the nemesis tagged for it, clear netem "
-            "qdiscs, SIGCONT paused brokers and start brokers that are down. With --all, "
+            "qdiscs, stop clock strobes and put every node's clock back to true time, SIGCONT "
+            "paused brokers and start brokers that are down. With --all, "
             "every kafka-chaos-tagged rule on the nodes goes, whichever cluster tagged it."
         ),
     )

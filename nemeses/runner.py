@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 from harness.cluster import Cluster
 from harness.node import Node
 from harness.spec import TestSpec
-from nemeses import netem, partition, process, targeting, unclean
+from nemeses import clock, netem, partition, process, targeting, unclean
 from nemeses.base import FaultOp, NemesisError, on_nodes
 from nemeses.schedule import Schedule, for_spec, steps
 from workloads.history import NEMESIS, HistoryWriter
@@ -232,6 +232,8 @@ def apply(cluster: Cluster, op: FaultOp, topic: str | None = None) -> None:
         on_nodes(nodes, lambda n: netem.start(cluster, n, op.params))
     elif op.f == "unclean-election":
         unclean.apply(cluster, op, op.params.get("topic") or topic)
+    elif op.f in ("clock-bump", "clock-strobe"):
+        on_nodes(nodes, lambda n: clock.start(cluster, n, op.f, op.params, op.duration_s))
     else:
         raise NemesisError(f"no nemesis implements fault {op.f!r}")
 
@@ -250,6 +252,8 @@ def heal(cluster: Cluster, op: FaultOp) -> dict[str, Any] | None:
         on_nodes(nodes, lambda n: netem.heal(cluster, n, op.params))
     elif op.f == "unclean-election":
         return unclean.heal(cluster, op)
+    elif op.f in ("clock-bump", "clock-strobe"):
+        on_nodes(nodes, lambda n: clock.reset(cluster, n))
     return None
 
 
@@ -292,6 +296,7 @@ def heal_cluster(
         for what, fn in (
             ("partition rules", lambda: partition.heal_node(node, matcher)),
             ("packet faults", lambda: netem.heal(cluster, node)),
+            ("clock", lambda: clock.reset(cluster, node)),
             ("paused processes", lambda: process.resume_all(cluster, node)),
             ("stopped processes", lambda: process.ensure_running(cluster, node)),
         ):
@@ -302,6 +307,8 @@ def heal_cluster(
                 continue
             if what == "partition rules" and result:
                 done.append(f"{node.name}: removed {result} partition rule(s)")
+            if what == "clock" and result:
+                done.append(f"{node.name}: reset the clock")
             if what == "stopped processes" and result:
                 done.append(f"{node.name}: restarted Kafka")
         return done, errors

@@ -25,6 +25,7 @@ from harness.jsonfile import load_json
 from harness.spec import NemesisSpec
 from nemeses import partition
 from nemeses.base import (
+    CLOCK_KINDS,
     FAULT_KINDS,
     REALISED_FIELDS,
     ROLLING_KINDS,
@@ -89,12 +90,30 @@ def draft(kind: str, rng: random.Random, ctx: Ctx) -> Draft:
             params["topology"] = "isolate"
         if kind == "unclean-election" and ctx.targets == "leader":
             params["partition"] = 0  # the scripted fault watches this partition's ISR
+        if kind in CLOCK_KINDS:
+            params.update(clock_draw(kind, rng))
         return Draft(kind, [], ctx.targets, params)
+    if kind in CLOCK_KINDS:
+        return Draft(kind, [rng.choice(nodes)], params=clock_draw(kind, rng))
     if kind == "partition":
         name = rng.choice(partition.topologies_for(len(nodes)))
         grudge = partition.topology(name, nodes, rng)
         return Draft(kind, partition.involved(grudge), params={"topology": name, "grudge": grudge})
     return Draft(kind, [rng.choice(nodes)])
+
+
+def clock_draw(kind: str, rng: random.Random) -> dict[str, int]:
+    """Clock params as Jepsen draws them: offsets spread over orders of magnitude.
+
+    A bump moves the clock by 0.1 s to about 17 min either way (small skews
+    and leases or timeouts that jump alike); a strobe by 0.1 s to about 1 min,
+    flipping every 1 to 8 s.
+    """
+    top = 20 if kind == "clock-bump" else 16
+    params = {"delta_ms": rng.choice((-1, 1)) * round(2 ** rng.uniform(6.7, top))}
+    if kind == "clock-strobe":
+        params["period_ms"] = round(2 ** rng.uniform(10, 13))
+    return params
 
 
 def mix(*sources: Source) -> Source:

@@ -20,13 +20,19 @@ from hypothesis import strategies as st
 from harness.spec import NemesisSpec
 from nemeses import partition, unclean
 from nemeses.base import (
+    CLOCK_DEFAULTS,
+    CLOCK_KINDS,
     FAULT_KINDS,
+    MAX_CLOCK_DELTA_MS,
+    MAX_STROBE_PERIOD_MS,
+    MIN_STROBE_PERIOD_MS,
     ROLLING_KINDS,
     TARGET_MODES,
     TARGETABLE_KINDS,
     TOPOLOGIES,
     FaultOp,
 )
+from nemeses.base import clock_params as filled_clock_params
 from nemeses.runner import prepare
 from nemeses.schedule import Schedule, generate, steps
 
@@ -72,6 +78,19 @@ def generated_schedules(draw: st.DrawFn) -> Schedule:
 
 
 @st.composite
+def clock_params(draw: st.DrawFn, kind: str) -> dict[str, int]:
+    """Valid params of a clock fault; any of them may be left to its default."""
+    params = {}
+    if draw(st.booleans()):
+        params["delta_ms"] = draw(
+            st.integers(-MAX_CLOCK_DELTA_MS, MAX_CLOCK_DELTA_MS).filter(lambda d: d != 0)
+        )
+    if "period_ms" in CLOCK_DEFAULTS[kind] and draw(st.booleans()):
+        params["period_ms"] = draw(st.integers(MIN_STROBE_PERIOD_MS, MAX_STROBE_PERIOD_MS))
+    return params
+
+
+@st.composite
 def fault_ops(draw: st.DrawFn, nodes: list[str], at_s: float, op_id: int) -> FaultOp:
     """One arbitrary but valid fault starting at ``at_s``."""
     kind = draw(st.sampled_from(FAULT_KINDS))
@@ -81,6 +100,8 @@ def fault_ops(draw: st.DrawFn, nodes: list[str], at_s: float, op_id: int) -> Fau
         mode = draw(st.sampled_from(("leader", "controller")))
         if kind == "partition":
             params["topology"] = "isolate"
+        if kind in CLOCK_KINDS:
+            params.update(draw(clock_params(kind)))
         return FaultOp(op_id, kind, at_s, duration, [], mode, params)
     if kind in ROLLING_KINDS:
         targets = draw(st.permutations(nodes))
@@ -95,6 +116,8 @@ def fault_ops(draw: st.DrawFn, nodes: list[str], at_s: float, op_id: int) -> Fau
         targets = partition.involved(grudge)
     else:
         targets = [draw(st.sampled_from(nodes))]
+        if kind in CLOCK_KINDS:
+            params = draw(clock_params(kind))
     return FaultOp(op_id, kind, at_s, duration, list(targets), "random", params)
 
 
@@ -124,6 +147,8 @@ class ModelNode:
     paused: bool = False
     rules: list[str] = field(default_factory=list)  # in `iptables -S` form
     netem: bool = False
+    clock_ms: int = 0  # the offset a clock fault left, 0 when true
+    strobing: bool = False
 
 
 class ModelCluster:
@@ -153,6 +178,10 @@ class ModelCluster:
         elif op.f == "netem":
             for t in op.targets:
                 self.nodes[t].netem = True
+        elif op.f in CLOCK_KINDS:
+            for t in op.targets:
+                self.nodes[t].clock_ms = filled_clock_params(op.f, op.params)["delta_ms"]
+                self.nodes[t].strobing = op.f == "clock-strobe"
         elif op.f == "unclean-election":
             leader = op.targets[0]
             peers = [_addr(n) for n in self.names if n != leader]
@@ -173,6 +202,9 @@ class ModelCluster:
         elif op.f == "netem":
             for t in op.targets:
                 self.nodes[t].netem = False
+        elif op.f in CLOCK_KINDS:
+            for t in op.targets:
+                self._reset_clock(self.nodes[t])
         elif op.f == "unclean-election":
             self._delete(partition.tag_matcher(self.name, op.id))
             self.nodes[op.targets[0]].down = False
@@ -181,6 +213,11 @@ class ModelCluster:
         self._delete(partition.tag_matcher(self.name))
         for node in self.nodes.values():
             node.down = node.paused = node.netem = False
+            self._reset_clock(node)
+
+    @staticmethod
+    def _reset_clock(node: ModelNode) -> None:
+        node.clock_ms, node.strobing = 0, False
 
     def _delete(self, matches) -> None:
         for node in self.nodes.values():
@@ -196,9 +233,11 @@ class ModelCluster:
     def broken(self) -> list[str]:
         out = []
         for name, n in self.nodes.items():
-            for what in ("down", "paused", "netem"):
+            for what in ("down", "paused", "netem", "strobing"):
                 if getattr(n, what):
                     out.append(f"{name} {what}")
+            if n.clock_ms:
+                out.append(f"{name} clock off by {n.clock_ms} ms")
             if n.rules:
                 out.append(f"{name} has {len(n.rules)} rules")
         return out

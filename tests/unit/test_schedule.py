@@ -221,3 +221,12 @@ def test_schedule_command_prints_the_same_schedule_for_the_same_seed(capsys, tmp
     assert json.loads(capsys.readouterr().out) == json.loads(first)
     assert main(["schedule", "--faults", "bogus"]) == 3
     assert "unknown fault 'bogus'" in capsys.readouterr().err
+
+
+def test_the_model_sees_a_clock_fault_left_in_place():
+    model = ModelCluster(["n1", "n2"])
+    op = FaultOp(0, "clock-strobe", 0.0, 1.0, ["n2"], params={"delta_ms": -500})
+    model.start(op)
+    assert model.broken() == ["n2 strobing", "n2 clock off by -500 ms"]
+    model.heal_all()
+    assert model.broken() == []
