@@ -82,3 +82,15 @@ def running_cluster(spec: ClusterSpec) -> Iterator[Cluster]:
     finally:
         if cluster is not None:  # never tear down a cluster another session created
             destroy_quietly(cluster.name)
+
+
+@contextlib.contextmanager
+def bare_cluster(name: str, nodes: int) -> Iterator[Cluster]:
+    """Namespaces and sshd only, no Kafka: for tests of the nodes themselves."""
+    destroy_quietly(name)  # a leftover of an earlier, killed session
+    cluster = create_cluster(ClusterSpec(name=name, nodes=nodes))
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+        destroy_quietly(name)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
 
 import pytest
@@ -11,6 +12,17 @@ import pytest
 from harness import admin
 
 T = TypeVar("T")
+
+
+def wait_for_history_line(store: Path, name: str, needle: str, timeout_s: float) -> Path:
+    """The history of run ``name`` in ``store`` once a line containing ``needle`` is in it."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for history in store.glob(f"{name}/*/history.jsonl"):
+            if needle in history.read_text():
+                return history
+        time.sleep(0.5)
+    raise AssertionError(f"no {needle} in run {name!r} within {timeout_s}s")
 
 
 def wait_for(what: str, check: Callable[[], T | None], timeout_s: float) -> T:

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from _kafka_clusters import bare_cluster
 from _local_leftovers import leftovers, pids_from_files
 
 from harness import admin, backends
@@ -36,11 +37,8 @@ NAME = "a1"
 
 @pytest.fixture(scope="module")
 def cluster():
-    backends.destroy_cluster(NAME)  # a leftover of an earlier, killed session
-    c = backends.create_cluster(ClusterSpec(name=NAME, nodes=3))
-    yield c
-    c.close()
-    backends.destroy_cluster(NAME)
+    with bare_cluster(NAME, nodes=3) as c:
+        yield c
 
 
 def test_every_node_answers_over_ssh_on_its_own_address(cluster) -> None:

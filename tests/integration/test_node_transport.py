@@ -16,11 +16,10 @@ import time
 from typing import Any
 
 import pytest
+from _kafka_clusters import bare_cluster
 
-from harness import backends
 from harness.errors import NodeUnreachable
 from harness.node import Node
-from harness.spec import ClusterSpec
 
 pytestmark = [
     pytest.mark.integration,
@@ -32,11 +31,8 @@ NAME = "tr1"
 
 @pytest.fixture(scope="module")
 def cluster():
-    backends.destroy_cluster(NAME)  # a leftover of an earlier, killed session
-    c = backends.create_cluster(ClusterSpec(name=NAME, nodes=2))
-    yield c
-    c.close()
-    backends.destroy_cluster(NAME)
+    with bare_cluster(NAME, nodes=2) as c:
+        yield c
 
 
 def _break_after(node: Node, delay_s: float, monkeypatch: pytest.MonkeyPatch) -> list[Any]:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from _cli import kafka_chaos, ops, report_path, run_args, write_ops
+from _waiting import wait_for_history_line
 
 from harness import kafka_db
 from harness.backends import cluster_exists
@@ -165,7 +166,7 @@ def test_sigint_mid_fault_leaves_the_cluster_healed(kafka_cluster: Cluster, tmp_
         text=True,
     )
     try:
-        history = _wait_for_fault(tmp_path, timeout_s=240)
+        history = wait_for_history_line(tmp_path, "sigint", '"process":"nemesis"', timeout_s=240)
         time.sleep(3)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=300)
@@ -187,16 +188,6 @@ def test_sigint_mid_fault_leaves_the_cluster_healed(kafka_cluster: Cluster, tmp_
         state = Path(f"/proc/{pid}/status").read_text()
         assert "State:\tT" not in state, f"{node.name}'s broker is still paused"
     kafka_db.wait_healthy(kafka_cluster, timeout_s=120)
-
-
-def _wait_for_fault(store: Path, timeout_s: float) -> Path:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        for history in store.glob("sigint/*/history.jsonl"):
-            if '"process":"nemesis"' in history.read_text():
-                return history
-        time.sleep(1)
-    raise AssertionError(f"no fault started within {timeout_s}s")
 
 
 def test_two_scenario_suite_writes_junit_and_index(kafka_cluster: Cluster, tmp_path: Path):

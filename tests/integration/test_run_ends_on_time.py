@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from _cli import kafka_chaos, ops, run_args
+from _waiting import wait_for_history_line
 
 from harness import kafka_db
 from harness.cluster import Cluster
@@ -76,7 +77,7 @@ def test_sigterm_mid_kill_heals_and_exits_130_within_thirty_seconds(
         text=True,
     )  # fmt: skip
     try:
-        history = _wait_for_kill(tmp_path, timeout_s=240)
+        history = wait_for_history_line(tmp_path, "sigterm", '"f":"kill"', timeout_s=240)
         time.sleep(2)
         signalled = time.monotonic()
         proc.send_signal(signal.SIGTERM)
@@ -90,13 +91,3 @@ def test_sigterm_mid_kill_heals_and_exits_130_within_thirty_seconds(
     assert "Traceback" not in out + err
     _assert_healed(kafka_cluster, history)
     kafka_db.wait_healthy(kafka_cluster, timeout_s=120)
-
-
-def _wait_for_kill(store: Path, timeout_s: float) -> Path:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        for history in store.glob("sigterm/*/history.jsonl"):
-            if '"f":"kill"' in history.read_text():
-                return history
-        time.sleep(0.5)
-    raise AssertionError(f"no kill started within {timeout_s}s")
