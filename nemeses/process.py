@@ -43,14 +43,8 @@ def kill(cluster: Cluster, node: Node) -> None:
 def ensure_running(cluster: Cluster, node: Node) -> bool:
     """Start whatever of this node's processes is down; True if anything was started."""
     db = _db()
-    started = False
-    if _zk(cluster) and not db.zookeeper_running(node):
-        db.start_zookeeper(node)
-        started = True
-    if not db.is_running(node):
-        db.start(node)
-        started = True
-    return started
+    started = _zk(cluster) and db.start_zookeeper(node)
+    return db.start(node) or started
 
 
 def pause(cluster: Cluster, node: Node) -> None:

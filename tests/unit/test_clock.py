@@ -91,7 +91,6 @@ def make_cluster(tmp_path: Path, backend: str) -> tuple[Cluster, ShellNode]:
 
 @pytest.fixture
 def no_settle(monkeypatch):
-    monkeypatch.setattr(clock.FaketimeClock, "settle", lambda self: None)
     monkeypatch.setattr(clock.FaketimeClock, "ready", lambda self, cluster, node: None)
 
 
