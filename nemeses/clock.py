@@ -40,7 +40,7 @@ STROBE_SCRIPT = "clock-strobe.sh"
 STROBE_PID = "clock-strobe.pid"
 STROBE_LOG = "clock-strobe.log"
 OFFSET_RECORD = "clock-offset-ms"
-STROBE_STOP_WAIT_S = 5.0  # the loop acts on SIGTERM at once; SIGKILL after this
+STROBE_STOP_WAIT_S = 2.5  # how long a SIGKILLed loop may take to be gone
 STROBE_START_WAIT_S = 3.0
 
 # ``alive PID``: exists and is not a zombie.
@@ -146,16 +146,18 @@ def stop_strobe_script(node: Node) -> str:
     """
     pid_file = quote(node.path("run", STROBE_PID))
     script = quote(node.path("run", STROBE_SCRIPT))
-    loops = int(STROBE_STOP_WAIT_S * 10)
+    loops = int(STROBE_STOP_WAIT_S * 20)
     return (
         _ALIVE_FN
         + f"stopped=0; pid=$(cat {pid_file} 2>/dev/null); "
         + 'case "$pid" in ""|*[!0-9]*) pid=;; esac\n'
         + 'if [ -n "$pid" ] && alive "$pid" && '
         + f"tr '\\0' '\\n' < /proc/$pid/cmdline 2>/dev/null | grep -qxF -- {script}; then\n"
-        + "  kill -TERM $pid 2>/dev/null; i=0\n"
-        + f"  while [ $i -lt {loops} ] && alive $pid; do sleep 0.1; i=$((i+1)); done\n"
-        + "  if alive $pid; then kill -KILL $pid 2>/dev/null; fi\n"
+        # SIGKILL, not TERM: the loop then cannot flip the clock after this
+        # script resets it, and a heal does not wait on a loaded machine for
+        # the loop's own exit path (that wait put strobe heals 1 s off plan)
+        + "  kill -KILL $pid 2>/dev/null; i=0\n"
+        + f"  while [ $i -lt {loops} ] && alive $pid; do sleep 0.05; i=$((i+1)); done\n"
         + "  stopped=1\nfi\n"
         + f"rm -f {pid_file}\n"
     )
