@@ -70,8 +70,9 @@ class _Signals:
     """SIGINT/SIGTERM set ``stop``; outside the workload phase they also abort.
 
     While workload and nemesis run, the main loop watches ``stop`` and ends
-    the phase in order (heal, then stop).  Before and after it (bring-up,
-    drain, log collection) nothing watches, so the signal raises
+    the phase itself (``_end_phase``: heal beside the workload's stop).
+    Before and after it (bring-up, drain, log collection) nothing watches,
+    so the signal raises
     ``_Interrupted`` in the main thread instead of waiting minutes for a step
     to end by itself.
     """
