@@ -124,6 +124,37 @@ class HistoryBuilder:
     def crash(self, process: int, reason: str = "test") -> int:
         return self.op(process, "info", "crash", {"reason": reason})
 
+    # -- transactions (docs/history.md, `txn`) -----------------------------------------
+    def txn(
+        self,
+        process: int,
+        mops: list[dict[str, Any]],
+        outcome: str = "ok",
+        group: str | None = None,
+        **extra: Any,
+    ) -> tuple[int, int]:
+        """A transaction: invoke + completion; returns both indices.
+
+        ``mops`` are completed micro-ops, e.g. ``send_mop(7, partition=0, offset=3)``
+        or ``poll_mop([("t", 0, 3, 7)])``; the invoke is derived from them.
+        ``extra`` adds completion fields (``offsets``, ``rebalanced``, ``error``).
+        """
+        i = self.op(process, "invoke", "txn", {"group": group, "ops": [_planned(m) for m in mops]})
+        value: dict[str, Any] = {"group": group, "ops": mops, **extra}
+        if outcome != "ok":
+            value.setdefault("error", "aborted" if outcome == "fail" else "commit timed out")
+        return i, self.op(process, outcome, "txn", value)
+
+    def seek(
+        self,
+        process: int,
+        group: str | None,
+        offsets: list[tuple[str, int, int]],
+        reason: str = "rewind",
+    ) -> int:
+        v = {"group": group, "offsets": [list(o) for o in offsets], "reason": reason}
+        return self.op(process, "ok", "seek", v)
+
     # -- nemesis ----------------------------------------------------------------------
     def fault(self, f: str, fault_id: int, phase: str, targets: list[str], **extra: Any) -> int:
         """A fault line; ``extra`` adds fields such as ``error``, ``planned_s``, ``at_s``."""
@@ -137,6 +168,56 @@ class HistoryBuilder:
     def write(self, path: Path) -> Path:
         Path(path).write_text("".join(line + "\n" for line in self.lines()))
         return Path(path)
+
+
+def send_mop(
+    value: int,
+    partition: int | None = None,
+    offset: int | None = None,
+    topic: str = "t",
+    skipped: bool = False,
+    source: int | None = None,
+) -> dict[str, Any]:
+    """A completed send micro-op of a transaction."""
+    m: dict[str, Any] = {"f": "send", "topic": topic, "key": str(value), "value": value}
+    if source is not None:
+        m["source"] = source
+    m.update(partition=partition, offset=offset)
+    if skipped:
+        m["skipped"] = True
+    return m
+
+
+def poll_mop(
+    records: list[Record], error: str | None = None, skipped: bool = False
+) -> dict[str, Any]:
+    """A completed poll micro-op of a transaction."""
+    m: dict[str, Any] = {
+        "f": "poll",
+        "records": [
+            {
+                "topic": t,
+                "partition": p,
+                "offset": o,
+                "key": None if v is None else str(v),
+                "value": v,
+            }
+            for t, p, o, v in records
+        ],
+    }
+    if error is not None:
+        m["error"] = error
+    if skipped:
+        m["skipped"] = True
+    return m
+
+
+def _planned(mop: dict[str, Any]) -> dict[str, Any]:
+    """The invoke form of a completed micro-op (docs/history.md, `txn`)."""
+    if mop["f"] == "poll":
+        return {"f": "poll"}
+    keep = ("f", "topic", "key", "value", "source")
+    return {k: mop[k] for k in keep if k in mop}
 
 
 def history_lines(ops: list[dict[str, Any]], hid: int | None = None) -> list[str]:

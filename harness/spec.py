@@ -74,6 +74,21 @@ class ConsumerSpec:
 
 
 @dataclass
+class TxnSpec:
+    """The transactional workload (``--workload txn``); Jepsen's defaults where it has them."""
+
+    processes: int = 3  # each owns one transactional producer and one consumer
+    max_ops: int = 4  # micro-ops per transaction: 1..max_ops sends and polls
+    mode: str = "mixed"  # mixed: sends and polls on one topic | ctp: consume-transform-produce
+    abort_probability: float = 0.1  # a transaction the client aborts on purpose
+    isolation_level: str = "read_committed"  # read_committed | read_uncommitted
+    rewind: bool = True  # seek back after an aborted/unknown txn (KAFKA-17582); off to measure
+    transaction_timeout_ms: int = 10000
+    rate: float = 100.0  # transactions per second, all processes together; <= 0 unlimited
+    client_timeout_s: float = 10.0  # bound on each init/begin/commit/abort call
+
+
+@dataclass
 class NemesisSpec:
     faults: list[str] = field(default_factory=lambda: ["kill", "partition"])
     interval_s: float = 10.0  # quiet time between faults
@@ -108,6 +123,7 @@ class TestSpec:
     topic: TopicSpec = field(default_factory=TopicSpec)
     producer: ProducerSpec = field(default_factory=ProducerSpec)
     consumer: ConsumerSpec = field(default_factory=ConsumerSpec)
+    txn: TxnSpec = field(default_factory=TxnSpec)
     nemesis: NemesisSpec = field(default_factory=NemesisSpec)
     checker: CheckerSpec = field(default_factory=CheckerSpec)
 
@@ -160,6 +176,7 @@ _NESTED = {
     "topic": TopicSpec,
     "producer": ProducerSpec,
     "consumer": ConsumerSpec,
+    "txn": TxnSpec,
     "nemesis": NemesisSpec,
     "checker": CheckerSpec,
 }
