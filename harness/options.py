@@ -82,6 +82,19 @@ OPTIONS: tuple[Option, ...] = (
         float,
         "crash and restart a consumer this often (seconds)",
     ),
+    Option("--txn-processes", "txn.processes", int, "txn: transactional processes"),
+    Option("--txn-max-ops", "txn.max_ops", int, "txn: micro-ops per transaction, 1..N"),
+    Option("--txn-mode", "txn.mode", str, "txn: what a transaction does", ("mixed", "ctp")),
+    Option("--txn-rate", "txn.rate", float, "txn: transactions per second, all processes"),
+    Option("--abort-probability", "txn.abort_probability", float, "txn: aborts on purpose"),
+    Option(
+        "--isolation-level",
+        "txn.isolation_level",
+        str,
+        "txn: consumer isolation.level",
+        ("read_committed", "read_uncommitted"),
+    ),
+    Option("--rewind", "txn.rewind", _bool, "txn: seek back after an abort (true/false)"),
     Option("--faults", "nemesis.faults", _faults, "comma-separated fault kinds, or none"),
     Option("--fault-interval", "nemesis.interval_s", float, "quiet seconds between faults"),
     Option("--fault-duration", "nemesis.duration_s", float, "seconds each fault lasts"),
@@ -169,6 +182,8 @@ def build_spec(*layers: dict[str, Any]) -> TestSpec:
     data = TestSpec().to_dict()
     for layer in layers:
         data = merge(data, layer)
+    if not any("name" in layer for layer in layers):
+        data["name"] = data["workload"]  # runs are stored by name: txn runs apart from queue
     spec = TestSpec.from_dict(data)
     validate(spec)
     return spec

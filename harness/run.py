@@ -188,7 +188,7 @@ def run_test(
     """Execute one run; always heals, always leaves a readable run directory."""
     from workloads import registry
 
-    registry.validate(spec.workload)  # before anything is created
+    registry.validate(spec.workload, spec)  # before anything is created
     store = Path(store)
     run = store_mod.new_run_dir(store, spec.name)
     handler = _log_to(run.file(store_mod.HARNESS_LOG))

@@ -102,6 +102,7 @@ def final_drain(
             for r in records:
                 if r["topic"] == topic:
                     reached[r["partition"]] = max(reached[r["partition"]], r["offset"] + 1)
+            _advance_to_positions(consumer, topic, reached)
     finally:
         close_quietly(consumer, "close drain consumer")
     unreached = [p for p in range(partitions) if hw[p] is None or reached[p] < hw[p]]
@@ -114,6 +115,23 @@ def final_drain(
         elapsed_s=time.monotonic() - started,
         errors=errors[-10:],
     )
+
+
+def _advance_to_positions(consumer: Consumer, topic: str, reached: dict[int, int]) -> None:
+    """Count what the consumer skipped as reached: transaction markers and aborted records.
+
+    A transactional log ends in a commit or abort marker that no poll
+    returns, so the last record read is short of the high watermark for
+    good; the consumer's position moves past it.
+    """
+    try:
+        positions = consumer.position([TopicPartition(topic, p) for p in reached])
+    except Exception as e:  # a position is only a shortcut: the records still count
+        log.debug("drain positions: %s", e)
+        return
+    for tp in positions:
+        if tp.error is None and tp.offset >= 0:
+            reached[tp.partition] = max(reached[tp.partition], tp.offset)
 
 
 def _query_watermarks(

@@ -32,11 +32,12 @@ class Snapshot:
     target_rate: float  # <= 0: unlimited
     rate: float  # sends/s over the last display interval
     fault: str
+    unit: str = "sends"  # what ``sends``/``ok``/``fail``/``info`` count
 
     def line(self) -> str:
         target = f"{self.target_rate:.0f}" if self.target_rate > 0 else "unlimited"
         return (
-            f"t={self.elapsed_s:.0f}s sends={self.sends} ok={self.ok} fail={self.fail} "
+            f"t={self.elapsed_s:.0f}s {self.unit}={self.sends} ok={self.ok} fail={self.fail} "
             f"info={self.info} rate={self.rate:.0f}/s (target {target}) polls={self.polls} "
             f"records={self.records} crashes={self.crashes} fault={self.fault}"
         )
@@ -45,17 +46,18 @@ class Snapshot:
 def _table(s: Snapshot) -> Any:
     from rich.table import Table
 
-    table = Table(title="kafka-chaos queue workload", show_header=False, min_width=50)
+    u = s.unit
+    table = Table(title="kafka-chaos workload", show_header=False, min_width=50)
     table.add_column(style="bold")
     table.add_column(justify="right")
     target = f"{s.target_rate:.0f}/s" if s.target_rate > 0 else "unlimited"
     short = s.target_rate > 0 and s.elapsed_s > 3 and s.rate < 0.9 * s.target_rate
     rows = [
         ("elapsed", f"{s.elapsed_s:.0f} s"),
-        ("sends ok", f"[green]{s.ok}[/]"),
-        ("sends failed", f"[red]{s.fail}[/]" if s.fail else "0"),
-        ("sends indeterminate", f"[yellow]{s.info}[/]" if s.info else "0"),
-        ("send rate", f"{'[red]' if short else ''}{s.rate:.0f}/s{'[/]' if short else ''}"),
+        (f"{u} ok", f"[green]{s.ok}[/]"),
+        (f"{u} failed", f"[red]{s.fail}[/]" if s.fail else "0"),
+        (f"{u} indeterminate", f"[yellow]{s.info}[/]" if s.info else "0"),
+        (f"{u} rate", f"{'[red]' if short else ''}{s.rate:.0f}/s{'[/]' if short else ''}"),
         ("target rate", target),
         ("polls / records", f"{s.polls} / {s.records}"),
         ("consumer crashes", str(s.crashes)),

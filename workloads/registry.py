@@ -22,6 +22,7 @@ from workloads.sampler import Probe
 # libraries load only for the runs that use it.
 _MODULES = {
     "queue": "workloads.queue:QueueWorkload",
+    "txn": "workloads.txn:TxnWorkload",
 }
 
 
@@ -71,6 +72,12 @@ def _factory(name: str) -> WorkloadFactory:
     return getattr(importlib.import_module(module), cls)
 
 
-def validate(name: str) -> None:
-    """Refuse an unknown workload before any node is touched."""
-    _factory(name)
+def validate(name: str, spec: TestSpec | None = None) -> None:
+    """Refuse an unknown workload, or its bad settings, before any node is touched.
+
+    A workload class may offer ``check_config(spec)`` raising ConfigError.
+    """
+    factory = _factory(name)
+    check = getattr(factory, "check_config", None)
+    if spec is not None and check is not None:
+        check(spec)

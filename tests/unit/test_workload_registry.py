@@ -12,20 +12,40 @@ from harness.errors import ConfigError
 from harness.spec import TestSpec
 from workloads import registry
 from workloads.queue import QueueWorkload
+from workloads.txn import TxnWorkload
 
 
-def test_the_queue_workload_is_the_default_and_keeps_the_protocol() -> None:
+@pytest.mark.parametrize("name,cls", [("queue", QueueWorkload), ("txn", TxnWorkload)])
+def test_each_workload_keeps_the_protocol(name: str, cls: type) -> None:
     assert TestSpec().workload == "queue"
-    assert registry.names() == ["queue"]
-    assert registry._factory("queue") is QueueWorkload
+    assert registry.names() == ["queue", "txn"]
+    assert registry._factory(name) is cls
     for verb in ("start", "stop", "final_drain", "summary"):
-        assert callable(getattr(QueueWorkload, verb))
-    assert "hurry" in inspect.signature(QueueWorkload.stop).parameters
+        assert callable(getattr(cls, verb))
+    assert "hurry" in inspect.signature(cls.stop).parameters
+
+
+@pytest.mark.parametrize(
+    "txn,message",
+    [
+        ({"max_ops": 0}, r"^txn.max_ops must be at least 1, got 0$"),
+        ({"mode": "ctp", "isolation_level": "read_uncommitted"}, r"^txn.mode ctp needs"),
+        ({"isolation_level": "serializable"}, r"^txn.isolation_level: 'serializable'"),
+        ({"abort_probability": 1.5}, r"^txn.abort_probability must be in \[0, 1\]"),
+    ],
+)
+def test_bad_transactional_settings_are_one_clear_error_before_any_run_dir(
+    tmp_path: Path, txn: dict, message: str
+) -> None:
+    spec = TestSpec.from_dict({"workload": "txn", "txn": txn})
+    with pytest.raises(ConfigError, match=message):
+        run.run_test(spec, store=tmp_path)
+    assert not any(tmp_path.iterdir())
 
 
 def test_an_unknown_workload_is_one_clear_error_before_any_run_dir(tmp_path: Path) -> None:
     spec = TestSpec(workload="bank")
-    with pytest.raises(ConfigError, match=r"^workload: unknown workload 'bank' \(known: queue\)$"):
+    with pytest.raises(ConfigError, match=r"^workload: unknown workload 'bank' \(known: queue, txn\)$"):
         run.run_test(spec, store=tmp_path)
     assert not any(tmp_path.iterdir())
 
