@@ -18,6 +18,7 @@ import yaml
 
 from harness.errors import ConfigError
 from harness.spec import TestSpec
+from nemeses.base import TARGET_MODES
 
 
 def _bool(text: str) -> bool:
@@ -99,7 +100,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("--fault-interval", "nemesis.interval_s", float, "quiet seconds between faults"),
     Option("--fault-duration", "nemesis.duration_s", float, "seconds each fault lasts"),
     Option(
-        "--targets", "nemesis.targets", str, "fault targets", ("random", "leader", "controller")
+        "--targets", "nemesis.targets", str, "fault targets", TARGET_MODES
     ),
     Option("--spark-master", "checker.spark_master", str, "Spark master for the checkers"),
     Option(

@@ -77,14 +77,14 @@ class ConsumerSpec:
 class TxnSpec:
     """The transactional workload (``--workload txn``); Jepsen's defaults where it has them."""
 
-    processes: int = 3  # each owns one transactional producer and one consumer
+    processes: int = 4  # each owns one transactional producer and one consumer
     max_ops: int = 4  # micro-ops per transaction: 1..max_ops sends and polls
     mode: str = "mixed"  # mixed: sends and polls on one topic | ctp: consume-transform-produce
     abort_probability: float = 0.1  # a transaction the client aborts on purpose
     isolation_level: str = "read_committed"  # read_committed | read_uncommitted
     rewind: bool = True  # seek back after an aborted/unknown txn (KAFKA-17582); off to measure
     transaction_timeout_ms: int = 10000
-    rate: float = 100.0  # transactions per second, all processes together; <= 0 unlimited
+    rate: float = 20.0  # txns/s, all processes (~100 ms commits on 2 cores: ~30/s at most)
     client_timeout_s: float = 10.0  # bound on each init/begin/commit/abort call
 
 

@@ -44,7 +44,7 @@ TARGETABLE_KINDS = (
     "clock-bump",
     "clock-strobe",
 )
-TARGET_MODES = ("random", "leader", "controller")
+TARGET_MODES = ("random", "leader", "controller", "coordinator")
 TOPOLOGIES = ("isolate", "halves", "bridge", "majorities-ring", "grudge")
 
 # Fields a run adds to an op while executing it; they are not part of what

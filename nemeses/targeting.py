@@ -22,11 +22,13 @@ ADMIN_TIMEOUT_S = 10.0
 def resolve(
     cluster: Cluster, mode: str, params: dict[str, Any], topic: str | None
 ) -> dict[str, Any]:
-    """``{"node": name, ...how}`` for mode ``leader`` or ``controller``."""
+    """``{"node": name, ...how}`` for mode ``leader``, ``controller`` or ``coordinator``."""
     if mode == "leader":
         return leader_of(cluster, params.get("topic") or topic, params.get("partition"))
     if mode == "controller":
         return active_controller(cluster)
+    if mode == "coordinator":
+        return txn_coordinator(cluster, params.get("transactional_id"), topic)
     raise NemesisError(f"cannot resolve a target for mode {mode!r}")
 
 
@@ -102,3 +104,59 @@ def active_controller(cluster: Cluster) -> dict[str, Any]:
     if cid is None:
         raise NemesisError("controller targeting: the cluster reports no active controller")
     return {"node": cluster.node(cid).name, "controller_id": cid, "mode": cluster.mode}
+
+
+TXN_STATE = "__transaction_state"
+
+
+def java_string_hash(text: str) -> int:
+    """Java's ``String.hashCode`` (UTF-16 code units), as Kafka hashes a transactional.id."""
+    h = 0
+    data = text.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + int.from_bytes(data[i : i + 2], "big")) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def coordinator_partition(transactional_id: str, partitions: int) -> int:
+    """The ``__transaction_state`` partition that owns ``transactional_id``.
+
+    Kafka: ``Utils.abs(id.hashCode) % partitionCount``, where ``Utils.abs``
+    maps Integer.MIN_VALUE to 0.
+    """
+    h = java_string_hash(transactional_id)
+    return (0 if h == -(1 << 31) else abs(h)) % partitions
+
+
+def txn_coordinator(
+    cluster: Cluster, transactional_id: str | None, topic: str | None
+) -> dict[str, Any]:
+    """The broker coordinating ``transactional_id`` (default: the run's first process).
+
+    The coordinator is the leader of the transaction log partition the id
+    hashes to, so this asks for that leader rather than for the
+    transaction's state (no Admin call for that exists in confluent-kafka).
+    """
+    from harness import admin
+    from workloads.txn_client import transactional_id as txn_id
+
+    if not transactional_id:
+        if not topic:
+            raise NemesisError("coordinator targeting needs a transactional_id or the run's topic")
+        transactional_id = txn_id(topic, 0)
+    states = admin.describe_topics(
+        cluster.bootstrap_servers(), [TXN_STATE], timeout_s=ADMIN_TIMEOUT_S
+    )
+    states = [p for p in states if p.topic == TXN_STATE]
+    if not states:
+        raise NemesisError(f"coordinator targeting: {TXN_STATE} does not exist yet")
+    partition = coordinator_partition(transactional_id, len(states))
+    chosen = next(p for p in states if p.partition == partition)
+    if chosen.leader is None or chosen.leader < 0:
+        raise NemesisError(f"coordinator targeting: {TXN_STATE}-{partition} has no leader now")
+    return {
+        "node": cluster.node(chosen.leader).name,
+        "transactional_id": transactional_id,
+        "txn_log_partition": partition,
+        "leader_id": chosen.leader,
+    }

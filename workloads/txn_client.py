@@ -70,6 +70,12 @@ def output_topic(topic: str) -> str:
     return f"{topic}-out"
 
 
+def transactional_id(topic: str, slot: int) -> str:
+    """One id per worker slot: a new incarnation fences its predecessor and
+    aborts whatever it left open, as an exactly-once application does."""
+    return f"{topic}-tx{slot}"
+
+
 def txn_group(spec: TestSpec) -> str:
     return f"{spec.topic.name}-txn"
 
@@ -106,9 +112,7 @@ def producer_config(spec: TestSpec, bootstrap: str, process: int, slot: int) -> 
     return {
         "bootstrap.servers": bootstrap,
         "client.id": f"{spec.name}-t{process}",
-        # One id per worker slot: a new incarnation fences its predecessor and
-        # aborts whatever it left open, as an exactly-once application does.
-        "transactional.id": f"{spec.topic.name}-tx{slot}",
+        "transactional.id": transactional_id(spec.topic.name, slot),
         "transaction.timeout.ms": t.transaction_timeout_ms,
         "acks": "all",
         "enable.idempotence": True,

@@ -1,0 +1,43 @@
+"""Coordinator targeting hashes a transactional.id as Kafka does.
+
+The expected partitions were checked against a live 4.4.0 cluster: for
+``probe-N-tx0`` (N = 0..3) ``kafka-transactions describe`` named as
+coordinator exactly the leader of the partition computed here.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from nemeses.base import TARGET_MODES
+from nemeses.targeting import coordinator_partition, java_string_hash
+from workloads.txn_client import transactional_id
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("", 0),
+        ("hello", 99162322),
+        ("Aa", 2112),
+        ("BB", 2112),
+        ("é", 233),
+        ("polygenelubricants", -2147483648),
+    ],
+)
+def test_java_string_hash(text: str, expected: int) -> None:
+    assert java_string_hash(text) == expected
+
+
+def test_partition_of_min_int_hash_is_zero_as_kafka_utils_abs_says() -> None:
+    assert coordinator_partition("polygenelubricants", 10) == 0
+
+
+@pytest.mark.parametrize("n,partition", [(0, 0), (1, 1), (2, 2), (3, 3)])
+def test_partitions_seen_on_a_live_cluster(n: int, partition: int) -> None:
+    assert coordinator_partition(f"probe-{n}-tx0", 10) == partition
+
+
+def test_the_target_mode_exists_and_names_the_workloads_ids() -> None:
+    assert "coordinator" in TARGET_MODES
+    assert transactional_id("chaos", 0) == "chaos-tx0"
