@@ -235,8 +235,7 @@ class TxnClient:
             m["skipped"] = True  # until it runs
         try:
             self._call(self.producer.begin_transaction, "begin_transaction", bounded=False)
-            k = 0
-            while k < len(ops):
+            for k in range(len(invoke)):  # ctp appends its sends to ``ops`` as it goes
                 reason = self.crash_requested()
                 if reason:
                     raise Teardown(reason)  # mid-transaction: its outcome stays unknown
@@ -251,7 +250,6 @@ class TxnClient:
                         first_polled.setdefault((r["topic"], r["partition"]), r["offset"])
                     if self.spec.txn.mode == CTP:
                         ops += self._transforms(polled)
-                k += 1
             self._flush(ops)
             if self.rng.random() < self.spec.txn.abort_probability:
                 return self._abort(ops, CLIENT_ABORT, first_polled, client=True)

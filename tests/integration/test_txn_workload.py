@@ -1,0 +1,144 @@
+"""The transactional workload end to end on the shared cluster, through the CLI.
+
+Three real runs: commits, aborts and client crashes on a healthy cluster;
+the transaction coordinator's broker killed mid-run; and consume-transform-
+produce with offsets committed inside transactions.  Each must be judged
+valid, and each asserts that the history really exercised what it claims
+(aborts, rewinds, crashes, a resolved coordinator), so a run that silently
+did nothing cannot pass.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+from pathlib import Path
+
+import pytest
+from _cli import kafka_chaos, ops, report_path, run_args
+
+from harness.cluster import Cluster
+
+pytestmark = pytest.mark.integration
+
+TXN_CHECKS = (
+    "aborted-read",
+    "torn-transaction",
+    "precommitted-read",
+    "int-poll-skip",
+    "int-nonmonotonic-poll",
+    "int-send-skip",
+    "int-nonmonotonic-send",
+)
+
+
+def _run(cluster: Cluster, store: Path, *extra: str) -> Path:
+    proc = kafka_chaos(*run_args(cluster, store, "--workload", "txn", *extra))
+    assert proc.returncode in (0, 1, 2), proc.stdout + proc.stderr
+    return report_path(proc.stdout).parent
+
+
+def _txns(history: list[dict]) -> collections.Counter:
+    return collections.Counter(o["type"] for o in history if o["f"] == "txn")
+
+
+def _valid(run: Path) -> dict:
+    results = json.loads((run / "results.json").read_text())
+    bad = {k: v for k, v in results["checks"].items() if v["valid"] is not True}
+    assert results["verdict"] == "valid", (results["unknown_reasons"], bad)
+    for name in TXN_CHECKS:
+        assert name in results["checks"], f"{name} did not run"
+    return results
+
+
+@pytest.fixture(scope="module")
+def clean_txn_run(kafka_cluster: Cluster, tmp_path_factory) -> Path:
+    return _run(
+        kafka_cluster,
+        tmp_path_factory.mktemp("txn-clean"),
+        "--time-limit", "25",
+        "--faults", "none",
+        "--abort-probability", "0.2",
+        "--consumer-crash-interval", "8",
+        "--seed", "11",
+    )  # fmt: skip
+
+
+def test_commits_aborts_and_a_client_crash_are_valid(clean_txn_run: Path) -> None:
+    _valid(clean_txn_run)
+    history = ops(clean_txn_run / "history.jsonl")
+    kinds = _txns(history)
+    assert kinds["ok"] > 50 and kinds["fail"] > 5, kinds
+    assert any(o["f"] == "crash" for o in history), "no client crash was exercised"
+    assert any(o["f"] == "seek" for o in history), "no rewind after an abort"
+    committed = [
+        m
+        for o in history
+        if o["f"] == "txn" and o["type"] == "ok"
+        for m in o["value"]["ops"]
+        if m["f"] == "send"
+    ]
+    assert committed and all(isinstance(m["offset"], int) for m in committed)
+
+
+def test_a_transaction_left_open_by_a_crash_has_no_completion(clean_txn_run: Path) -> None:
+    history = ops(clean_txn_run / "history.jsonl")
+    open_txn: dict[int, dict] = {}
+    left_open = 0
+    for o in history:
+        if o["f"] == "txn":
+            if o["type"] == "invoke":
+                open_txn[o["process"]] = o
+            else:
+                open_txn.pop(o["process"])
+        elif o["f"] == "crash" and open_txn.pop(o["process"], None) is not None:
+            left_open += 1
+    assert left_open >= 1, "a crash between micro-ops should leave its transaction open"
+
+
+def test_killing_the_coordinators_broker_stays_valid(
+    kafka_cluster: Cluster, tmp_path_factory
+) -> None:
+    run = _run(
+        kafka_cluster,
+        tmp_path_factory.mktemp("txn-kill"),
+        "--time-limit", "30",
+        "--faults", "kill",
+        "--targets", "coordinator",
+        "--fault-interval", "6",
+        "--fault-duration", "6",
+        "--seed", "12",
+    )  # fmt: skip
+    _valid(run)
+    history = ops(run / "history.jsonl")
+    starts = [o for o in history if o["process"] == "nemesis" and o["value"]["phase"] == "start"]
+    assert starts and all("error" not in o["value"] for o in starts), starts
+    assert all(o["value"]["resolved"]["transactional_id"].endswith("-tx0") for o in starts)
+    assert _txns(history)["ok"] > 20
+
+
+def test_consume_transform_produce_is_exactly_once(
+    kafka_cluster: Cluster, tmp_path_factory
+) -> None:
+    run = _run(
+        kafka_cluster,
+        tmp_path_factory.mktemp("txn-ctp"),
+        "--txn-mode", "ctp",
+        "--time-limit", "25",
+        "--rate", "50",
+        "--faults", "none",
+        "--abort-probability", "0.2",
+        "--seed", "13",
+    )  # fmt: skip
+    results = _valid(run)
+    assert "exactly-once" in results["checks"]
+    history = ops(run / "history.jsonl")
+    copied = [
+        m
+        for o in history
+        if o["f"] == "txn" and o["type"] == "ok"
+        for m in o["value"]["ops"]
+        if m["f"] == "send"
+    ]
+    assert len(copied) > 200 and all("source" in m for m in copied)
+    assert any("offsets" in o["value"] for o in history if o["f"] == "txn" and o["type"] == "ok")
