@@ -40,6 +40,9 @@ UNCLEAN_PRODUCER: dict[str, Any] = {
 # the coordinator's availability, not the durability these presets are about.
 UNCLEAN_CONSUMER: dict[str, Any] = {"mode": "assign"}
 
+# Transactions: four processes, Jepsen's four micro-ops, one abort in ten.
+TXN: dict[str, Any] = {"processes": 4, "max_ops": 4, "abort_probability": 0.1}
+
 SCENARIOS: dict[str, dict[str, Any]] = {
     "broker-failover": {
         "description": "Kill the leader of a partition; leadership moves, nothing acked is lost.",
@@ -102,6 +105,65 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "producer": UNCLEAN_PRODUCER,
         "consumer": UNCLEAN_CONSUMER,
         "nemesis": UNCLEAN_FAULTS,
+    },
+    "txn-clean": {
+        "description": "Transactions of 1-4 sends and polls, some aborted, clients crashing "
+        "mid-transaction; read_committed sees exactly the committed ones.",
+        "expected_verdict": "valid",
+        "workload": "txn",
+        "time_limit_s": 40.0,
+        "txn": TXN,
+        "consumer": {"crash_interval_s": 10.0},
+        "nemesis": {"faults": []},
+    },
+    "txn-kill": {
+        "description": "Kill the transaction coordinator's broker (which also leads a third "
+        "of the partitions) again and again; transactions stay all-or-nothing.",
+        "expected_verdict": "valid",
+        "workload": "txn",
+        "time_limit_s": 60.0,
+        "txn": TXN,
+        "nemesis": {
+            "faults": ["kill"],
+            "targets": "coordinator",
+            "interval_s": 6.0,
+            "duration_s": 8.0,
+        },
+    },
+    "txn-pause-hunt": {
+        "description": "Hunt the KAFKA-17754 class: pause the coordinator's broker while "
+        "transactions are in flight, and stall clients past the transaction timeout, so "
+        "delayed requests may land in a later transaction. No expected verdict: "
+        "bench/txn_hunt.py measures how often it finds aborted reads, lost writes or torn "
+        "transactions.",
+        "expected_verdict": None,
+        "workload": "txn",
+        "time_limit_s": 60.0,
+        "txn": {
+            **TXN,
+            "transaction_timeout_ms": 3000,
+            "client_timeout_s": 5.0,
+            "stall_probability": 0.05,
+            "stall_s": 4.0,
+        },
+        "producer": {"request_timeout_ms": 2000, "delivery_timeout_ms": 3000},
+        "nemesis": {
+            "faults": ["pause"],
+            "targets": "coordinator",
+            "interval_s": 3.0,
+            "duration_s": 5.0,
+        },
+    },
+    "abort-rewind": {
+        "description": "Consume-transform-produce with the rewind after an abort turned off "
+        "(KAFKA-17582): the consumer's position stays past the aborted input, whose offsets "
+        "a later transaction commits, so inputs are lost to the pipeline.",
+        "expected_verdict": "invalid",
+        "workload": "txn",
+        "time_limit_s": 40.0,
+        "producer": {"rate": 50.0},
+        "txn": {**TXN, "mode": "ctp", "rewind": False, "abort_probability": 0.2},
+        "nemesis": {"faults": []},
     },
 }
 

@@ -86,6 +86,11 @@ class TxnSpec:
     transaction_timeout_ms: int = 10000
     rate: float = 20.0  # txns/s, all processes (~100 ms commits on 2 cores: ~30/s at most)
     client_timeout_s: float = 10.0  # bound on each init/begin/commit/abort call
+    # A client pause (a GC pause, a descheduled container): before commit the
+    # process stalls this long, with this probability.  Longer than
+    # transaction_timeout_ms, the coordinator aborts the transaction under it.
+    stall_probability: float = 0.0
+    stall_s: float = 0.0
 
 
 @dataclass

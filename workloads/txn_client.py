@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -102,6 +103,8 @@ def validate(spec: TestSpec) -> None:
         )
     if spec.consumer.mode not in ("subscribe", "assign"):
         raise ConfigError(f"consumer.mode: {spec.consumer.mode!r} is not subscribe or assign")
+    if not 0.0 <= t.stall_probability <= 1.0 or t.stall_s < 0:
+        raise ConfigError("txn.stall_probability must be in [0, 1] and txn.stall_s >= 0")
     if t.client_timeout_s <= 0 or t.transaction_timeout_ms < 1000:
         raise ConfigError("txn.client_timeout_s must be > 0 and txn.transaction_timeout_ms >= 1000")
 
@@ -251,6 +254,7 @@ class TxnClient:
                     if self.spec.txn.mode == CTP:
                         ops += self._transforms(polled)
             self._flush(ops)
+            stalled = self._maybe_stall()
             if self.rng.random() < self.spec.txn.abort_probability:
                 return self._abort(ops, CLIENT_ABORT, first_polled, client=True)
             offsets = next_offsets(records)
@@ -259,10 +263,18 @@ class TxnClient:
             self._call(lambda: self.producer.commit_transaction(self.timeout), "commit_transaction")
         except _TxnError as e:
             return self._failed(ops, e, first_polled)
-        self._complete("ok", ops, offsets=offsets)
+        self._complete("ok", ops, offsets=offsets, stalled_s=stalled)
         self.stats.ok += 1
         self.stats.sends_committed += sum(1 for m in ops if m["f"] == "send")
         return "ok"
+
+    def _maybe_stall(self) -> float | None:
+        """A client pause before commit (``txn.stall_probability``); its length, if any."""
+        t = self.spec.txn
+        if t.stall_probability <= 0 or self.rng.random() >= t.stall_probability:
+            return None
+        time.sleep(t.stall_s)
+        return t.stall_s
 
     def _plan(self) -> list[dict[str, Any]]:
         """The micro-ops: 1..max_ops sends and polls (ctp: one poll, sends follow it)."""
@@ -412,8 +424,11 @@ class TxnClient:
         ops: list[dict[str, Any]],
         error: str | None = None,
         offsets: list[list[Any]] | None = None,
+        stalled_s: float | None = None,
     ) -> None:
         value: dict[str, Any] = {"group": self.group, "ops": ops}
+        if stalled_s:
+            value["stalled_s"] = stalled_s
         if offsets:
             value["offsets"] = offsets
         if self._rebalanced:
