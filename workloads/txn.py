@@ -23,6 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from confluent_kafka import KafkaError, KafkaException
+
 from harness import admin
 from harness.spec import TestSpec, replace
 from workloads.drain import DrainResult, final_drain
@@ -103,6 +105,13 @@ class TxnWorker:
                 return
             except Teardown as e:
                 self._crash(str(e))
+            except KafkaException as e:
+                if client is None and _refused_config(e):  # the same on every retry: stop
+                    log.error("txn process %s: client refused: %s", self.process, e)
+                    self._crash(f"client configuration refused: {e}")
+                    return
+                log.warning("txn worker %s failed: %s", self.process, e)
+                self._crash(f"{type(e).__name__}: {e}")
             except Exception as e:  # a bug must not end the run silently
                 log.exception("txn worker %s failed", self.process)
                 self._crash(f"{type(e).__name__}: {e}")
@@ -117,6 +126,11 @@ class TxnWorker:
         except ValueError:
             return
         self.stats.crashes += 1
+
+
+def _refused_config(e: KafkaException) -> bool:
+    err = e.args[0] if e.args else None
+    return isinstance(err, KafkaError) and err.code() == KafkaError._INVALID_ARG
 
 
 @dataclass

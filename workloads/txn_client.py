@@ -122,7 +122,9 @@ def producer_config(spec: TestSpec, bootstrap: str, process: int, slot: int) -> 
         "linger.ms": p.linger_ms,
         "request.timeout.ms": min(p.request_timeout_ms, delivery_ms),
         "delivery.timeout.ms": delivery_ms,
-        "socket.timeout.ms": SOCKET_TIMEOUT_MS,
+        # librdkafka refuses a transactional producer whose socket timeout
+        # exceeds transaction.timeout.ms + 100.
+        "socket.timeout.ms": min(SOCKET_TIMEOUT_MS, t.transaction_timeout_ms),
         "logger": CLIENT_LOGGER,
     }
 
