@@ -33,10 +33,11 @@ class AckOrder:
         """``lines`` (schema ``checkers.topic_ids.STORED``) with the two columns filled."""
         is_ack = pc.and_(pc.equal(lines["op"], ACK), pc.greater_equal(lines["offset"], 0))
         is_ack = is_ack.fill_null(False).combine_chunks()
-        acks = lines.filter(is_ack).select([*STREAM, "offset", "index"])
+        acks = lines.filter(is_ack).select([*STREAM, "offset", "index", "mop"])
         if len(acks) == 0:
             return lines
-        keys = [(name, "ascending") for name in (*STREAM, "index")]
+        # A transaction's acks share its line's index: they follow in micro-op order.
+        keys = [(name, "ascending") for name in (*STREAM, "index", "mop")]
         order = pc.sort_indices(acks, sort_keys=keys)
         s = acks.take(order).combine_chunks()
         starts = run_starts(s, STREAM)

@@ -24,10 +24,16 @@ history took it 55 s on two cores, a third of the whole check.  Arrow's JSON
 reader is C++ and multi-threaded, so the history is streamed through it in
 chunks (bounded memory, never the whole file at once), two chunks at a time.
 
+Transactional histories are mostly ``txn`` lines, each holding a list of
+micro-ops; Arrow reads those too and ``checkers.txn_rows`` expands them into
+the rows of their sends, polls and records, with list kernels, and pairs each
+completion with its invoke across chunks, in file order.
+
 Arrow needs one type per field, and two kinds of line break that:
 ``[topic, partition]`` pairs (mixed-type arrays, in membership and commit
-lines) and fault lines (``process: "nemesis"``, free-form parameters).  They
-are rare, so they are found by a byte search, parsed in Python
+lines, and a transaction's ``offsets`` and ``rebalanced``) and fault lines
+(``process: "nemesis"``, free-form parameters).  They are found by a byte
+search, parsed in Python
 (``checkers.line_rows``) and blanked out of the chunk before Arrow sees it.
 Anything else Arrow cannot read, or any row that fails the vectorised checks,
 sends its chunk down the slow path: every line through the Python
@@ -61,10 +67,11 @@ from checkers.line_rows import KINDS, ROWS, checked, kind_of, rows_of
 from checkers.poll_positions import POSITION, SUMMARY, number_and_summarise
 from checkers.sorted_runs import row_numbers
 from checkers.topic_ids import STORED, TopicIds
+from checkers.txn_rows import MOP, RECORD, SlowPath, TxnPairing, expand, txn_column
 from harness.errors import HistoryError
 from workloads.history import NEMESIS, TYPES
 
-FORMAT = "rows-12"  # bump when the rows table changes shape: older caches are rebuilt
+FORMAT = "rows-13"  # bump when the rows table changes shape: older caches are rebuilt
 FORMAT_FILE = "_KAFKA_CHAOS_FORMAT"
 CHUNK_BYTES = 32 << 20
 IN_FLIGHT = 3  # chunks parsed ahead of the writer: bounds memory
@@ -80,6 +87,7 @@ _UNIQUE_PER_ROW = ("index", "time", "val", "offset", "prev_offset", "prev_index"
 _LINE_AND_RECORD = (
     "hid", "index", "time", "process", "nemesis", "type", "f", "topic", "val",
     "partition", "offset", "error", "final", "group", "topics", "reason", "op",
+    "txn", "mop", "source",
 )  # fmt: skip
 WRITTEN = {
     "line": (*_LINE_AND_RECORD, *(name for name, _ in ACK_ORDER)),
@@ -89,16 +97,8 @@ WRITTEN = {
 # What readers see: every column of every kind, and the partition column.
 ROWS_TABLE = STORED.append(pa.field("kind", pa.string()))
 
-_RECORD = pa.struct(
-    [
-        ("topic", pa.string()),
-        ("partition", pa.int32()),
-        ("offset", pa.int64()),
-        ("value", pa.int64()),
-    ]
-)
 _EMPTY = pa.list_(pa.null())  # accepts [] only: a pair list with pairs is a special line
-_PAIR_LISTS = ("partitions", "assigned", "revoked", "offsets")
+_PAIR_LISTS = ("partitions", "assigned", "revoked", "offsets", "rebalanced")
 # What Arrow reads of a line; every other field is ignored.
 _HOT = pa.schema(
     [
@@ -118,7 +118,8 @@ _HOT = pa.schema(
                     ("offset", pa.int64()),
                     ("error", pa.string()),
                     ("final", pa.bool_()),
-                    ("records", pa.list_(_RECORD)),
+                    ("records", pa.list_(RECORD)),
+                    ("ops", pa.list_(MOP)),  # a transaction's micro-ops
                     ("group", pa.string()),
                     ("topics", pa.list_(pa.string())),
                     ("reason", pa.string()),
@@ -140,8 +141,7 @@ _BLANK = b'{"_blank":1}'
 _SPECIAL = (f'"process":"{NEMESIS}"'.encode(), b'[["')
 
 
-class _SlowPath(Exception):
-    """The fast path cannot vouch for a chunk; the Python path will judge it."""
+_SlowPath = SlowPath  # the fast path cannot vouch for a chunk; the Python path will judge it
 
 
 def convert(history: Path, parquet: Path) -> None:
@@ -218,9 +218,9 @@ def is_current(parquet: Path) -> bool:
 
 def scan_for_bad_line(history: Path) -> None:
     """Validate ``history`` line by line in Python; raise HistoryError at the first problem."""
-    numbering = _Numbering(Path(history))
+    numbering, pairing = _Numbering(Path(history)), TxnPairing(Path(history))
     for start, chunk in _chunks(Path(history)):
-        _slow_rows(chunk, start, numbering)
+        _slow_rows(chunk, start, numbering, pairing)
     numbering.finish()
 
 
@@ -229,27 +229,32 @@ Tables = dict[str, pa.Table]  # rows of one chunk, by kind
 
 def _tables(history: Path) -> Iterator[Tables]:
     """The rows of each chunk in file order; chunks are parsed two at a time."""
-    numbering = _Numbering(history)
+    numbering, pairing = _Numbering(history), TxnPairing(history)
     with ThreadPoolExecutor(max_workers=2) as pool:
         pending: deque[tuple[int, bytes, Future]] = deque()
         for start, chunk in _chunks(history):
             pending.append((start, chunk, pool.submit(_fast_rows, chunk)))
             if len(pending) >= IN_FLIGHT:
-                yield _in_order(*pending.popleft(), numbering)
+                yield _in_order(*pending.popleft(), numbering, pairing)
         while pending:
-            yield _in_order(*pending.popleft(), numbering)
+            yield _in_order(*pending.popleft(), numbering, pairing)
     numbering.finish()
 
 
-def _in_order(start: int, chunk: bytes, parsed: Future, numbering: _Numbering) -> Tables:
-    """A chunk's rows once its numbering is checked: in file order, so it cannot run ahead."""
+def _in_order(
+    start: int, chunk: bytes, parsed: Future, numbering: _Numbering, pairing: TxnPairing
+) -> Tables:
+    """A chunk's rows once its numbering is checked and its transactions are
+    paired: in file order, so neither can run ahead."""
     try:
         fast = parsed.result()
+        tables, still_open = pairing.pair(fast.tables)
         if numbering.check_chunk(fast.hid, fast.index):
-            return fast.tables
+            pairing.advance(still_open)
+            return tables
     except (_SlowPath, pa.ArrowException):  # any type Arrow cannot take: the Python path decides
         pass
-    return _slow_rows(chunk, start, numbering)
+    return _slow_rows(chunk, start, numbering, pairing)
 
 
 def _chunks(history: Path) -> Iterator[tuple[int, bytes]]:
@@ -345,9 +350,9 @@ class _Numbering:
 # --- slow path: every line in Python ----------------------------------------------------
 
 
-def _slow_rows(chunk: bytes, start: int, numbering: _Numbering) -> Tables:
+def _slow_rows(chunk: bytes, start: int, numbering: _Numbering, pairing: TxnPairing) -> Tables:
     first = _line_number(numbering.path, start)
-    ops = []
+    ops, rows = [], []
     for n, raw in enumerate(bytes(chunk).split(b"\n")[:-1], start=first):
         if not raw.strip():
             continue
@@ -356,10 +361,12 @@ def _slow_rows(chunk: bytes, start: int, numbering: _Numbering) -> Tables:
         except orjson.JSONDecodeError as e:
             raise HistoryError(f"{numbering.path}: line {n}: not valid JSON ({e})") from e
         checked(op, n, numbering.path)
-        numbering.check_line(op.get("hid") or 0, op["index"], n)
+        hid = op.get("hid") or 0
+        numbering.check_line(hid, op["index"], n)
+        rows += rows_of(op, pairing.line(hid, op, n))
         ops.append((n, op))
     try:
-        return _by_kind([r for _, op in ops for r in rows_of(op)])
+        return _by_kind(rows)
     except (pa.ArrowException, OverflowError):
         for n, op in ops:  # name the line whose number does not fit its column
             try:
@@ -478,6 +485,7 @@ def _hot_rows(hot: pa.Table) -> Tables:
     f, typ, valid = col["f"], col["type"], pc.is_valid
     send, poll_ok = pc.equal(f, "send"), pc.and_(pc.equal(f, "poll"), pc.equal(typ, "ok"))
     send_ok = pc.and_(send, pc.equal(typ, "ok"))
+    is_txn = pc.equal(f, "txn")
     if not _all(
         valid(col["time"]),
         valid(col["process"]),
@@ -485,6 +493,8 @@ def _hot_rows(hot: pa.Table) -> Tables:
         pc.or_(pc.invert(send), pc.and_(valid(v["topic"]), valid(v["value"]))),
         pc.or_(pc.invert(send_ok), pc.and_(valid(v["partition"]), valid(v["offset"]))),
         pc.if_else(poll_ok, valid(v["records"]), pc.is_null(v["records"])),
+        pc.if_else(is_txn, valid(v["ops"]), pc.is_null(v["ops"])),
+        pc.or_(pc.not_equal(f, "seek"), valid(value)),
     ):
         raise _SlowPath
     columns = {name: pa.nulls(n, ROWS.field(name).type) for name in ROWS.names}
@@ -501,27 +511,30 @@ def _hot_rows(hot: pa.Table) -> Tables:
         group=v["group"],
         topics=v["topics"],
         reason=v["reason"],
+        txn=txn_column(f, typ, col["index"]),
     )
     rows = pa.Table.from_arrays([columns[name] for name in ROWS.names], schema=ROWS)
     client = pc.is_in(f, pa.array(["send", "poll"]))
-    return {
+    tables = {
         "line": rows.filter(client),
         "control": _with_pair_lists(
             rows.filter(pc.invert(client)), value.filter(pc.invert(client))
         ),
         "record": _record_rows(rows, v["records"]),
     }
+    if pc.any(is_txn).as_py():
+        txns = rows.filter(is_txn)
+        more = expand(txns, v["ops"].filter(is_txn), valid(v["offsets"]).filter(is_txn))
+        tables = {kind: pa.concat_tables([tables[kind], more[kind]]) for kind in tables}
+    return tables
 
 
 def _with_pair_lists(control: pa.Table, value: pa.Array) -> pa.Table:
     """Membership and commit lines Arrow read hold only empty pair lists: [] where present."""
     f = control["f"]
+    users = {"offsets": ["commit", "seek"], "rebalanced": ["txn"]}
     for name in _PAIR_LISTS:
-        used_by = (
-            pc.equal(f, "commit")
-            if name == "offsets"
-            else pc.is_in(f, pa.array(["rebalance", "assign"]))
-        )
+        used_by = pc.is_in(f, pa.array(users.get(name, ["rebalance", "assign"])))
         present = pc.and_(used_by, pc.is_valid(pc.struct_field(value, name)))
         at = ROWS.get_field_index(name)
         control = control.set_column(at, name, _empty_where(present, ROWS.field(name).type))

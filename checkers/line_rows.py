@@ -54,8 +54,20 @@ ROWS = pa.schema(
         ("planned_s", pa.float64()),  # fault lines: the schedule's time of this edge
         ("at_s", pa.float64()),  # fault lines: when it really happened (docs/history.md)
         ("reason", pa.string()),
+        # Transactions (docs/history.md, ``txn``; checkers/txn_rows.py): the index of
+        # the transaction's invoke line, the micro-op's position in it, the input
+        # value a consume-transform-produce send transforms, and the partitions
+        # rebalanced while it ran.
+        ("txn", pa.int64()),
+        ("mop", pa.int32()),
+        ("source", pa.int64()),
+        ("rebalanced", _PAIR),
     ]
 )
+# ``txn`` of the rows of a transaction's completion until ingest pairs it with
+# its invoke (checkers/txn_rows.py ``TxnPairing``): the worker that parses a
+# chunk cannot see an invoke in an earlier chunk.
+TXN_PENDING = -1
 
 
 KINDS = ("line", "record", "control")  # the Parquet partitions of the rows table
@@ -79,12 +91,14 @@ def checked(op: Any, lineno: int, path: Path) -> dict[str, Any]:
     return op
 
 
-def rows_of(op: dict[str, Any]) -> list[dict[str, Any]]:
+def rows_of(op: dict[str, Any], invoke: int | None = None) -> list[dict[str, Any]]:
     """The rows of one checked line: the line itself, then one per polled record.
 
-    Fields the checkers do not read, or that have an unexpected type where the
-    contract leaves them open (fault parameters), are left out: readers ignore
-    what they do not know.
+    A ``txn`` line gives the rows of docs/results.md (``txn`` rows); for its
+    completion, ``invoke`` is the index of its invoke line (``TXN_PENDING``
+    if not known yet).  Fields the checkers do not read, or that have an
+    unexpected type where the contract leaves them open (fault parameters),
+    are left out: readers ignore what they do not know.
     """
     v = op["value"] if isinstance(op["value"], dict) else {}
     f = op["f"]
@@ -120,8 +134,10 @@ def rows_of(op: dict[str, Any]) -> list[dict[str, Any]]:
     )
     if f in ("rebalance", "assign"):  # pairs checked by check_value
         line.update({k: _pairs(v.get(k)) for k in ("partitions", "assigned", "revoked")})
-    if f == "commit":
+    if f in ("commit", "seek"):
         line["offsets"] = _triples(v.get("offsets"))
+    if f == "txn":
+        return txn_rows(line, v, TXN_PENDING if invoke is None else invoke)
     if not (f == "poll" and op["type"] == "ok"):
         return [line]
     return [line] + [
@@ -135,6 +151,74 @@ def rows_of(op: dict[str, Any]) -> list[dict[str, Any]]:
         }
         for j, r in enumerate(v["records"])
     ]
+
+
+# What the rows a transaction line gives copy of the line itself; the rest is
+# their own (``txn_rows``).
+_OF_THE_LINE = ("hid", "index", "time", "process", "nemesis", "type")
+
+
+def txn_rows(line: dict[str, Any], v: dict[str, Any], invoke: int) -> list[dict[str, Any]]:
+    """A ``txn`` line's rows: the line (``control``), a row per send micro-op,
+    and on a completion one poll row with every record its polls returned,
+    and a commit row for the offsets it sent (docs/results.md)."""
+    typ = line["type"]
+    done = typ != "invoke"
+    txn = invoke if done else line["index"]
+    own = {k: line[k] for k in _OF_THE_LINE}
+    rows = [{**line, "txn": txn, "rebalanced": _pairs(v.get("rebalanced"))}]
+    records: list[dict[str, Any]] = []
+    polled = False
+    for k, m in enumerate(v["ops"]):
+        skipped = m.get("skipped") is True
+        if m["f"] == "send":
+            rows.append(
+                {
+                    **own,
+                    "f": "send",
+                    "type": typ if not done or not skipped else "fail",
+                    "final": False,
+                    "error": line["error"] if done else None,
+                    "topic": m["topic"],
+                    "val": m["value"],
+                    "partition": m.get("partition"),
+                    "offset": m.get("offset") if done else None,
+                    "source": m.get("source"),
+                    "txn": txn,
+                    "mop": k,
+                }
+            )
+        elif done and not skipped:
+            polled = True
+            records += [(k, r) for r in m["records"]]
+    if polled:
+        poll = {**own, "type": "ok", "f": "poll", "final": False, "txn": txn}
+        rows.append(poll)
+        rows += [
+            {
+                **poll,
+                "j": j,
+                "mop": k,
+                "topic": r["topic"],
+                "partition": r["partition"],
+                "offset": r["offset"],
+                "val": r.get("value"),
+            }
+            for j, (k, r) in enumerate(records)
+        ]
+    if done and "offsets" in v:
+        rows.append(
+            {
+                **own,
+                "f": "commit",
+                "final": False,
+                "error": line["error"],
+                "group": line["group"],
+                "offsets": _triples(v["offsets"]),
+                "txn": txn,
+            }
+        )
+    return rows
 
 
 def _typed(v: dict[str, Any], key: str, kind: type) -> Any:
@@ -189,7 +273,10 @@ def check_value(lineno: int, op: dict[str, Any], path: Path) -> None:
     value, f, typ = op.get("value"), op["f"], op["type"]
     if value is None:
         _need(
-            f == "poll" and typ == "invoke" or op["process"] == NEMESIS or f != "send",
+            f == "poll"
+            and typ == "invoke"
+            or op["process"] == NEMESIS
+            or f not in ("send", "txn", "seek"),
             path,
             lineno,
             f"{f} {typ} needs a value object",
@@ -214,22 +301,71 @@ def check_value(lineno: int, op: dict[str, Any], path: Path) -> None:
     elif f == "poll" and typ == "ok":
         records = value.get("records")
         _need(isinstance(records, list), path, lineno, "poll ok value.records must be a list")
-        for r in records:
-            _need(
-                isinstance(r, dict)
-                and isinstance(r.get("topic"), str)
-                and _is_int(r.get("partition"))
-                and _is_int(r.get("offset"))
-                and (r.get("value") is None or _is_int(r.get("value"))),
-                path,
-                lineno,
-                "poll record needs topic (str), partition, offset and value (int or null)",
-            )
+        _check_records(records, path, lineno, "poll record")
     elif f in ("rebalance", "assign"):
         for key in ("assigned", "revoked", "partitions"):
             if key in value:
                 _check_pairs(value[key], 2, key, path, lineno)
-    elif f == "commit" and "offsets" in value:
+    elif f in ("commit", "seek") and "offsets" in value:
         _check_pairs(value["offsets"], 3, "offsets", path, lineno)
+    elif f == "txn" and op["process"] != NEMESIS:
+        _check_txn(value, typ, path, lineno)
     elif op["process"] == NEMESIS and "id" in value:
         _need(_is_int(value["id"]), path, lineno, "fault id must be an integer")
+
+
+def _check_records(records: list[Any], path: Path, lineno: int, what: str) -> None:
+    for r in records:
+        _need(
+            isinstance(r, dict)
+            and isinstance(r.get("topic"), str)
+            and _is_int(r.get("partition"))
+            and _is_int(r.get("offset"))
+            and (r.get("value") is None or _is_int(r.get("value"))),
+            path,
+            lineno,
+            f"{what} needs topic (str), partition, offset and value (int or null)",
+        )
+
+
+def _int_or_null(x: Any) -> bool:
+    return x is None or _is_int(x)
+
+
+def _check_txn(value: dict[str, Any], typ: str, path: Path, lineno: int) -> None:
+    """A ``txn`` line's micro-ops (docs/history.md): what its rows are made of."""
+    ops = value.get("ops")
+    _need(isinstance(ops, list), path, lineno, "txn value.ops must be a list of micro-ops")
+    for key, width in (("offsets", 3), ("rebalanced", 2)):
+        if key in value:
+            _check_pairs(value[key], width, key, path, lineno)
+    for k, m in enumerate(ops):
+        what = f"txn micro-op {k}"
+        _need(isinstance(m, dict), path, lineno, f"{what} must be an object")
+        _need(m.get("f") in ("send", "poll"), path, lineno, f"{what}: f must be 'send' or 'poll'")
+        skipped = m.get("skipped")
+        _need(skipped in (None, True, False), path, lineno, f"{what}: skipped must be a boolean")
+        if m["f"] == "send":
+            _need(_is_int(m.get("value")), path, lineno, f"{what}: send value must be an integer")
+            _need(
+                isinstance(m.get("topic"), str),
+                path,
+                lineno,
+                f"{what}: send topic must be a string",
+            )
+            for key in ("partition", "offset", "source"):
+                _need(
+                    _int_or_null(m.get(key)), path, lineno, f"{what}: send {key} must be an integer"
+                )
+            if typ == "ok" and not skipped:
+                for key in ("partition", "offset"):
+                    _need(
+                        _is_int(m.get(key)),
+                        path,
+                        lineno,
+                        f"{what}: a committed send's {key} must be an integer",
+                    )
+        elif "records" in m or (typ != "invoke" and not skipped):
+            records = m.get("records")
+            _need(isinstance(records, list), path, lineno, f"{what}: poll records must be a list")
+            _check_records(records, path, lineno, f"{what}: poll record")

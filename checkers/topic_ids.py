@@ -29,6 +29,7 @@ _CHANGED = {
     "assigned": _PAIR,
     "revoked": _PAIR,
     "offsets": _TRIPLE,
+    "rebalanced": _PAIR,
 }
 STORED = pa.schema(
     [pa.field(f.name, _CHANGED.get(f.name, f.type)) for f in ROWS]
@@ -36,7 +37,7 @@ STORED = pa.schema(
     + list(ACK_ORDER)  # filled by checkers/ack_order.py
     + [POSITION, *SUMMARY]  # filled by checkers/poll_positions.py
 )
-_LISTS = ("topics", "partitions", "assigned", "revoked", "offsets")
+_LISTS = ("topics", "partitions", "assigned", "revoked", "offsets", "rebalanced")
 
 
 class TopicIds:
