@@ -41,15 +41,16 @@ class AckOrder:
         order = pc.sort_indices(acks, sort_keys=keys)
         s = acks.take(order).combine_chunks()
         starts = run_starts(s, STREAM)
-        first_rows, last_rows = (rows.to_pylist() for rows in run_bounds(starts))
-        carried = [self.last.get(self._stream(s, i), (None, None)) for i in first_rows]
+        first_rows, last_rows = run_bounds(starts)
+        carried = [self.last.get(key, (None, None)) for key in self._streams(s, first_rows)]
         # A stream's first ack here follows the stream's last ack of earlier chunks.
         prev_offset, prev_index = (
             pc.replace_with_mask(_shifted(s[name]), starts, pa.array(column, pa.int64()))
             for name, column in zip(("offset", "index"), zip(*carried, strict=True), strict=True)
         )
-        for i in last_rows:
-            self.last[self._stream(s, i)] = (s["offset"][i].as_py(), s["index"][i].as_py())
+        offsets, indices = (s[name].take(last_rows).to_pylist() for name in ("offset", "index"))
+        ends = zip(offsets, indices, strict=True)
+        self.last.update(zip(self._streams(s, last_rows), ends, strict=True))
         back = pc.sort_indices(order)  # sorted order -> the acks' file order
         for name, values in (("prev_offset", prev_offset), ("prev_index", prev_index)):
             full = pc.replace_with_mask(pa.nulls(len(lines), pa.int64()), is_ack, values.take(back))
@@ -57,8 +58,10 @@ class AckOrder:
         return lines
 
     @staticmethod
-    def _stream(s: pa.Table, i: int) -> tuple:
-        return tuple(s[name][i].as_py() for name in STREAM)
+    def _streams(s: pa.Table, rows: pa.Array) -> list[tuple]:
+        """The stream keys of ``rows`` (one Python conversion per column: a history
+        of many short-lived processes has thousands of streams per chunk)."""
+        return list(zip(*(s[name].take(rows).to_pylist() for name in STREAM), strict=True))
 
 
 def _shifted(col: pa.ChunkedArray) -> pa.Array:

@@ -60,7 +60,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 import pyarrow.parquet as pq
 
-from checkers import poll_positions
+from checkers import pair_lists, poll_positions
 from checkers.ack_order import COLUMNS as ACK_ORDER
 from checkers.ack_order import AckOrder
 from checkers.line_rows import KINDS, ROWS, checked, kind_of, rows_of
@@ -97,8 +97,6 @@ WRITTEN = {
 # What readers see: every column of every kind, and the partition column.
 ROWS_TABLE = STORED.append(pa.field("kind", pa.string()))
 
-_EMPTY = pa.list_(pa.null())  # accepts [] only: a pair list with pairs is a special line
-_PAIR_LISTS = ("partitions", "assigned", "revoked", "offsets", "rebalanced")
 # What Arrow reads of a line; every other field is ignored.
 _HOT = pa.schema(
     [
@@ -123,7 +121,7 @@ _HOT = pa.schema(
                     ("group", pa.string()),
                     ("topics", pa.list_(pa.string())),
                     ("reason", pa.string()),
-                    *((name, _EMPTY) for name in _PAIR_LISTS),
+                    *((name, pair_lists.TYPE) for name in pair_lists.NAMES),
                 ]
             ),
         ),
@@ -138,7 +136,12 @@ _ONE_THREAD = pj.ReadOptions(use_threads=False)
 _BLANK = b'{"_blank":1}'
 # Every line Arrow must not see contains one of these in compact JSON, as the
 # recorder writes it.  Other spellings fail in Arrow and take the slow path.
-_SPECIAL = (f'"process":"{NEMESIS}"'.encode(), b'[["')
+_NEMESIS_LINE, _PAIRS = f'"process":"{NEMESIS}"'.encode(), b'[["'
+_SPECIAL = (_NEMESIS_LINE, _PAIRS)
+# A chunk with more lines holding pair lists than this has them rewritten for
+# Arrow (checkers/pair_lists.py) rather than parsed in Python: RE2 over the
+# chunk costs about what Python spends on a few hundred such lines.
+INLINE_PAIR_LINES = 300
 
 
 _SlowPath = SlowPath  # the fast path cannot vouch for a chunk; the Python path will judge it
@@ -171,7 +174,7 @@ def convert(history: Path, parquet: Path) -> None:
             topics, ack_order = TopicIds(), AckOrder()
             for tables in _tables(history):
                 for kind, table in tables.items():
-                    stored = topics.stored(kind, table)
+                    stored = topics.stored(table)
                     if kind == "line":
                         stored = ack_order.annotate(stored)
                     elif kind == "record":
@@ -394,9 +397,11 @@ class _Parsed:
 
 
 def _fast_rows(chunk: bytes) -> _Parsed:
-    blanked, special = _blank_out(chunk)
+    rewrite = _many_pair_lists(chunk)
+    blanked, special = _blank_out(chunk, (_NEMESIS_LINE,) if rewrite else _SPECIAL)
+    buffer = pair_lists.rewrite(blanked) if rewrite else pa.py_buffer(blanked)
     lines = pj.read_json(
-        pa.py_buffer(blanked), read_options=_ONE_THREAD, parse_options=_HOT_OPTIONS
+        buffer, read_options=_ONE_THREAD, parse_options=_HOT_OPTIONS
     ).combine_chunks()
     is_blank = pc.is_valid(_column(lines, "_blank"))
     if (pc.sum(is_blank.cast(pa.int64())).as_py() or 0) != len(special):
@@ -417,15 +422,27 @@ def _fast_rows(chunk: bytes) -> _Parsed:
     return _Parsed(tables, hid, index)
 
 
-def _blank_out(chunk: bytes) -> tuple[bytes | bytearray, list[dict]]:
-    """The chunk with each special line replaced by a marker, and those lines parsed.
+def _many_pair_lists(chunk: bytes) -> bool:
+    """Whether more than INLINE_PAIR_LINES lines of ``chunk`` hold a pair list."""
+    at, lines = _find(chunk, _PAIRS, 0), 0
+    while at >= 0:
+        lines += 1
+        if lines > INLINE_PAIR_LINES:
+            return True
+        at = _find(chunk, _PAIRS, chunk.find(b"\n", at))
+    return False
+
+
+def _blank_out(chunk: bytes, patterns: tuple[bytes, ...]) -> tuple[bytes | bytearray, list[dict]]:
+    """The chunk with each line holding one of ``patterns`` replaced by a marker,
+    and those lines parsed.
 
     The marker (padded with spaces to the line's length) keeps the line's
     place, so Arrow returns one row for it and the index column can be
     completed in file order from the parsed lines.
     """
     spans = set()
-    for pattern in _SPECIAL:
+    for pattern in patterns:
         at = _find(chunk, pattern, 0)
         while at >= 0:
             end = chunk.find(b"\n", at)
@@ -466,6 +483,11 @@ def _column(table: pa.Table, name: str) -> pa.Array:
     """One column of a combined table (at most one chunk) as an array."""
     col = table[name]
     return col.chunk(0) if col.num_chunks else pa.array([], col.type)
+
+
+def _true(mask: pa.Array) -> pa.Array:
+    """As many ``True`` as ``mask`` has: selects every row of ``x.filter(mask)``."""
+    return pa.repeat(True, pc.sum(mask.cast(pa.int64())).as_py() or 0)
 
 
 def _all(*masks: pa.Array) -> bool:
@@ -513,37 +535,27 @@ def _hot_rows(hot: pa.Table) -> Tables:
         reason=v["reason"],
         txn=txn_column(f, typ, col["index"]),
     )
+    try:
+        pairs = {
+            name: pair_lists.column(name, v[name], pc.is_in(f, pa.array(users)))
+            for name, users in pair_lists.USED_BY.items()
+        }
+        # A transaction's offsets go on its commit row (``expand``), not on its own.
+        txn_offsets = pair_lists.column("offsets", v["offsets"].filter(is_txn), _true(is_txn))
+    except pair_lists.Unreadable as e:
+        raise _SlowPath from e
+    columns.update(pairs)
     rows = pa.Table.from_arrays([columns[name] for name in ROWS.names], schema=ROWS)
     client = pc.is_in(f, pa.array(["send", "poll"]))
     tables = {
         "line": rows.filter(client),
-        "control": _with_pair_lists(
-            rows.filter(pc.invert(client)), value.filter(pc.invert(client))
-        ),
+        "control": rows.filter(pc.invert(client)),
         "record": _record_rows(rows, v["records"]),
     }
     if pc.any(is_txn).as_py():
-        txns = rows.filter(is_txn)
-        more = expand(txns, v["ops"].filter(is_txn), valid(v["offsets"]).filter(is_txn))
+        more = expand(rows.filter(is_txn), v["ops"].filter(is_txn), txn_offsets)
         tables = {kind: pa.concat_tables([tables[kind], more[kind]]) for kind in tables}
     return tables
-
-
-def _with_pair_lists(control: pa.Table, value: pa.Array) -> pa.Table:
-    """Membership and commit lines Arrow read hold only empty pair lists: [] where present."""
-    f = control["f"]
-    users = {"offsets": ["commit", "seek"], "rebalanced": ["txn"]}
-    for name in _PAIR_LISTS:
-        used_by = pc.is_in(f, pa.array(users.get(name, ["rebalance", "assign"])))
-        present = pc.and_(used_by, pc.is_valid(pc.struct_field(value, name)))
-        at = ROWS.get_field_index(name)
-        control = control.set_column(at, name, _empty_where(present, ROWS.field(name).type))
-    return control
-
-
-def _empty_where(mask: pa.Array, type_: pa.DataType) -> pa.Array:
-    """An empty list of ``type_`` where ``mask``, else null (Arrow let only [] through)."""
-    return pc.if_else(mask, pa.scalar([], type_), pa.scalar(None, type_))
 
 
 # What a record row copies from its poll line (``line_rows.rows_of``); the

@@ -282,12 +282,8 @@ def check_value(lineno: int, op: dict[str, Any], path: Path) -> None:
             f"{f} {typ} needs a value object",
         )
         return
-    _need(
-        isinstance(value, dict),
-        path,
-        lineno,
-        f"value must be an object or null, got {json.dumps(value)[:60]}",
-    )
+    if not isinstance(value, dict):
+        _need(False, path, lineno, f"value must be an object or null, got {json.dumps(value)[:60]}")
     if f == "send":
         _need(_is_int(value.get("value")), path, lineno, "send value.value must be an integer")
         _need(

@@ -89,12 +89,12 @@ def txn_column(f: pa.Array, typ: pa.Array, index: pa.Array) -> pa.Array:
     return pc.if_else(pc.equal(f, "txn"), own, pa.scalar(None, pa.int64()))
 
 
-def expand(lines: pa.Table, ops: pa.Array, offsets_given: pa.Array) -> Tables:
+def expand(lines: pa.Table, ops: pa.Array, offsets: pa.Array) -> Tables:
     """The rows a transaction's micro-ops give, by kind (its own row is made with
     the other lines' rows).  ``lines``: the txn lines' own rows (schema ROWS),
-    ``ops`` their ``value.ops``, ``offsets_given`` whether each has ``offsets``
-    (Arrow reads only empty ones: a line with offsets takes the Python path).
-    Raises SlowPath where ``checkers.line_rows.check_value`` might object.
+    ``ops`` their ``value.ops``, ``offsets`` their ``value.offsets`` (null if
+    none; in the rows' type).  Raises SlowPath where
+    ``checkers.line_rows.check_value`` might object.
     """
     typ, index = lines["type"], lines["index"]
     done = pc.not_equal(typ, "invoke")
@@ -131,7 +131,7 @@ def expand(lines: pa.Table, ops: pa.Array, offsets_given: pa.Array) -> Tables:
     sends = _send_rows(own, lines, m, k, parent, is_send, skipped, txn)
     polls, records = _polls(own, m, k, parent, ran_poll, txn)
     tables = {"line": pa.concat_tables([sends, polls]), "record": records}
-    commits = pc.and_(done, offsets_given)
+    commits = pc.and_(done, pc.is_valid(offsets))
     c = own.filter(commits)
     tables["control"] = _rows(
         len(c),
@@ -141,7 +141,7 @@ def expand(lines: pa.Table, ops: pa.Array, offsets_given: pa.Array) -> Tables:
             "final": False,
             "error": lines["error"].filter(commits),
             "group": lines["group"].filter(commits),
-            "offsets": pa.array([[]] * len(c), ROWS.field("offsets").type),
+            "offsets": offsets.filter(commits),
             "txn": txn.filter(commits),
         },
     )

@@ -171,19 +171,49 @@ def test_txn_lines_give_the_contracts_rows(tmp_path):
     ]
 
 
-def test_fast_and_python_paths_make_identical_txn_rows(tmp_path, monkeypatch):
-    path = _file(tmp_path)
+def _membership_and_commits(b: HistoryBuilder) -> None:
+    """The other lines with pair lists, and a fault, for the rewrite (checkers/pair_lists.py)."""
+    b.subscribe(10, "g", ["t", "u"])
+    b.rebalance(10, "g", assigned=[("t", 0), ("u", 1)], revoked=[])
+    b.fault("partition", 1, "start", ["n1", "n2"], grudge={"n1": ["n2"]})
+    b.poll(10, [("t", 0, 0, 0), ("u", 1, 4, 1)])
+    b.commit(10, "g", [("t", 0, 1), ("u", 1, 5)])
+    b.op(10, "ok", "commit", {"group": "g", "offsets": []})
+    b.rebalance(10, "g", revoked=[("u", 1)])
+    b.op(10, "ok", "rebalance", {"group": "g", "assigned": [], "revoked": [], "lost": True})
+    b.assign(11, None, [("t", 0), ("t", 1)])
+    b.op(11, "ok", "subscribe", {"group": "g", "topics": ["t"], "partitions": [["t", 0]]})
+    b.fault("partition", 1, "end", ["n1", "n2"])
+
+
+def _mixed_file(tmp_path: Path) -> Path:
+    b = HistoryBuilder()
+    _transactions(b)
+    _membership_and_commits(b)
+    return b.write(tmp_path / "mixed.jsonl")
+
+
+@pytest.mark.parametrize("make", [_file, _mixed_file])
+def test_fast_and_python_paths_make_identical_txn_rows(tmp_path, monkeypatch, make):
+    """The fast path with pair lists in Python, with them rewritten for Arrow, in
+    small chunks (completions in other chunks than their invokes), and the
+    Python path: the same rows."""
+    path = make(tmp_path)
     fast = _rows(path, tmp_path / "fast.parquet")
-    monkeypatch.setattr(ingest, "CHUNK_BYTES", 400)  # completions in another chunk than invokes
+    monkeypatch.setattr(ingest, "INLINE_PAIR_LINES", 0)
+    rewritten = _rows(path, tmp_path / "rewritten.parquet")
+    monkeypatch.setattr(ingest, "CHUNK_BYTES", 400)
     small = _rows(path, tmp_path / "small.parquet")
     _slow_only(monkeypatch)
     slow = _rows(path, tmp_path / "slow.parquet")
-    assert fast == small == slow
-    assert {r["hid"] for r in fast} == {0, 1}
+    assert fast == rewritten == small == slow
+    assert any(r["offsets"] for r in fast) and any(r["rebalanced"] for r in fast)
 
 
-def test_the_fast_path_parses_txn_lines_itself(tmp_path, monkeypatch):
-    """Only lines with pair lists go through Python (checkers.line_rows.rows_of)."""
+@pytest.mark.parametrize("inline", [300, 0])
+def test_the_fast_path_parses_txn_lines_itself(tmp_path, monkeypatch, inline):
+    """Only lines with pair lists go through Python (checkers.line_rows.rows_of),
+    and none once a chunk has many of them (rewritten for Arrow)."""
     from checkers import line_rows
 
     seen = []
@@ -194,8 +224,44 @@ def test_the_fast_path_parses_txn_lines_itself(tmp_path, monkeypatch):
         return real(op, invoke)
 
     monkeypatch.setattr(ingest, "rows_of", counting)
+    monkeypatch.setattr(ingest, "INLINE_PAIR_LINES", inline)
     ingest.convert(_file(tmp_path, 1), tmp_path / "h.parquet")
-    assert sorted(seen) == ["assign", "assign", "rebalance", "seek", "txn", "txn", "txn"]
+    expected = ["assign", "assign", "rebalance", "seek", "txn", "txn", "txn"]
+    assert sorted(seen) == (expected if inline else [])
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ({"group": "g", "ops": [], "offsets": [["t", 0]]}, "offsets must be a list of"),
+        ({"group": "g", "ops": [], "rebalanced": [["t", 0, 1]]}, "rebalanced must be a list of"),
+        ({"group": "g", "ops": [], "offsets": [["t", 2**40, 1]]}, "too large"),
+    ],
+)
+def test_bad_pair_lists_are_named_when_rewritten(tmp_path, monkeypatch, value, message):
+    monkeypatch.setattr(ingest, "INLINE_PAIR_LINES", 0)
+    b = HistoryBuilder()
+    b.op(2, "invoke", "txn", {"group": "g", "ops": []})
+    b.op(2, "ok", "txn", value)
+    path = b.write(tmp_path / "h.jsonl")
+    with pytest.raises(HistoryError, match=f"line 2: .*({message})"):
+        ingest.convert(path, tmp_path / "h.parquet")
+
+
+def test_a_string_ending_in_a_bracket_is_not_taken_for_a_pair_list(tmp_path, monkeypatch):
+    """The rewrite's one false match leaves invalid JSON: the Python path reads the chunk."""
+    monkeypatch.setattr(ingest, "INLINE_PAIR_LINES", 0)
+    b = HistoryBuilder()
+    b.op(2, "invoke", "txn", {"group": "g", "ops": []})
+    b.op(2, "fail", "txn", {"group": "g", "ops": [], "error": 'x ["', "reason": '",1]'})
+    b.op(3, "ok", "seek", {"group": "g", "offsets": [["t", 0, 1]], "reason": "a [", "x": [1]})
+    rows = _rows(b.write(tmp_path / "h.jsonl"), tmp_path / "h.parquet")
+    own = next(r for r in rows if r["f"] == "txn" and r["type"] == "fail")
+    assert (own["error"], own["reason"]) == ('x ["', '",1]')
+    seek = next(r for r in rows if r["f"] == "seek")
+    assert seek["reason"] == "a [" and seek["offsets"] == [
+        {"topic": "t", "partition": 0, "offset": 1}
+    ]
 
 
 BAD_MOPS = [
