@@ -188,7 +188,7 @@ def commit_past_unread(t: Tables) -> DataFrame:
         F.min_by("index", F.struct(-F.col("c"), F.col("index"))).alias("commit_index"),
     )
     top = top.join(F.broadcast(t.group_bits), "group")
-    read = t.per_position.where(F.col("read") == 1)
+    read = t.known_positions.where(F.col("read") == 1)
     unread = read.join(F.broadcast(top), TP).where(
         (F.col("offset") < F.col("committed_offset"))
         & (F.col("readers").bitwiseAND(F.col("bit")) == 0)

@@ -1,9 +1,12 @@
 """Read and ack order: nonmonotonic-poll, poll-skip (and the pairs nonmonotonic-send uses).
 
 A consumer process reads each partition in offset order until something
-legitimately moves its position: a subscribe/assign by that process, or a
+legitimately moves its position: a subscribe/assign by that process, a
 rebalance callback of that process naming the partition (assigned or revoked;
-it may then resume from the committed offset).  Resets and reads are merged
+it may then resume from the committed offset), or a seek naming it.  A
+transaction's reads are one poll at its completion's index: these checks
+compare them with the reads before and after the transaction, and the
+int-* checks (checkers/txn_checks.py) judge its inside.  Resets and reads are merged
 into one stream per (process, partition) ordered by history index (reads of
 one poll by their position in it), so "consecutive reads with no reset in
 between" is simply "this row and the previous row are both reads".  A
@@ -35,7 +38,12 @@ def _resets(t: Tables) -> DataFrame:
             F.concat(F.coalesce("assigned", F.array()), F.coalesce("revoked", F.array()))
         ).alias("tp"),
     )
-    named = rebalances.select("hid", "process", "index", "tp.topic", "tp.partition")
+    seeks = ops.where(F.col("f") == "seek").select(
+        "hid", "process", "index", F.explode("offsets").alias("tp")
+    )
+    named = rebalances.select("hid", "process", "index", "tp.topic", "tp.partition").unionByName(
+        seeks.select("hid", "process", "index", "tp.topic", "tp.partition")
+    )
     joins = ops.where(F.col("f").isin("subscribe", "assign")).select("hid", "process", "index")
     streams = t.polls.select("hid", "process", "topic", "partition").distinct()
     everything = joins.join(streams, ["hid", "process"])
@@ -45,7 +53,7 @@ def _resets(t: Tables) -> DataFrame:
 def _runs(t: Tables) -> DataFrame:
     """Read stream entries: one per (poll line, partition) read (``Tables.polls``),
     one per reset."""
-    reads = t.polls.select("*", F.lit(False).alias("reset"))
+    reads = t.polls.drop("txn").select("*", F.lit(False).alias("reset"))
     resets = _resets(t).select(
         "hid",
         "process",
@@ -63,7 +71,9 @@ def _runs(t: Tables) -> DataFrame:
 def backward_acks(t: Tables) -> DataFrame:
     """Acks at an offset not above their producer stream's previous ack (ingest
     pairs every ack with that one: checkers/ack_order.py)."""
-    acks = t.ops.where(is_send("ok") & (F.col("offset") <= F.col("prev_offset")))
+    # Pairs inside one transaction (one line) are int-nonmonotonic-send's.
+    backwards = (F.col("offset") <= F.col("prev_offset")) & (F.col("prev_index") != F.col("index"))
+    acks = t.ops.where(is_send("ok") & backwards)
     return acks.select(
         "hid",
         "process",
@@ -105,7 +115,7 @@ def suspicious_pairs(t: Tables) -> DataFrame:
         "prev_offset",
         "prev_index",
     )
-    crooked = t.polls.where(~F.col("straight")).select(*POLL)
+    crooked = t.polls.where(~F.col("straight") & F.col("txn").isNull()).select(*POLL)
     by_position = Window.partitionBy(*POLL).orderBy("j")
     inside = (
         t.reads.join(F.broadcast(crooked), POLL, "left_semi")
@@ -123,9 +133,10 @@ def suspicious_pairs(t: Tables) -> DataFrame:
 
 
 def _next_known(t: Tables) -> DataFrame:
-    """(hid, topic, partition, prev_offset, next_known): the next offset known to hold a value."""
+    """(hid, topic, partition, prev_offset, next_known): the next offset known to hold a
+    value a consumer must read (``Tables.known_positions``)."""
     w = Window.partitionBy(*TP).orderBy("offset")
-    return t.per_position.select(
+    return t.known_positions.select(
         *TP, F.col("offset").alias("prev_offset"), F.lead("offset").over(w).alias("next_known")
     )
 

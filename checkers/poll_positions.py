@@ -5,7 +5,9 @@ returned from the same partition (``j`` is its position in the whole poll).
 Each (poll line, partition) gets one ``kind=poll`` row: its first and last
 offset and whether its records are one ``straight`` run of consecutive
 offsets in order.  The read-order checks (checkers/poll_checks.py) treat a
-straight run as one entry and look inside the others record by record.
+straight run as one entry and look inside the others record by record.  A
+transaction's polls are one poll line (its completion's, checkers/txn_rows.py),
+so its reads of a partition are one summary.
 
 Positions are counted within the partition because a client may interleave
 partitions in one poll: counted over the whole poll, records 5, 6 and 9 of
@@ -26,8 +28,12 @@ from checkers.sorted_runs import row_numbers, run_bounds, run_starts
 POSITION = ("jp", pa.int32())
 SUMMARY = (("first_offset", pa.int64()), ("last_offset", pa.int64()), ("straight", pa.bool_()))
 _GROUP = ("hid", "index", "topic", "partition")  # one poll line's records of one partition
-# What a summary row copies from its poll (the rest of its row is null).
-KEPT = ("hid", "index", "time", "process", "nemesis", "type", "f", "final", "topic", "partition")
+# What a summary row copies from its poll (the rest of its row is null); ``txn``
+# marks a transaction's reads, whose inside the int-* checks judge.
+KEPT = (
+    "hid", "index", "time", "process", "nemesis", "type", "f", "final", "topic", "partition",
+    "txn",
+)  # fmt: skip
 
 
 def number_and_summarise(records: pa.Table) -> tuple[pa.Table, pa.Table]:

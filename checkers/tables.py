@@ -47,8 +47,14 @@ def kind(name: str) -> Column:
 
 
 def line_rows() -> Column:
-    """True once per history line (not for polled records, nor the topic names)."""
-    return F.col("kind").isin("line", "control")
+    """True once per history line (not for polled records, nor the topic names):
+    a transaction line's own row, not the send, poll and commit rows it gives."""
+    return F.col("kind").isin("line", "control") & (F.col("txn").isNull() | (F.col("f") == "txn"))
+
+
+def read_committed(config: dict) -> bool:
+    """Whether the run's consumers read committed data only (``txn.isolation_level``)."""
+    return config.get("txn", {}).get("isolation_level", "read_committed") == "read_committed"
 
 
 def is_send(type_: str | None = None) -> Column:
@@ -143,6 +149,9 @@ class Tables:
     """Views of one rows table (see checkers/ingest.py): one row per line, one per polled record."""
 
     ops: DataFrame
+    # read_committed consumers skip aborted records: an offset known to hold
+    # only an aborted value is not one they must read (``known_positions``).
+    read_committed: bool = True
     _cached: list[DataFrame] = field(default_factory=list, repr=False)
 
     def keep(self, df: DataFrame, small: bool = False, distinct_keys: bool = False) -> DataFrame:
@@ -180,14 +189,16 @@ class Tables:
     def polls(self) -> DataFrame:
         """One row per (poll line, partition) read, cached: the read-order checks
         need only these.  Ingest made them (``kind=poll``,
-        checkers/poll_positions.py): the first and last offset, and whether
-        the records are one ``straight`` run of consecutive offsets in order.
+        checkers/poll_positions.py): the first and last offset, whether the
+        records are one ``straight`` run of consecutive offsets in order, and
+        the transaction whose reads they are (all its polls count as one).
         """
         rows = self.ops.where(kind("poll")).select(
             *POLL,
             F.col("first_offset").alias("first"),
             F.col("last_offset").alias("last"),
             "straight",
+            "txn",
         )
         return self.keep(rows)
 
@@ -199,6 +210,15 @@ class Tables:
         )
 
     # -- small cached tables ----------------------------------------------------------
+
+    @cached_property
+    def known_positions(self) -> DataFrame:
+        """``per_position`` without the offsets a read_committed consumer may skip:
+        those whose only known values are from aborted transactions (read by
+        someone, which ``aborted-read`` judges).  Markers are never known."""
+        if not self.read_committed:
+            return self.per_position
+        return self.per_position.where(~F.col("aborted"))
 
     @cached_property
     def topic_names(self) -> dict[int, str]:
@@ -346,11 +366,19 @@ class Tables:
         """
         seen = self.ops.where((is_send() | is_read()) & F.col("val").isNotNull())
         seen = self._with_reader_bit(seen).select(
-            "hid", "val", "index", "time", tp_key().alias("tp"), "offset", "bit", "op"
-        )
+            "hid", "val", "index", "time", tp_key().alias("tp"), "offset", "bit", "op",
+            F.col("txn").isNotNull().alias("in_txn"),
+        )  # fmt: skip
 
         def of_the(code: int, col: str) -> Column:
             return F.min(F.when(op_is(code), F.col(col)))
+
+        def failed(in_txn: bool) -> Column:
+            """Index of a definitely failed send outside transactions, or of an
+            aborted transaction's send (``in_txn``): ``failed-write-read``
+            judges the first, ``aborted-read`` the second."""
+            txn = F.col("in_txn") if in_txn else ~F.col("in_txn")
+            return F.min(F.when(op_is(FAIL) & txn, F.col("index")))
 
         def at_position(col: str) -> Column:
             return F.when(op_position(), F.col(col))
@@ -365,7 +393,8 @@ class Tables:
             of_the(ACK, "time").alias("ack_time"),
             of_the(ACK, "tp").alias("ack_tp"),
             of_the(ACK, "offset").alias("offset"),
-            of_the(FAIL, "index").alias("fail_index"),
+            failed(in_txn=False).alias("fail_index"),
+            failed(in_txn=True).alias("abort_index"),
             of_the(READ, "index").alias("read_index"),
             F.min_by("time", F.when(op_is(READ), F.col("index"))).alias("read_time"),
             (spread("tp") | spread("offset")).alias("dup"),
@@ -385,6 +414,7 @@ class Tables:
                 *tp_columns("ack_tp", "topic", "partition"),
                 "offset",
                 "fail_index",
+                "abort_index",
                 "read_index",
                 "read_time",
                 "dup",
@@ -418,6 +448,7 @@ class Tables:
         values (which ``per_value`` does not hold), come from the rows, and
         the rows are scanned only when there are any (two quick probes; most
         histories have neither, and the scan was 4 of 7 s at 1e7 ops).
+        ``aborted``: a value seen there was sent by an aborted transaction.
         """
         single = self.per_value.where(~F.col("dup") & F.col("pos_offset").isNotNull()).select(
             "hid",
@@ -427,15 +458,18 @@ class Tables:
             F.col("pos_first").alias("first"),
             F.col("read_index").isNotNull().cast("int").alias("read"),
             "readers",
+            F.col("abort_index").isNotNull().alias("aborted"),
         )
-        dups = self.per_value.where("dup").select("hid", "val")
+        dups = self.per_value.where("dup").select(
+            "hid", "val", F.col("abort_index").isNotNull().alias("aborted")
+        )
         null_reads = self.ops.where(is_read() & F.col("val").isNull())
         if dups.isEmpty() and null_reads.isEmpty():
             return self.keep(self._by_position(single), distinct_keys=True)
         rows = (
             self.ops.where(is_position())
-            .join(F.broadcast(dups), ["hid", "val"], "left_semi")
-            .unionByName(null_reads)
+            .join(F.broadcast(dups), ["hid", "val"])
+            .unionByName(null_reads.withColumn("aborted", F.lit(False)))
         )
         several = self._with_reader_bit(rows).select(
             "hid",
@@ -445,6 +479,7 @@ class Tables:
             F.when(F.col("val").isNotNull(), F.col("index")).alias("first"),
             is_read().cast("int").alias("read"),
             F.col("bit").alias("readers"),
+            "aborted",
         )
         return self.keep(self._by_position(single.unionByName(several)), distinct_keys=True)
 
@@ -458,6 +493,7 @@ class Tables:
             F.min("first").alias("first"),
             F.max("read").alias("read"),
             F.bit_or("readers").alias("readers"),
+            F.max("aborted").alias("aborted"),
         )
         return by_position.select(
             "hid", *tp_columns("tp", "topic", "partition"), "offset", *by_position.columns[3:]
