@@ -32,7 +32,7 @@ from checkers.results import (
 )
 from checkers.send_checks import send_checks
 from checkers.session import get_spark
-from checkers.tables import TP, Tables, local_table
+from checkers.tables import TP, Tables, local_table, read_committed
 
 MAX_INDICES = 20  # indices kept per example: enough to prove it, bounded
 NEIGHBOURS = 3  # offsets either side of a lost value shown in its example
@@ -213,7 +213,7 @@ def analyse(
     stats: bool = True,
 ) -> dict[int, dict[str, Any]]:
     """Results for every history (hid) in ``ops``; ``examples=None`` keeps every anomaly."""
-    t = Tables(ops)
+    t = Tables(ops, read_committed=read_committed(config))
     try:
         return _analyse(spark, t, config, examples, stats)
     finally:
