@@ -79,6 +79,15 @@ def _common_broker_props(node: Node, n_nodes: int) -> dict[str, object]:
         "transaction.state.log.min.isr": min(2, rf),
         "transaction.state.log.num.partitions": 10,
         "group.initial.rebalance.delay.ms": 0,
+        # The new consumer group protocol (KIP-848) keeps session and heartbeat
+        # timing on the broker, with a 45 s minimum session by default; these
+        # match the classic consumers' 10 s session so the two protocols are
+        # compared under the same failure detection (unknown keys on 3.x brokers
+        # are only logged).
+        "group.consumer.min.session.timeout.ms": 6000,
+        "group.consumer.session.timeout.ms": 10000,
+        "group.consumer.min.heartbeat.interval.ms": 1000,
+        "group.consumer.heartbeat.interval.ms": 3000,
         "auto.create.topics.enable": False,
         "replica.lag.time.max.ms": 10000,
         "num.network.threads": 2,

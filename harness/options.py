@@ -78,6 +78,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("--consumer-mode", "consumer.mode", str, "group mode", ("subscribe", "assign")),
     Option("--commit", "consumer.commit", str, "commit policy", ("auto", "manual")),
     Option(
+        "--group-protocol",
+        "consumer.group_protocol",
+        str,
+        "consumer group protocol (subscribe mode)",
+        ("classic", "consumer"),
+    ),
+    Option(
         "--consumer-crash-interval",
         "consumer.crash_interval_s",
         float,
@@ -99,9 +106,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("--faults", "nemesis.faults", _faults, "comma-separated fault kinds, or none"),
     Option("--fault-interval", "nemesis.interval_s", float, "quiet seconds between faults"),
     Option("--fault-duration", "nemesis.duration_s", float, "seconds each fault lasts"),
-    Option(
-        "--targets", "nemesis.targets", str, "fault targets", TARGET_MODES
-    ),
+    Option("--targets", "nemesis.targets", str, "fault targets", TARGET_MODES),
     Option("--spark-master", "checker.spark_master", str, "Spark master for the checkers"),
     Option(
         "--availability-min-rate",
@@ -214,3 +219,27 @@ def validate(spec: TestSpec) -> None:
         raise ConfigError("time_limit_s must be positive")
     if spec.producer.rate <= 0:
         raise ConfigError("producer.rate must be positive")
+    _validate_group_protocol(spec)
+
+
+def _validate_group_protocol(spec: TestSpec) -> None:
+    c = spec.consumer
+    if c.group_protocol not in ("classic", "consumer"):
+        raise ConfigError(
+            f"consumer.group_protocol: {c.group_protocol!r} is not classic or consumer"
+        )
+    if c.group_protocol == "classic":
+        return
+    if c.mode != "subscribe":
+        raise ConfigError(
+            "consumer.group_protocol consumer needs consumer.mode subscribe: the new "
+            "protocol assigns partitions on the broker and has no assign()"
+        )
+    if (
+        not spec.cluster.kafka_version.split(".")[0].isdigit()
+        or int(spec.cluster.kafka_version.split(".")[0]) < 4
+    ):
+        raise ConfigError(
+            f"consumer.group_protocol consumer needs Kafka 4.0 or later (KIP-848 is GA "
+            f"there), not {spec.cluster.kafka_version}"
+        )

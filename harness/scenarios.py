@@ -59,6 +59,20 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "consumer": {"groups": 1, "workers_per_group": 3, "crash_interval_s": 12.0},
         "nemesis": {"faults": []},
     },
+    "consumer-failover-kip848": {
+        "description": "Consumer failover under the new group protocol (KIP-848, Kafka 4): "
+        "the broker reassigns a crashed member's partitions; coverage holds.",
+        "expected_verdict": "valid",
+        "time_limit_s": 40.0,
+        "topic": SEED_LAB_TOPIC,
+        "consumer": {
+            "groups": 1,
+            "workers_per_group": 3,
+            "crash_interval_s": 12.0,
+            "group_protocol": "consumer",
+        },
+        "nemesis": {"faults": []},
+    },
     "pubsub-vs-queue": {
         "description": "Two groups each read every message; within a group, each once.",
         "expected_verdict": "valid",

@@ -71,6 +71,8 @@ class ConsumerSpec:
     commit: str = "auto"  # auto | manual
     crash_interval_s: float | None = None  # consumer failover: crash a consumer this often
     session_timeout_ms: int = 10000
+    # classic | consumer (KIP-848: the broker assigns; subscribe only; Kafka 4.0+).
+    group_protocol: str = "classic"
 
 
 @dataclass

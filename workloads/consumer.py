@@ -85,14 +85,40 @@ def consumer_config(spec: TestSpec, bootstrap: str, group: str, client_id: str) 
         "auto.commit.interval.ms": AUTO_COMMIT_INTERVAL_MS,
         "auto.offset.reset": "earliest",
         "enable.partition.eof": False,
-        "session.timeout.ms": c.session_timeout_ms,
-        "heartbeat.interval.ms": max(100, c.session_timeout_ms // 3),
-        # A worker never goes long without polling (bounded commits), so a
-        # short limit evicts a wedged member quickly instead of after 5 min.
-        "max.poll.interval.ms": max(c.session_timeout_ms, 30_000),
+        **membership_config(spec),
         "socket.timeout.ms": SOCKET_TIMEOUT_MS,
         "logger": CLIENT_LOGGER,
     }
+
+
+def membership_config(spec: TestSpec) -> dict[str, Any]:
+    """How a consumer takes part in its group: the protocol and its timing.
+
+    Under the classic protocol the client sets its session and heartbeat;
+    under KIP-848 (``group.protocol=consumer``) the broker does
+    (``group.consumer.*`` in harness/kafka_config.py) and librdkafka refuses
+    the client-side keys.
+    """
+    c = spec.consumer
+    timing = {
+        # A worker never goes long without polling (bounded commits), so a
+        # short limit evicts a wedged member quickly instead of after 5 min.
+        "max.poll.interval.ms": max(c.session_timeout_ms, 30_000),
+    }
+    if c.group_protocol == "consumer":
+        return {"group.protocol": "consumer", **timing}
+    return {
+        "session.timeout.ms": c.session_timeout_ms,
+        "heartbeat.interval.ms": max(100, c.session_timeout_ms // 3),
+        **timing,
+    }
+
+
+def protocol_field(spec: TestSpec) -> dict[str, str]:
+    """``{"protocol": "consumer"}`` on subscribe lines under KIP-848; classic adds nothing,
+    so classic histories stay byte-identical to older ones."""
+    p = spec.consumer.group_protocol
+    return {} if p == "classic" else {"protocol": p}
 
 
 def tp_list(partitions: list[TopicPartition]) -> list[list[Any]]:
@@ -252,7 +278,7 @@ class ConsumerWorker:
 
     def _join(self, consumer: Consumer) -> None:
         if self.spec.consumer.mode == "subscribe":
-            value = {"group": self.group, "topics": [self.topic]}
+            value = {"group": self.group, "topics": [self.topic], **protocol_field(self.spec)}
             self.history.append(self.process, "invoke", "subscribe", value)
             consumer.subscribe(
                 [self.topic], on_assign=self._assigned, on_revoke=self._revoked, on_lost=self._lost

@@ -42,7 +42,9 @@ from workloads.consumer import (
     assigned_partitions,
     bounded_call,
     close_quietly,
+    membership_config,
     next_offsets,
+    protocol_field,
     record_of,
     tp_list,
 )
@@ -130,7 +132,6 @@ def producer_config(spec: TestSpec, bootstrap: str, process: int, slot: int) -> 
 
 
 def consumer_config(spec: TestSpec, bootstrap: str, process: int) -> dict[str, Any]:
-    c = spec.consumer
     return {
         "bootstrap.servers": bootstrap,
         "group.id": txn_group(spec),
@@ -139,9 +140,7 @@ def consumer_config(spec: TestSpec, bootstrap: str, process: int) -> dict[str, A
         "enable.auto.commit": False,  # offsets are committed inside transactions
         "auto.offset.reset": "earliest",
         "enable.partition.eof": False,
-        "session.timeout.ms": c.session_timeout_ms,
-        "heartbeat.interval.ms": max(100, c.session_timeout_ms // 3),
-        "max.poll.interval.ms": max(c.session_timeout_ms, 30_000),
+        **membership_config(spec),
         "socket.timeout.ms": SOCKET_TIMEOUT_MS,
         "logger": CLIENT_LOGGER,
     }
@@ -200,7 +199,7 @@ class TxnClient:
         """init_transactions (fences our predecessor), then join the group."""
         self._call(lambda: self.producer.init_transactions(self.timeout), "init_transactions")
         if self.spec.consumer.mode == "subscribe":
-            value = {"group": self.group, "topics": [self.topic]}
+            value = {"group": self.group, "topics": [self.topic], **protocol_field(self.spec)}
             self.history.append(self.process, "invoke", "subscribe", value)
             self.consumer.subscribe(
                 [self.topic], on_assign=self._assigned, on_revoke=self._revoked, on_lost=self._lost
