@@ -6,12 +6,15 @@ rebalance callback of that process naming the partition (assigned or revoked;
 it may then resume from the committed offset), or a seek naming it.  A
 transaction's reads are one poll at its completion's index: these checks
 compare them with the reads before and after the transaction, and the
-int-* checks (checkers/txn_checks.py) judge its inside.  Resets and reads are merged
-into one stream per (process, partition) ordered by history index (reads of
-one poll by their position in it), so "consecutive reads with no reset in
-between" is simply "this row and the previous row are both reads".  A
-producer's acks per partition form a stream of their own, already paired
-ack by ack at ingest (checkers/ack_order.py).
+int-* checks (checkers/txn_checks.py) judge its inside.  A partition the
+transaction lists in ``rebalanced`` was reset at some point inside it, maybe
+after its last read there, so it counts as reset both before the
+transaction's reads (its rebalance lines come first) and right after them.
+Resets and reads are merged into one stream per (process, partition) ordered
+by history index (reads of one poll by their position in it), so "consecutive
+reads with no reset in between" is simply "this row and the previous row are
+both reads". A producer's acks per partition form a stream of their own,
+already paired ack by ack at ingest (checkers/ack_order.py).
 
 The read streams are ordered in one window pass, and only the few
 suspicious consecutive pairs are kept (cached) for the checks.
@@ -43,6 +46,12 @@ def _resets(t: Tables) -> DataFrame:
     )
     named = rebalances.select("hid", "process", "index", "tp.topic", "tp.partition").unionByName(
         seeks.select("hid", "process", "index", "tp.topic", "tp.partition")
+    )
+    inside_txns = ops.where((F.col("f") == "txn") & (F.col("type") != "invoke")).select(
+        "hid", "process", "index", F.explode("rebalanced").alias("tp")
+    )
+    named = named.unionByName(
+        inside_txns.select("hid", "process", "index", "tp.topic", "tp.partition")
     )
     joins = ops.where(F.col("f").isin("subscribe", "assign")).select("hid", "process", "index")
     streams = t.polls.select("hid", "process", "topic", "partition").distinct()
@@ -99,7 +108,8 @@ def suspicious_pairs(t: Tables) -> DataFrame:
     backwards or jump ahead: across polls (previous poll's last record ->
     this poll's first), and inside polls that are not one straight run.
     """
-    w = Window.partitionBy(*STREAM).orderBy("index")
+    # At one index, a transaction's reads come before the reset its rebalances make.
+    w = Window.partitionBy(*STREAM).orderBy("index", "reset")
     runs = _runs(t).select(
         "*",
         F.lag("last").over(w).alias("prev_offset"),

@@ -4,6 +4,11 @@ It exists to test the Spark checkers: property tests demand both find exactly
 the same anomalies.  It replays the history line by line with dicts and sets,
 so it is obviously right and only suitable for small histories.  Each anomaly
 is reduced to a hashable *key* that identifies it.
+
+Transactions (``txn`` lines) are first expanded (``expand``) into the send,
+poll and commit operations they stand for, as ingest makes their rows
+(docs/results.md, "Transactions"), so the definitions below read them as
+they read a queue history, with the few rules that differ spelled out.
 """
 
 from __future__ import annotations
@@ -14,6 +19,64 @@ from typing import Any
 NS = 1e9
 
 Anomalies = dict[str, list[tuple]]  # a multiset of keys per check
+
+
+def expand(ops: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``ops`` with each ``txn`` line followed by the operations it stands for.
+
+    Each added operation and the txn line itself carry ``txn``, the index of
+    the transaction's invoke (a process has one transaction in flight), and
+    a send its micro-op's position ``mop``.  An invoke adds its sends; a
+    completion adds its sends with its outcome (a skipped send: ``fail``),
+    one ``ok`` poll holding every record its polls returned, and a commit of
+    its ``offsets`` with its outcome.  Expanding twice changes nothing.
+    """
+    out: list[dict[str, Any]] = []
+    open_txn: dict[Any, int] = {}
+    for op in ops:
+        if op["f"] != "txn" or op["process"] == "nemesis" or "txn" in op:
+            out.append(op)
+            continue
+        v, typ, p = op["value"], op["type"], op["process"]
+        done = typ != "invoke"
+        txn = open_txn.pop(p) if done else op["index"]
+        if not done:
+            open_txn[p] = txn
+        out.append({**op, "txn": txn})
+        base = {"index": op["index"], "time": op["time"], "process": p, "txn": txn}
+        records, polled = [], False
+        for k, m in enumerate(v["ops"]):
+            if m["f"] == "send":
+                sent = {"topic": m["topic"], "value": m["value"], "partition": m.get("partition")}
+                if done:
+                    sent.update(offset=m.get("offset"), error=v.get("error"))
+                outcome = "fail" if done and m.get("skipped") else typ
+                out.append({**base, "type": outcome, "f": "send", "value": sent, "mop": k})
+            elif done and not m.get("skipped"):
+                polled = True
+                records += m["records"]
+        if polled:
+            value = {"records": records, "rebalanced": v.get("rebalanced", [])}
+            out.append({**base, "type": "ok", "f": "poll", "value": value})
+        if done and "offsets" in v:
+            commit = {"group": v.get("group"), "offsets": v["offsets"]}
+            out.append({**base, "type": typ, "f": "commit", "value": commit})
+    return out
+
+
+def _aborted_positions(ops: list[dict[str, Any]]) -> set[tuple]:
+    """(topic, partition, offset) read with a value an aborted transaction sent:
+    a read_committed consumer skips them (``poll-skip``, ``commit-past-unread``)."""
+    aborted = {
+        op["value"]["value"]
+        for op in ops
+        if op["f"] == "send" and op["type"] == "fail" and "txn" in op
+    }
+    return {
+        (r["topic"], r["partition"], r["offset"])
+        for _, _, r in _reads(ops)
+        if r["value"] in aborted
+    }
 
 
 def _reads(ops: list[dict[str, Any]]):
@@ -44,15 +107,17 @@ def send_anomalies(ops: list[dict[str, Any]]) -> Anomalies:
             positions[r["value"]].add((*tp, r["offset"]))
             values_at[(*tp, r["offset"])].add(r["value"])
     out: Anomalies = defaultdict(list)
-    last_ack: dict[tuple, int] = {}
+    last_ack: dict[tuple, tuple[int, int]] = {}  # stream -> (offset, index) of its last ack
     for op, topic, part, off, val in _acks(ops):
         if off >= 0:
             positions[val].add((topic, part, off))
             values_at[(topic, part, off)].add(val)
             stream = (op["process"], topic, part)
-            if stream in last_ack and off <= last_ack[stream]:
-                out["nonmonotonic-send"].append((op["process"], topic, part, last_ack[stream], off))
-            last_ack[stream] = off
+            prev, prev_index = last_ack.get(stream, (None, None))
+            # Two acks of one transaction are int-nonmonotonic-send's to judge.
+            if prev is not None and off <= prev and prev_index != op["index"]:
+                out["nonmonotonic-send"].append((op["process"], topic, part, prev, off))
+            last_ack[stream] = (off, op["index"])
         if val not in read_values:
             lost = max_read.get((topic, part), -1) > off
             out["lost-write" if lost else "unseen"].append((val,))
@@ -62,21 +127,37 @@ def send_anomalies(ops: list[dict[str, Any]]) -> Anomalies:
     for where, vals in values_at.items():
         if len(vals) > 1:
             out["inconsistent-offsets"].append((*where, tuple(sorted(vals))))
-    failed = {op["value"]["value"] for op in ops if op["f"] == "send" and op["type"] == "fail"}
+    failed = {  # an aborted transaction's sends are aborted-read's to judge
+        op["value"]["value"]
+        for op in ops
+        if op["f"] == "send" and op["type"] == "fail" and "txn" not in op
+    }
     for val in failed & read_values:
         out["failed-write-read"].append((val,))
     return out
 
 
-def poll_anomalies(ops: list[dict[str, Any]]) -> Anomalies:
+def poll_anomalies(ops: list[dict[str, Any]], read_committed: bool = True) -> Anomalies:
     known: dict[tuple, set] = defaultdict(set)
     for _, topic, part, off, _ in _acks(ops):
         if off >= 0:
             known[(topic, part)].add(off)
     for _, _, r in _reads(ops):
         known[(r["topic"], r["partition"])].add(r["offset"])
+    if read_committed:
+        for topic, part, off in _aborted_positions(ops):
+            known[(topic, part)].discard(off)
     out: Anomalies = defaultdict(list)
     last: dict[tuple, int] = {}  # (process, topic, partition) -> offset of the previous read
+
+    def read(stream: tuple, b: int) -> None:
+        if stream in last:
+            a = last[stream]
+            if b <= a:
+                out["nonmonotonic-poll"].append((*stream, a, b))
+            elif any(a < o < b for o in known[stream[1:]]):
+                out["poll-skip"].append((*stream, a, b))
+
     for op in ops:
         p = op["process"]
         if op["f"] in ("subscribe", "assign"):
@@ -85,17 +166,26 @@ def poll_anomalies(ops: list[dict[str, Any]]) -> Anomalies:
         elif op["f"] == "rebalance":
             for topic, part in op["value"]["assigned"] + op["value"]["revoked"]:
                 last.pop((p, topic, part), None)
+        elif op["f"] == "seek":
+            for topic, part, _ in op["value"]["offsets"]:
+                last.pop((p, topic, part), None)
+        elif op["f"] == "poll" and op["type"] == "ok" and "txn" in op:
+            # A transaction's reads of a partition: compared with the reads before
+            # and after it only (its inside is for the int-* checks).  A partition
+            # it rebalanced may have been reset after its last read there.
+            spans: dict[tuple, list[int]] = defaultdict(list)
+            for r in op["value"]["records"]:
+                spans[(p, r["topic"], r["partition"])].append(r["offset"])
+            for stream, offsets in spans.items():
+                read(stream, offsets[0])
+                last[stream] = offsets[-1]
+            for topic, part in op["value"]["rebalanced"]:
+                last.pop((p, topic, part), None)
         elif op["f"] == "poll" and op["type"] == "ok":
             for r in op["value"]["records"]:
                 stream = (p, r["topic"], r["partition"])
-                b = r["offset"]
-                if stream in last:
-                    a = last[stream]
-                    if b <= a:
-                        out["nonmonotonic-poll"].append((*stream, a, b))
-                    elif any(a < o < b for o in known[stream[1:]]):
-                        out["poll-skip"].append((*stream, a, b))
-                last[stream] = b
+                read(stream, r["offset"])
+                last[stream] = r["offset"]
     return out
 
 
@@ -115,7 +205,9 @@ def _groups(ops: list[dict[str, Any]]) -> tuple[dict[Any, str], set]:
     return group_of, drain
 
 
-def group_anomalies(ops: list[dict[str, Any]], grace_s: float, unowned_s: float) -> Anomalies:
+def group_anomalies(
+    ops: list[dict[str, Any]], grace_s: float, unowned_s: float, read_committed: bool = True
+) -> Anomalies:
     group_of, _ = _groups(ops)
     end = max((op["time"] for op in ops), default=0)
     owned: dict[Any, set] = defaultdict(set)
@@ -204,8 +296,13 @@ def group_anomalies(ops: list[dict[str, Any]], grace_s: float, unowned_s: float)
             g = group_of[op["process"]]
             for t, p, o in op["value"]["offsets"]:
                 committed[(g, t, p)] = max(committed.get((g, t, p), o), o)
+    skippable = _aborted_positions(ops) if read_committed else set()
     for (g, t, p), c in committed.items():
-        unread = sorted(o for o in read_all[(t, p)] if o < c and o not in read_by[(g, t, p)])
+        unread = sorted(
+            o
+            for o in read_all[(t, p)]
+            if o < c and o not in read_by[(g, t, p)] and (t, p, o) not in skippable
+        )
         if unread:
             out["group-commit-past-unread"].append((g, t, p, tuple(unread)))
     return out
@@ -215,6 +312,7 @@ def evidence(ops: list[dict[str, Any]]) -> dict[str, int]:
     """What a verdict rests on: sends acked, distinct offsets read (by any poll,
     whatever the value), faults started, and faults that failed to take effect
     (an error on the start line, or on the end line when applying it failed)."""
+    ops = expand(ops)
     faults = [
         op["value"]
         for op in ops
@@ -249,12 +347,19 @@ def _is_final_poll(op: dict[str, Any]) -> bool:
 def check(ops: list[dict[str, Any]], config: dict[str, Any]) -> Anomalies:
     """Every anomaly of every check, as keys."""
     checker = config.get("checker", {})
+    committed_only = config.get("txn", {}).get("isolation_level", "read_committed") == (
+        "read_committed"
+    )
+    ops = expand(ops)
     found: Anomalies = defaultdict(list)
     for part in (
         send_anomalies(ops),
-        poll_anomalies(ops),
+        poll_anomalies(ops, committed_only),
         group_anomalies(
-            ops, checker.get("ownership_grace_s", 10.0), checker.get("unowned_threshold_s", 30.0)
+            ops,
+            checker.get("ownership_grace_s", 10.0),
+            checker.get("unowned_threshold_s", 30.0),
+            committed_only,
         ),
     ):
         for name, keys in part.items():

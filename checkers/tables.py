@@ -47,9 +47,14 @@ def kind(name: str) -> Column:
 
 
 def line_rows() -> Column:
-    """True once per history line (not for polled records, nor the topic names):
-    a transaction line's own row, not the send, poll and commit rows it gives."""
-    return F.col("kind").isin("line", "control") & (F.col("txn").isNull() | (F.col("f") == "txn"))
+    """Rows of history lines (not polled records, nor the topic names), and the
+    send, poll and commit rows a transaction line gives."""
+    return F.col("kind").isin("line", "control")
+
+
+def own_row() -> Column:
+    """Among ``line_rows``, true once per history line: a transaction line's own row."""
+    return F.col("txn").isNull() | (F.col("f") == "txn")
 
 
 def read_committed(config: dict) -> bool:
@@ -267,7 +272,7 @@ class Tables:
         lines = self.ops.where(line_rows())
         return self.keep(
             lines.groupBy("hid").agg(
-                F.count(F.lit(1)).alias("ops"),
+                F.count(F.when(own_row(), 1)).alias("ops"),
                 F.max("time").alias("end_time"),
                 F.max("index").alias("end_index"),
                 F.coalesce(F.max(F.col("final").cast("int")), F.lit(0)).alias("final"),
