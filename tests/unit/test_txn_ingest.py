@@ -118,7 +118,7 @@ def test_txn_lines_give_the_contracts_rows(tmp_path):
         ("line", "poll", "ok", 4, 3, None, None, None),
         ("line", "send", "ok", 4, 3, 0, None, 1),
         ("line", "send", "ok", 4, 3, 2, None, 2),
-        ("poll", "poll", "ok", 4, None, None, None, None),
+        ("poll", "poll", "ok", 4, 3, None, None, None),
         ("record", "poll", "ok", 4, 3, 1, 0, 1),
     ]
     aborted = [r for r in rows if r["index"] == 6]

@@ -45,7 +45,8 @@ def test_bad_transactional_settings_are_one_clear_error_before_any_run_dir(
 
 def test_an_unknown_workload_is_one_clear_error_before_any_run_dir(tmp_path: Path) -> None:
     spec = TestSpec(workload="bank")
-    with pytest.raises(ConfigError, match=r"^workload: unknown workload 'bank' \(known: queue, txn\)$"):
+    message = r"^workload: unknown workload 'bank' \(known: queue, txn\)$"
+    with pytest.raises(ConfigError, match=message):
         run.run_test(spec, store=tmp_path)
     assert not any(tmp_path.iterdir())
 
