@@ -29,13 +29,16 @@ HERE = Path(__file__).resolve().parent
 
 
 def timed_check(
-    history: Path, master: str | None = None, spark_conf: str = ""
+    history: Path, master: str | None = None, spark_conf: str = "", config: Path | None = None
 ) -> tuple[float, dict]:
     """Wall time and results of one `kafka-chaos check` in a fresh process.
 
-    ``spark_conf`` ("key=value,...") goes to checkers/session.py through KC_SPARK_CONF.
+    ``spark_conf`` ("key=value,...") goes to checkers/session.py through KC_SPARK_CONF;
+    ``config``: the run config to judge under (default: the CLI's).
     """
     cmd = [sys.executable, "-m", "harness.cli", "check", str(history), "--json"]
+    if config:
+        cmd += ["--config", str(config)]
     if master:
         cmd += ["--spark-master", master]
     env = {**os.environ, "KC_SPARK_CONF": spark_conf}

@@ -25,6 +25,8 @@ from checkers.poll_checks import poll_checks, suspicious_pairs
 from checkers.results import (
     build_checks,
     check_result,
+    checks_for,
+    is_ctp,
     severities,
     unknown_reasons,
     verdict,
@@ -33,6 +35,7 @@ from checkers.results import (
 from checkers.send_checks import send_checks
 from checkers.session import get_spark
 from checkers.tables import TP, Tables, local_table, read_committed
+from checkers.txn_checks import txn_checks
 
 MAX_INDICES = 20  # indices kept per example: enough to prove it, bounded
 NEIGHBOURS = 3  # offsets either side of a lost value shown in its example
@@ -238,6 +241,8 @@ def _analyse(
             float(checker.get("unowned_threshold_s", 30.0)),
         )
     )
+    if checks_for(config) != checks_for({}):
+        frames += txn_checks(t, is_ctp(config))
     found = collect_anomalies(frames, examples)
     enrich(spark, t, found)
     name_topics(found, t.topic_names)

@@ -142,11 +142,11 @@ def suspicious_pairs(t: Tables) -> DataFrame:
     return t.keep(across.unionByName(inside).unionByName(backward_acks(t)), small=True)
 
 
-def _next_known(t: Tables) -> DataFrame:
-    """(hid, topic, partition, prev_offset, next_known): the next offset known to hold a
-    value a consumer must read (``Tables.known_positions``)."""
+def next_known(positions: DataFrame) -> DataFrame:
+    """(hid, topic, partition, prev_offset, next_known): the next of ``positions``
+    (offsets known to hold a value a consumer must read)."""
     w = Window.partitionBy(*TP).orderBy("offset")
-    return t.known_positions.select(
+    return positions.select(
         *TP, F.col("offset").alias("prev_offset"), F.lead("offset").over(w).alias("next_known")
     )
 
@@ -162,12 +162,20 @@ def _fields() -> list:
     ]
 
 
+def skipping(jumps: DataFrame, positions: DataFrame) -> DataFrame:
+    """The ``jumps`` over one of ``positions``."""
+    known = next_known(positions)
+    return jumps.join(known, TP + ["prev_offset"]).where(F.col("next_known") < F.col("offset"))
+
+
 def poll_checks(t: Tables, pairs: DataFrame) -> list[DataFrame]:
     """nonmonotonic-poll and poll-skip; ``skipped``/``skipped_count`` come from ``enrich``.
 
     A jump skips data when the next offset known to hold a value after where
     the consumer was lies before where it landed.  The ordered pass over every
     known offset that this needs only runs when some read jumped at all.
+    Which offsets a consumer must read depends on its isolation level
+    (``Tables.known_positions``); the final drain's is read_committed.
     """
     reads = pairs.where(~F.col("send"))
     backwards = reads.where(F.col("offset") <= F.col("prev_offset"))
@@ -175,9 +183,14 @@ def poll_checks(t: Tables, pairs: DataFrame) -> list[DataFrame]:
     if jumps.isEmpty():
         skips = jumps
     else:
-        skips = jumps.join(_next_known(t), TP + ["prev_offset"]).where(
-            F.col("next_known") < F.col("offset")
-        )
+        skips = skipping(jumps, t.known_positions)
+        if not t.read_committed:
+            drain = F.broadcast(t.drain_processes)
+            skips = skipping(
+                jumps.join(drain, ["hid", "process"], "left_anti"), t.known_positions
+            ).unionByName(
+                skipping(jumps.join(drain, ["hid", "process"], "left_semi"), t.committed_positions)
+            )
     return [
         anomaly(backwards, "nonmonotonic-poll", F.col("index"), *_fields()),
         anomaly(skips, "poll-skip", F.col("index"), *_fields()),

@@ -25,6 +25,32 @@ CHECKS = (
     "group-unowned",
     "group-commit-past-unread",
 )
+# The transactional workload's checks (checkers/txn_checks.py), after CHECKS;
+# exactly-once only in consume-transform-produce mode.
+TXN_CHECKS = (
+    "aborted-read",
+    "torn-transaction",
+    "precommitted-read",
+    "int-nonmonotonic-poll",
+    "int-poll-skip",
+    "int-nonmonotonic-send",
+    "int-send-skip",
+)
+CTP_CHECKS = ("exactly-once",)
+
+
+def checks_for(config: dict[str, Any]) -> tuple[str, ...]:
+    """The checks a run's workload is judged by: a queue history keeps exactly
+    the queue checks (results.json unchanged), a transactional one adds its own."""
+    if config.get("workload", "queue") != "txn":
+        return CHECKS
+    ctp = config.get("txn", {}).get("mode") == "ctp"
+    return CHECKS + TXN_CHECKS + (CTP_CHECKS if ctp else ())
+
+
+def is_ctp(config: dict[str, Any]) -> bool:
+    return "exactly-once" in checks_for(config)
+
 
 EXPLANATIONS = {
     "lost-write": "The broker acknowledged these sends, yet no consumer ever read them, although "
@@ -50,6 +76,28 @@ EXPLANATIONS = {
     "while the group had live members: nobody was consuming it.",
     "group-commit-past-unread": "The group committed an offset past records no member ever polled: "
     "those records are skipped for good (at-least-once broken).",
+    "aborted-read": "A value that only an aborted transaction wrote was read by a consumer that "
+    "promised committed data only (read_committed, or the final drain): Kafka exposed aborted "
+    "data (G1a). Under read_uncommitted the workload's own consumers may read it legally.",
+    "torn-transaction": "A transaction committed (or, with an unknown outcome, was seen to commit: "
+    "some of its writes were read), yet another of its writes was never read although its "
+    "partition was read past that offset: the transaction was not all or nothing.",
+    "precommitted-read": "A transaction read its own writes before it committed. A read_committed "
+    "consumer stops at the last stable offset, so this is an error under read_committed and "
+    "legal under read_uncommitted.",
+    "int-nonmonotonic-poll": "Inside one transaction, a consumer read a partition backwards (or "
+    "re-read an offset) with no rebalance of that partition during the transaction.",
+    "int-poll-skip": "Inside one transaction, a consumer jumped over offsets known to hold values "
+    "it had to return, with no rebalance of that partition during the transaction.",
+    "int-nonmonotonic-send": "Two writes of one committed transaction to one partition landed out "
+    "of order: the later one at a lower or equal offset.",
+    "int-send-skip": "Two consecutive writes of one committed transaction to one partition are "
+    "not adjacent: another producer's write (or another transaction's) landed between them. "
+    "Kafka interleaves concurrent producers in a partition, so this is legal and reported for "
+    "information only, as Jepsen does.",
+    "exactly-once": "Consume-transform-produce: an input below the offsets the pipeline "
+    "committed never reached the output topic (lost), or reached it more than once "
+    "(duplicated). Without a final drain a missing output may simply be unread yet.",
     "availability": "The acknowledged-send rate fell below the configured minimum while a fault "
     "was active.",
 }
@@ -60,8 +108,12 @@ def severities(config: dict[str, Any]) -> dict[str, str]:
     producer = config.get("producer", {})
     acks = str(producer.get("acks", "all"))
     idempotent = bool(producer.get("enable_idempotence", True)) and acks in ("all", "-1")
-    sev = {name: "error" for name in CHECKS}
+    sev = {name: "error" for name in CHECKS + TXN_CHECKS + CTP_CHECKS}
     sev["availability"] = "error"
+    # Concurrent producers interleave in a partition: never a broken promise.
+    sev["int-send-skip"] = "info"
+    if config.get("txn", {}).get("isolation_level", "read_committed") != "read_committed":
+        sev["precommitted-read"] = "info"  # a read_uncommitted consumer sees open transactions
     if not idempotent:
         sev["duplicate"] = "info"  # retries legally write twice
         sev["nonmonotonic-send"] = "warning"  # retries with several in flight may reorder
@@ -83,6 +135,9 @@ def check_result(name: str, count: int, severity: str, examples: list, valid: An
         "explanation": EXPLANATIONS[name],
         "examples": examples,
     }
+
+
+NEEDS_DRAIN = ("unseen", "exactly-once")  # a shortfall proves loss only after a final drain
 
 
 def unseen_validity(count: int, final_drain: bool) -> bool | str:
@@ -147,6 +202,9 @@ def unknown_reasons(checks: dict[str, dict[str, Any]], evidence: dict[str, int])
             f"{name}: {checks[name]['count']} acknowledged value(s) never read and no final "
             "drain to prove them gone"
             if name == "unseen"
+            else f"{name}: {checks[name]['count']} input(s) not seen exactly once in the output "
+            "and no final drain to prove it"
+            if name == "exactly-once"
             else f"{name}: the check could not decide"
         )
     return reasons
@@ -168,9 +226,9 @@ def build_checks(
 ) -> dict[str, dict[str, Any]]:
     sev = severities(config)
     checks = {}
-    for name in CHECKS:
+    for name in checks_for(config):
         n = counts.get(name, 0)
-        valid = unseen_validity(n, final_drain) if name == "unseen" else None
+        valid = unseen_validity(n, final_drain) if name in NEEDS_DRAIN else None
         checks[name] = check_result(name, n, sev[name], examples.get(name, []), valid)
     return checks
 

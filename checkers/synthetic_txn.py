@@ -11,7 +11,10 @@ histories are what ``workloads.txn_client`` records (docs/history.md,
   it wrote.  Aborted records keep their offsets.  A ``read_committed``
   consumer reads up to the last stable offset (the first offset of a
   transaction still open), returns committed records only and steps over
-  aborted records and markers, so its reads skip offsets.
+  aborted records and markers, so its reads skip offsets.  A
+  ``read_uncommitted`` one (``isolation``, mixed mode only) reads every
+  record up to the end of the log, aborted and open ones too, and steps
+  over markers only.
 * **Outcomes.** Commits (``ok``), client aborts and abortable errors
   (``fail``; an error stops the transaction, so the micro-ops after it are
   ``skipped``), and unknown commits (``info``), whose real outcome is drawn
@@ -28,8 +31,9 @@ histories are what ``workloads.txn_client`` records (docs/history.md,
   topic, each transaction polls once and copies every record to
   ``<topic>-out`` with ``source``; a transaction that saw a rebalance
   aborts, so every input is copied exactly once by a committed transaction.
-* **A final drain** per topic (``read_committed``, from offset 0): every
-  committed record and no aborted one.
+* **A final drain** per topic (``read_committed`` whatever ``isolation``
+  says, as the harness's, from offset 0): every committed record and no
+  aborted one.
 
 API: ``generate(seed, txns, shape)`` returns a ``TxnHistory`` (the lines as
 builder ops, the shape, the ground truth); ``histories()`` is a Hypothesis
@@ -43,7 +47,7 @@ from __future__ import annotations
 import random
 from array import array
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +79,7 @@ class Shape:
     crash_p: float = 0.01  # a client crash between two micro-ops
     rebalance_p: float = 0.02  # subscribe: a member rejoins, the group rebalances
     batch: int = 3  # records per partition a poll returns at most
+    isolation: str = "read_committed"  # the consumers' (not the drain's); ctp: read_committed
 
     @property
     def topics(self) -> list[str]:
@@ -89,7 +94,7 @@ def config(shape: Shape) -> dict[str, Any]:
             "processes": shape.processes,
             "max_ops": shape.max_ops,
             "mode": shape.mode,
-            "isolation_level": "read_committed",
+            "isolation_level": "read_committed" if shape.mode == "ctp" else shape.isolation,
             "rewind": True,
         },
         "consumer": {"mode": shape.consumer_mode},
@@ -144,7 +149,8 @@ def histories(max_txns: int = 40):
         crash_p=st.sampled_from([0.0, 0.02, 0.1]),
         rebalance_p=st.sampled_from([0.0, 0.05, 0.2]),
         batch=st.integers(1, 4),
-    )
+        isolation=st.sampled_from(["read_committed", "read_uncommitted"]),
+    ).map(lambda s: replace(s, isolation="read_committed") if s.mode == "ctp" else s)
     return st.builds(
         generate, seed=st.integers(0, 2**32 - 1), txns=st.integers(1, max_txns), shape=shapes
     )
@@ -214,13 +220,18 @@ class _Log:
         first = self.open_first.get(tp)
         return min(first.values()) if first else len(self.values.get(tp, ()))
 
-    def read(self, tp: TP, pos: int, n: int) -> tuple[list[tuple[int, int]], int]:
-        """(offset, value) of up to ``n`` committed records from ``pos``, and the new position."""
+    def read(
+        self, tp: TP, pos: int, n: int, committed: bool = True
+    ) -> tuple[list[tuple[int, int]], int]:
+        """(offset, value) of up to ``n`` records from ``pos``, and the new position:
+        committed ones below the last stable offset, or (``committed`` false)
+        every record."""
         values, txn_of, status = self.values.get(tp, ()), self.txn_of.get(tp), self.status
-        end, out = self.stable(tp), []
+        end = self.stable(tp) if committed else len(values)
+        out = []
         while pos < end and len(out) < n:
             v = values[pos]
-            if v != _MARKER and status[txn_of[pos]] == _COMMITTED:
+            if v != _MARKER and (not committed or status[txn_of[pos]] == _COMMITTED):
                 out.append((pos, v))
             pos += 1
         return out, pos
@@ -264,6 +275,7 @@ class _Model:
         self.revoking: set[int] = set()  # subscribe: members yet to revoke
         self.producers = [self._pid() for _ in range(2)] if shape.mode == "ctp" else []
         self.inputs = [(TOPIC, p) for p in range(shape.partitions)]
+        self.committed_only = shape.isolation == "read_committed" or shape.mode == "ctp"
 
     def _pid(self) -> int:
         self.next_pid += 1
@@ -407,9 +419,8 @@ class _Model:
         order = proc.owned[:]
         self.rnd.shuffle(order)
         for tp in order:
-            got, proc.pos[tp] = self.log.read(
-                tp, proc.pos[tp], self.rnd.randint(0, self.shape.batch)
-            )
+            n = self.rnd.randint(0, self.shape.batch)
+            got, proc.pos[tp] = self.log.read(tp, proc.pos[tp], n, self.committed_only)
             for offset, v in got:
                 txn.first_polled.setdefault(tp, offset)
                 records.append(

@@ -20,7 +20,7 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from checkers.op_codes import ACK, FAIL, INVOKE, READ, SEND_TYPES
+from checkers.op_codes import ACK, FAIL, INFO, INVOKE, READ, SEND_TYPES
 from harness.errors import HistoryError
 
 TP = ["hid", "topic", "partition"]
@@ -217,13 +217,26 @@ class Tables:
     # -- small cached tables ----------------------------------------------------------
 
     @cached_property
-    def known_positions(self) -> DataFrame:
-        """``per_position`` without the offsets a read_committed consumer may skip:
-        those whose only known values are from aborted transactions (read by
-        someone, which ``aborted-read`` judges).  Markers are never known."""
+    def committed_positions(self) -> DataFrame:
+        """The offsets a read_committed consumer (the final drain, always) must read.
+
+        Not those whose only known values are from aborted transactions (read
+        by someone, which ``aborted-read`` judges); markers are never known.
+        In a read_uncommitted run, a read proves nothing about a commit (the
+        consumers read open transactions' records too, which may abort), so
+        only acknowledged offsets count.
+        """
+        committed = ~F.col("aborted")
         if not self.read_committed:
-            return self.per_position
-        return self.per_position.where(~F.col("aborted"))
+            committed = committed & F.col("acked")
+        return self.per_position.where(committed)
+
+    @cached_property
+    def known_positions(self) -> DataFrame:
+        """The offsets the run's consumers must read: ``committed_positions`` under
+        read_committed, every known one under read_uncommitted.  (The final
+        drain reads committed data whatever the run's isolation level.)"""
+        return self.committed_positions if self.read_committed else self.per_position
 
     @cached_property
     def topic_names(self) -> dict[int, str]:
@@ -372,7 +385,7 @@ class Tables:
         seen = self.ops.where((is_send() | is_read()) & F.col("val").isNotNull())
         seen = self._with_reader_bit(seen).select(
             "hid", "val", "index", "time", tp_key().alias("tp"), "offset", "bit", "op",
-            F.col("txn").isNotNull().alias("in_txn"),
+            F.col("txn").isNotNull().alias("in_txn"), "txn", "source",
         )  # fmt: skip
 
         def of_the(code: int, col: str) -> Column:
@@ -391,6 +404,7 @@ class Tables:
         def spread(col: str) -> Column:
             return F.min(at_position(col)) != F.max(at_position(col))
 
+        done = F.col("op").isin(ACK, FAIL, INFO)
         per_value = seen.groupBy("hid", "val").agg(
             of_the(INVOKE, "index").alias("invoke_index"),
             of_the(INVOKE, "time").alias("invoke_time"),
@@ -407,6 +421,15 @@ class Tables:
             F.min(at_position("offset")).alias("pos_offset"),
             F.min(at_position("index")).alias("pos_first"),
             F.bit_or("bit").alias("readers"),
+            # Transactions (checkers/txn_checks.py): the sending transaction, its
+            # completion's send row (any outcome: ACK, FAIL or INFO), the input
+            # a consume-transform-produce send copies.
+            F.min(F.when(done, F.col("txn"))).alias("txn"),
+            F.min(F.when(done, F.col("index"))).alias("done_index"),
+            F.min(F.when(done, F.col("op"))).alias("done_op"),
+            F.min(F.when(done, F.col("tp"))).alias("done_tp"),
+            F.min(F.when(done, F.col("offset"))).alias("done_offset"),
+            F.max(F.when(done, F.col("source"))).alias("source"),
         )
         return self.keep(
             per_value.select(
@@ -427,6 +450,12 @@ class Tables:
                 "pos_offset",
                 "pos_first",
                 "readers",
+                "txn",
+                "done_index",
+                "done_op",
+                *tp_columns("done_tp", "done_topic", "done_partition"),
+                "done_offset",
+                "source",
             ),
             distinct_keys=True,
         )
@@ -453,7 +482,8 @@ class Tables:
         values (which ``per_value`` does not hold), come from the rows, and
         the rows are scanned only when there are any (two quick probes; most
         histories have neither, and the scan was 4 of 7 s at 1e7 ops).
-        ``aborted``: a value seen there was sent by an aborted transaction.
+        ``aborted``: a value seen there was sent by an aborted transaction;
+        ``acked``: an ack names it.
         """
         single = self.per_value.where(~F.col("dup") & F.col("pos_offset").isNotNull()).select(
             "hid",
@@ -464,6 +494,7 @@ class Tables:
             F.col("read_index").isNotNull().cast("int").alias("read"),
             "readers",
             F.col("abort_index").isNotNull().alias("aborted"),
+            F.col("ack_index").isNotNull().alias("acked"),
         )
         dups = self.per_value.where("dup").select(
             "hid", "val", F.col("abort_index").isNotNull().alias("aborted")
@@ -485,6 +516,7 @@ class Tables:
             is_read().cast("int").alias("read"),
             F.col("bit").alias("readers"),
             "aborted",
+            op_is(ACK).alias("acked"),
         )
         return self.keep(self._by_position(single.unionByName(several)), distinct_keys=True)
 
@@ -499,6 +531,7 @@ class Tables:
             F.max("read").alias("read"),
             F.bit_or("readers").alias("readers"),
             F.max("aborted").alias("aborted"),
+            F.max("acked").alias("acked"),
         )
         return by_position.select(
             "hid", *tp_columns("tp", "topic", "partition"), "offset", *by_position.columns[3:]

@@ -96,6 +96,63 @@ EXPLANATIONS: dict[str, Explanation] = {
         "Auto-commit committing offsets of records fetched but not yet processed, or a commit "
         "issued after a revocation.",
     ),
+    "aborted-read": Explanation(
+        "Aborted read",
+        "A consumer that promised to return committed data only (read_committed, or the final "
+        "drain) returned a message written by a transaction that was aborted. Kafka exposed "
+        "data that never committed (G1a).",
+        "An abort marker lost or placed wrongly after a coordinator failover, a delayed "
+        "abort applied to a later transaction (KAFKA-17754), or a broker serving reads above "
+        "the last stable offset.",
+    ),
+    "torn-transaction": Explanation(
+        "Torn transaction",
+        "A transaction committed, and some of its messages were read, but another of its "
+        "messages was never read although later offsets of its partition were. Kafka "
+        "promises all or nothing.",
+        "A commit marker written to some partitions and not others, truncation of part of a "
+        "transaction after a leader change, or a delayed commit landing on a later "
+        "transaction (KAFKA-17754).",
+    ),
+    "precommitted-read": Explanation(
+        "Read of its own uncommitted write",
+        "A transaction's consumer returned a message the same transaction had just written, "
+        "before the transaction committed.",
+        "Expected with isolation.level=read_uncommitted; with read_committed, a broker "
+        "serving data above the last stable offset.",
+    ),
+    "int-nonmonotonic-poll": Explanation(
+        "Non-monotonic poll inside a transaction",
+        "Within one transaction, a consumer read a partition backwards or twice, with no "
+        "rebalance of that partition while the transaction ran.",
+        "A consumer seek or position reset the client did not report, or log truncation.",
+    ),
+    "int-poll-skip": Explanation(
+        "Poll skip inside a transaction",
+        "Within one transaction, a consumer jumped over messages of a partition it had to "
+        "return, with no rebalance of that partition while the transaction ran.",
+        "A position reset past unread data, or truncation of the skipped messages.",
+    ),
+    "int-nonmonotonic-send": Explanation(
+        "Reordered writes inside a transaction",
+        "Two writes of one committed transaction to one partition landed in the opposite "
+        "order to the one the producer sent them in.",
+        "Batches reordered on retry (an idempotence or sequence-number bug), or truncation "
+        "between the writes.",
+    ),
+    "int-send-skip": Explanation(
+        "Interleaved writes inside a transaction",
+        "Other messages landed between two consecutive writes of one committed transaction "
+        "to a partition. Kafka never promised adjacent offsets: this is information only.",
+        "Concurrent producers writing to the same partition, or other transactions' markers.",
+    ),
+    "exactly-once": Explanation(
+        "Exactly-once effect broken",
+        "In a consume-transform-produce pipeline, an input whose consumption was committed "
+        "never reached the output topic (lost), or reached it more than once (duplicated).",
+        "Offsets committed outside the transaction, a consumer not rewound after an abort "
+        "(KAFKA-17582), or a zombie producer that was not fenced after a rebalance.",
+    ),
     "availability": Explanation(
         "Availability below threshold",
         "The acknowledged send rate during a fault fell below the configured minimum.",
@@ -138,6 +195,18 @@ def hints(check: str, config: dict[str, Any]) -> list[str]:
         out.append(
             "Consumers ran in subscribe mode, where rebalances legitimately rewind or "
             "skip per-consumer offsets; this is usually a warning, not an error."
+        )
+    txn = config.get("txn") or {}
+    uncommitted = txn.get("isolation_level") == "read_uncommitted"
+    if check in ("aborted-read", "precommitted-read") and uncommitted:
+        out.append(
+            "The run's consumers used read_uncommitted: they may return aborted and "
+            "open transactions' messages (only the final drain reads committed data)."
+        )
+    if check == "exactly-once" and txn.get("rewind") is False:
+        out.append(
+            "Rewinds after aborts were off (txn.rewind: false): a consumer keeps its "
+            "position past an aborted transaction's inputs (KAFKA-17582)."
         )
     if check == "group-commit-past-unread" and consumer.get("commit") == "auto":
         out.append("Auto-commit was on: it commits what was fetched, not what was processed.")

@@ -17,13 +17,14 @@ from pathlib import Path
 import pytest
 from _cli import kafka_chaos, ops, report_path, run_args
 
+from checkers.results import TXN_CHECKS
 from harness.cluster import Cluster
 
 pytestmark = pytest.mark.integration
 
-# The existing checks judge transactional rows (committed sends are acks);
-# the transaction-specific checks of issue 16 are not built yet.
-CHECKS = ("lost-write", "unseen", "duplicate", "inconsistent-offsets", "poll-skip")
+# Every transactional check must have run, beside the queue checks over
+# the transactional rows (committed sends are acks).
+CHECKS = ("lost-write", "unseen", "duplicate", "poll-skip", *TXN_CHECKS)
 
 
 def _run(cluster: Cluster, store: Path, *extra: str) -> Path:
@@ -36,11 +37,11 @@ def _txns(history: list[dict]) -> collections.Counter:
     return collections.Counter(o["type"] for o in history if o["f"] == "txn")
 
 
-def _valid(run: Path) -> dict:
+def _valid(run: Path, *more: str) -> dict:
     results = json.loads((run / "results.json").read_text())
     bad = {k: v for k, v in results["checks"].items() if v["valid"] is not True}
     assert results["verdict"] == "valid", (results["unknown_reasons"], bad)
-    for name in CHECKS:
+    for name in CHECKS + more:
         assert name in results["checks"], f"{name} did not run"
     return results
 
@@ -111,11 +112,6 @@ def test_killing_the_coordinators_broker_stays_valid(
     assert _txns(history)["ok"] > 20
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: nonmonotonic-poll flags ctp runs (71 in one 25 s run); not yet known "
-    "whether the adapted check misses a reset or the consumer really re-reads",
-)
 def test_consume_transform_produce_is_exactly_once(
     kafka_cluster: Cluster, tmp_path_factory
 ) -> None:
@@ -129,7 +125,7 @@ def test_consume_transform_produce_is_exactly_once(
         "--abort-probability", "0.2",
         "--seed", "13",
     )  # fmt: skip
-    _valid(run)
+    _valid(run, "exactly-once")
     history = ops(run / "history.jsonl")
     copied = [
         m

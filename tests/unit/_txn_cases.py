@@ -1,0 +1,82 @@
+"""Shared by the transactional property tests: a judged case and the edits
+that turn a generated history into a mutated one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class Case:
+    kind: str  # valid | lost | no-seek | aborted-read
+    ops: list[dict[str, Any]]
+    config: dict[str, Any]
+    source: int  # seed of the generated history
+    value: int | None = None  # the value a mutation is about
+    want: tuple | None = None  # the key of the anomaly a mutation injects
+
+
+def read_committed(config: dict[str, Any], committed: bool) -> dict[str, Any]:
+    level = "read_committed" if committed else "read_uncommitted"
+    return {**config, "txn": {**config["txn"], "isolation_level": level}}
+
+
+def renumbered(ops: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{**op, "index": i} for i, op in enumerate(ops)]
+
+
+def with_records(op: dict[str, Any], keep) -> dict[str, Any]:
+    """``op`` with only the records ``keep`` accepts, in poll lines and txn polls."""
+    v = op["value"]
+    if op["f"] == "poll" and op["type"] == "ok":
+        return {**op, "value": {**v, "records": [r for r in v["records"] if keep(r)]}}
+    if op["f"] == "txn" and op["type"] != "invoke":
+        mops = [
+            {**m, "records": [r for r in m["records"] if keep(r)]} if "records" in m else m
+            for m in v["ops"]
+        ]
+        return {**op, "value": {**v, "ops": mops}}
+    return op
+
+
+def committed_sends(ops: list[dict[str, Any]]) -> list[int]:
+    return [
+        m["value"]
+        for op in ops
+        if op["f"] == "txn" and op["type"] == "ok"
+        for m in op["value"]["ops"]
+        if m["f"] == "send"
+    ]
+
+
+def aborted_sends(ops: list[dict[str, Any]]) -> list[tuple[str, int, int, int]]:
+    return [
+        (m["topic"], m["partition"], m["offset"], m["value"])
+        for op in ops
+        if op["f"] == "txn" and op["type"] == "fail"
+        for m in op["value"]["ops"]
+        if m["f"] == "send" and m.get("offset") is not None
+    ]
+
+
+def drain_read(ops: list[dict[str, Any]], record: tuple[str, int, int, int]) -> list[dict]:
+    """``ops`` with the final drain reading ``record`` in offset order."""
+    topic, partition, offset, value = record
+    r = {"topic": topic, "partition": partition, "offset": offset, "key": str(value),
+         "value": value}  # fmt: skip
+    drains = [
+        i
+        for i, op in enumerate(ops)
+        if op["f"] == "poll" and op["type"] == "ok" and op["value"].get("final")
+        and any(x["partition"] == partition and x["topic"] == topic for x in op["value"]["records"])
+    ]  # fmt: skip
+    out = list(ops)
+    for i in drains:
+        records = out[i]["value"]["records"]
+        if records[-1]["offset"] > offset or i == drains[-1]:
+            at = next((k for k, x in enumerate(records) if x["offset"] > offset), len(records))
+            value_ = {**out[i]["value"], "records": [*records[:at], r, *records[at:]]}
+            out[i] = {**out[i], "value": value_}
+            return out
+    return out
