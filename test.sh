@@ -3,6 +3,15 @@
 # and browser tests. pytest's "no tests collected" (exit 5) counts as failure.
 set -uo pipefail
 cd "$(dirname "$0")"
+# A Maven mirror of Clojars beside the repository (machines that cannot reach
+# Clojars have one): Elle is resolved from it (harness/elle_classpath.py).
+if [ -d ../shared/maven ]; then
+  mirror="file://$(cd ../shared/maven && pwd)"
+  case " ${KC_EXTRA_MAVEN_REPOS:-} " in
+    *" $mirror "*) ;;
+    *) export KC_EXTRA_MAVEN_REPOS="${KC_EXTRA_MAVEN_REPOS:+$KC_EXTRA_MAVEN_REPOS }$mirror" ;;
+  esac
+fi
 ./setup.sh || exit 1
 ruff check . || exit 1
 python3 -m pytest -p no:cacheprovider --timeout=900 "$@" tests

@@ -24,6 +24,7 @@ EXIT_HARNESS_ERROR = 3
 COMMAND_MODULES = (
     "harness.cluster_cli",
     "harness.dist_cli",
+    "harness.elle_cli",
     "harness.run_cli",
     "checkers.cli",
     "nemeses.cli",

@@ -32,3 +32,7 @@ class KafkaFetchError(HarnessError):
 
 class HistoryError(HarnessError):
     """A history file has a malformed line; the message names the line."""
+
+
+class ElleResolveError(HarnessError):
+    """Elle's jars (Clojars only) could not be resolved with Maven."""
