@@ -1,0 +1,233 @@
+"""The transaction dependency graph, inferred in Spark, and its cyclic parts.
+
+Vertices are transactions that may have committed (``ok``, or ``info``: an
+unknown outcome), named by their invoke's index.  Edges, as Jepsen's Kafka
+checker infers them (docs/results.md, "Cycle checks"):
+
+* **ww**: T1's value directly precedes T2's in a partition's offset order
+  (only transactional values count; the version order is transitive, so
+  plain writes between them change nothing);
+* **wr**: T2 read a value T1 sent;
+* **process**: T1 and T2 ran on the same process, T1 first;
+* **realtime**: T1 committed before T2 began.
+
+Only the first two carry an explanation: Elle derives process and realtime
+order itself from the operations it is given.  Here they only serve to find
+which transactions can lie on a cycle at all.  Realtime order is quadratic
+if written out, so it is encoded through one virtual vertex per commit: T ->
+its commit, each commit -> the next in time, and the last commit before T2
+began -> T2.  T1 reaches T2 through that chain exactly when T1 committed
+before T2 began, so strongly connected components (restricted to real
+transactions) are those of the full graph, with a linear number of edges.
+
+The components come from scipy's ``csgraph`` (Tarjan's algorithm in C):
+the edge list is two integer columns, about 4 per transaction (a 1e6-op
+history: a few tens of MB), which is far below what the history itself
+weighs, and linear-time SCC on one machine beats an iterative Spark SCC
+(GraphFrames would need a package from outside Maven Central) at the sizes
+a single history reaches.  Only the transactions of components with two
+or more of them, and their ww/wr edges, ever reach Elle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from checkers.op_codes import ACK, INFO
+from checkers.tables import Tables, local_table, tp_columns
+
+EDGE = ["hid", "src", "dst"]
+
+
+@dataclass
+class Component:
+    """A strongly connected set of transactions (invoke indices) of one history."""
+
+    hid: int
+    txns: list[int]
+
+
+def transactions(t: Tables) -> DataFrame:
+    """(hid, txn, process, invoke_time, done_index, done_time, type) of every finished
+    transaction that may have committed (``ok`` or ``info``)."""
+    lines = t.control.where((F.col("f") == "txn") & ~F.col("nemesis"))
+    invokes = lines.where(F.col("type") == "invoke").select(
+        "hid", F.col("index").alias("txn"), "process", F.col("time").alias("invoke_time")
+    )
+    done = lines.where(F.col("type").isin("ok", "info")).select(
+        "hid", "txn", F.col("index").alias("done_index"), F.col("time").alias("done_time"), "type"
+    )
+    return invokes.join(done, ["hid", "txn"])
+
+
+def written(t: Tables) -> DataFrame:
+    """(hid, val, txn, topic, partition, offset): each value a transaction that may
+    have committed wrote, at its one known position (acked, or read)."""
+    return t.per_value.where(
+        F.col("txn").isNotNull()
+        & F.col("done_op").isin(ACK, INFO)
+        & ~F.col("dup")
+        & F.col("pos_offset").isNotNull()
+    ).select(
+        "hid", "val", "txn", *tp_columns("pos_tp", "topic", "partition"),
+        F.col("pos_offset").alias("offset"),
+    )  # fmt: skip
+
+
+def writers(t: Tables) -> DataFrame:
+    """(hid, val, src): the transaction (that may have committed) that sent each value."""
+    done = t.per_value.where(F.col("txn").isNotNull() & F.col("done_op").isin(ACK, INFO))
+    return done.select("hid", "val", F.col("txn").alias("src"))
+
+
+def ww_edges(t: Tables) -> DataFrame:
+    """T1 -> T2 when T1's value directly precedes T2's in a partition (transactional
+    values only); one edge per pair, explained by its lowest offset."""
+    w = Window.partitionBy("hid", "topic", "partition").orderBy("offset")
+    values = written(t)
+    pairs = values.select(
+        "*",
+        F.lead("txn").over(w).alias("dst"),
+        F.lead("val").over(w).alias("next_value"),
+        F.lead("offset").over(w).alias("next_offset"),
+    ).where(F.col("dst").isNotNull() & (F.col("dst") != F.col("txn")))
+    return _first_per_pair(
+        pairs.select(
+            "hid", F.col("txn").alias("src"), "dst", F.lit("ww").alias("kind"),
+            F.col("val").alias("value"), "topic", "partition", "offset",
+            "next_value", "next_offset",
+        )  # fmt: skip
+    )
+
+
+def wr_edges(t: Tables) -> DataFrame:
+    """T1 -> T2 when transaction T2 read a value T1 sent."""
+    reads = t.ops.where((F.col("kind") == "record") & F.col("txn").isNotNull()).select(
+        "hid", "val", F.col("txn").alias("dst"), "topic", "partition", "offset"
+    )
+    pairs = reads.join(writers(t), ["hid", "val"]).where(F.col("src") != F.col("dst"))
+    return _first_per_pair(
+        pairs.select(
+            "hid", "src", "dst", F.lit("wr").alias("kind"), F.col("val").alias("value"),
+            "topic", "partition", "offset",
+            F.lit(None).cast("long").alias("next_value"),
+            F.lit(None).cast("long").alias("next_offset"),
+        )  # fmt: skip
+    )
+
+
+def _first_per_pair(edges: DataFrame) -> DataFrame:
+    w = Window.partitionBy(*EDGE, "kind").orderBy("offset", "value")
+    return edges.select("*", F.row_number().over(w).alias("rn")).where("rn = 1").drop("rn")
+
+
+def order_edges(txns: DataFrame) -> DataFrame:
+    """Process order and the realtime chain (module docstring), as (hid, src, dst).
+
+    Commit vertices get negative ids (-1 - the completion's index)."""
+    by_process = Window.partitionBy("hid", "process").orderBy("txn")
+    process = txns.select(
+        "hid", F.col("txn").alias("src"), F.lead("txn").over(by_process).alias("dst")
+    ).where(F.col("dst").isNotNull())
+    commits = txns.where(F.col("type") == "ok").select(
+        "hid", F.col("done_time").alias("time"), (-1 - F.col("done_index")).alias("commit"),
+        F.col("txn").alias("src"),
+        F.lit(0).alias("order"),
+    )  # fmt: skip
+    to_commit = commits.select("hid", "src", F.col("commit").alias("dst"))
+    by_time = Window.partitionBy("hid").orderBy("time", "commit")
+    chain = commits.select(
+        "hid", F.col("commit").alias("src"), F.lead("commit").over(by_time).alias("dst")
+    ).where(F.col("dst").isNotNull())
+    # A transaction began after every commit stamped before its invoke: ties
+    # (same nanosecond) are not ordered, so the commit must be strictly earlier.
+    starts = txns.select(
+        "hid", F.col("invoke_time").alias("time"), F.lit(None).cast("long").alias("commit"),
+        F.col("txn").alias("src"), F.lit(-1).alias("order"),
+    )  # fmt: skip
+    events = commits.unionByName(starts)
+    timeline = Window.partitionBy("hid").orderBy("time", "order").rowsBetween(
+        Window.unboundedPreceding, Window.currentRow
+    )
+    last_commit = events.select(
+        "hid", "src", "commit", F.last("commit", ignorenulls=True).over(timeline).alias("before")
+    )
+    from_time = last_commit.where(F.col("commit").isNull() & F.col("before").isNotNull()).select(
+        "hid", F.col("before").alias("src"), F.col("src").alias("dst")
+    )
+    return process.unionByName(to_commit).unionByName(chain).unionByName(from_time)
+
+
+def components(edges: DataFrame) -> list[Component]:
+    """Strongly connected components holding two or more real transactions."""
+    found: list[Component] = []
+    table = edges.select(*EDGE).toArrow()  # Arrow batches: no Python row objects
+    hid, src, dst = (table[c].to_numpy(zero_copy_only=False) for c in EDGE)
+    for h in np.unique(hid):
+        mine = hid == h
+        found += [Component(int(h), txns) for txns in _sccs(src[mine], dst[mine])]
+    return found
+
+
+def _sccs(src: np.ndarray, dst: np.ndarray) -> list[list[int]]:
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    nodes, inverse = np.unique(np.concatenate([src, dst]), return_inverse=True)
+    n = len(nodes)
+    if n == 0:
+        return []
+    a, b = inverse[: len(src)], inverse[len(src) :]
+    graph = coo_matrix((np.ones(len(a), dtype=np.int8), (a, b)), shape=(n, n)).tocsr()
+    _, labels = connected_components(graph, directed=True, connection="strong")
+    real = nodes >= 0
+    counts = np.bincount(labels[real], minlength=labels.max() + 1)
+    out = []
+    for label in np.flatnonzero(counts >= 2):
+        out.append(sorted(int(x) for x in nodes[real & (labels == label)]))
+    return out
+
+
+def graph(t: Tables) -> tuple[DataFrame, DataFrame, list[Component]]:
+    """(transactions, explained ww/wr edges, cyclic components) of every history."""
+    txns = t.keep(transactions(t), small=True)
+    explained = t.keep(ww_edges(t).unionByName(wr_edges(t)))
+    live = F.broadcast(txns.select("hid", F.col("txn").alias("src")))
+    # Edges from or to a transaction that cannot have committed are dropped.
+    explained = explained.join(live, ["hid", "src"], "left_semi").join(
+        live.withColumnRenamed("src", "dst"), ["hid", "dst"], "left_semi"
+    )
+    every = explained.select(*EDGE).unionByName(order_edges(txns))
+    return txns, explained, components(every)
+
+
+def component_data(
+    txns: DataFrame, edges: DataFrame, found: list[Component]
+) -> list[tuple[Component, list[dict[str, Any]], list[dict[str, Any]]]]:
+    """Each component with its transactions and the ww/wr edges between them (small)."""
+    if not found:
+        return []
+    members = local_table(
+        txns.sparkSession, [(c.hid, x) for c in found for x in c.txns], "hid int, txn long"
+    )
+    rows = txns.join(F.broadcast(members), ["hid", "txn"]).collect()
+    inside = edges.join(
+        F.broadcast(members.withColumnRenamed("txn", "src")), ["hid", "src"], "left_semi"
+    ).join(F.broadcast(members.withColumnRenamed("txn", "dst")), ["hid", "dst"], "left_semi")
+    links = inside.collect()
+    out = []
+    for c in found:
+        ids = set(c.txns)
+        ops = [r.asDict() for r in rows if r["hid"] == c.hid and r["txn"] in ids]
+        es = [
+            r.asDict()
+            for r in links
+            if r["hid"] == c.hid and r["src"] in ids and r["dst"] in ids
+        ]
+        out.append((c, sorted(ops, key=lambda o: o["txn"]), es))
+    return out
