@@ -18,11 +18,13 @@ from pyspark.sql import functions as F
 
 from checkers import fault_plan
 from checkers.availability import availability, availability_check
+from checkers.cycle_checks import Cycles, search
 from checkers.group_checks import group_checks
 from checkers.lag import realtime_lag
 from checkers.load import expected_ops, read_rows, rows_dir
 from checkers.poll_checks import poll_checks, suspicious_pairs
 from checkers.results import (
+    CYCLE_CHECKS,
     build_checks,
     check_result,
     checks_for,
@@ -214,11 +216,15 @@ def analyse(
     config: dict[str, Any],
     examples: int | None = 10,
     stats: bool = True,
+    cycles: bool = True,
 ) -> dict[int, dict[str, Any]]:
-    """Results for every history (hid) in ``ops``; ``examples=None`` keeps every anomaly."""
+    """Results for every history (hid) in ``ops``; ``examples=None`` keeps every anomaly.
+
+    ``cycles=False`` skips the cycle search (tests of other checks): the
+    cycle checks are then ``unknown``."""
     t = Tables(ops, read_committed=read_committed(config))
     try:
-        return _analyse(spark, t, config, examples, stats)
+        return _analyse(spark, t, config, examples, stats, cycles)
     finally:
         t.release()
 
@@ -229,6 +235,7 @@ def _analyse(
     config: dict[str, Any],
     examples: int | None,
     stats: bool,
+    cycles: bool = True,
 ) -> dict[int, dict[str, Any]]:
     checker = config.get("checker", {})
     pairs = suspicious_pairs(t)
@@ -246,6 +253,11 @@ def _analyse(
     found = collect_anomalies(frames, examples)
     enrich(spark, t, found)
     name_topics(found, t.topic_names)
+    searched = None
+    if set(CYCLE_CHECKS) <= set(checks_for(config)):
+        searched = search(t, config, examples) if cycles else Cycles(unknown="not searched")
+        for hid, by_name in searched.found.items():
+            found.setdefault(hid, {}).update(by_name)
     meta = history_meta(t) or {0: dict(NO_LINES)}
     results = {}
     for hid, m in meta.items():
@@ -264,6 +276,11 @@ def _analyse(
             "checks": build_checks(counts, exs, config, final),
             "stats": {},
         }
+        if searched is not None:
+            results[hid]["cycles"] = searched.summary
+            if searched.unknown:
+                for name in CYCLE_CHECKS:
+                    results[hid]["checks"][name].update(valid="unknown", reason=searched.unknown)
     if stats:
         add_statistics(spark, t, results, meta, config)
     for res in results.values():

@@ -37,6 +37,8 @@ TXN_CHECKS = (
     "int-send-skip",
 )
 CTP_CHECKS = ("exactly-once",)
+# Elle's dependency cycles between transactions (checkers/cycle_checks.py).
+CYCLE_CHECKS = ("G0", "G1c", "G0-process", "G1c-process", "G0-realtime", "G1c-realtime")
 
 
 def checks_for(config: dict[str, Any]) -> tuple[str, ...]:
@@ -45,7 +47,7 @@ def checks_for(config: dict[str, Any]) -> tuple[str, ...]:
     if config.get("workload", "queue") != "txn":
         return CHECKS
     ctp = config.get("txn", {}).get("mode") == "ctp"
-    return CHECKS + TXN_CHECKS + (CTP_CHECKS if ctp else ())
+    return CHECKS + TXN_CHECKS + (CTP_CHECKS if ctp else ()) + CYCLE_CHECKS
 
 
 def is_ctp(config: dict[str, Any]) -> bool:
@@ -98,6 +100,20 @@ EXPLANATIONS = {
     "exactly-once": "Consume-transform-produce: an input below the offsets the pipeline "
     "committed never reached the output topic (lost), or reached it more than once "
     "(duplicated). Without a final drain a missing output may simply be unread yet.",
+    "G0": "A cycle of write-write dependencies: transactions whose writes to several partitions "
+    "interleave in opposite orders. Kafka's transactions do not order writes across "
+    "partitions, so this is allowed (as in Jepsen's Kafka test).",
+    "G1c": "A cycle of write-write and write-read dependencies (at least one read): T1 wrote "
+    "before T2 in some partition, and T1 read what T2 wrote. Allowed while ww edges are "
+    "inferred from offset order (which Kafka does not promise to be a serial order); an "
+    "error when only wr edges are used (--no-ww-deps).",
+    "G0-process": "A G0 cycle that also needs one process's own order of transactions.",
+    "G1c-process": "A G1c cycle that also needs one process's own order of transactions: a "
+    "process read, in a later transaction, data that depends on its own future writes.",
+    "G0-realtime": "A G0 cycle that also needs real-time order: a transaction that began after "
+    "another committed is ordered before it.",
+    "G1c-realtime": "A G1c cycle that also needs real-time order: a transaction depends on one "
+    "that began only after it committed.",
     "availability": "The acknowledged-send rate fell below the configured minimum while a fault "
     "was active.",
 }
@@ -108,12 +124,17 @@ def severities(config: dict[str, Any]) -> dict[str, str]:
     producer = config.get("producer", {})
     acks = str(producer.get("acks", "all"))
     idempotent = bool(producer.get("enable_idempotence", True)) and acks in ("all", "-1")
-    sev = {name: "error" for name in CHECKS + TXN_CHECKS + CTP_CHECKS}
+    sev = {name: "error" for name in CHECKS + TXN_CHECKS + CTP_CHECKS + CYCLE_CHECKS}
     sev["availability"] = "error"
     # Concurrent producers interleave in a partition: never a broken promise.
     sev["int-send-skip"] = "info"
     if config.get("txn", {}).get("isolation_level", "read_committed") != "read_committed":
         sev["precommitted-read"] = "info"  # a read_uncommitted consumer sees open transactions
+    # Jepsen's reasoning: Kafka orders writes per partition only, so ww cycles
+    # (G0) are legal; with ww edges inferred from offsets, so are G1c cycles.
+    ww = bool(config.get("checker", {}).get("ww_deps", True))
+    for name in CYCLE_CHECKS:
+        sev[name] = "info" if name.startswith("G0") or ww else "error"
     if not idempotent:
         sev["duplicate"] = "info"  # retries legally write twice
         sev["nonmonotonic-send"] = "warning"  # retries with several in flight may reorder
@@ -205,7 +226,7 @@ def unknown_reasons(checks: dict[str, dict[str, Any]], evidence: dict[str, int])
             else f"{name}: {checks[name]['count']} input(s) not seen exactly once in the output "
             "and no final drain to prove it"
             if name == "exactly-once"
-            else f"{name}: the check could not decide"
+            else f"{name}: {checks[name].get('reason') or 'the check could not decide'}"
         )
     return reasons
 

@@ -193,10 +193,12 @@ def _sccs(src: np.ndarray, dst: np.ndarray) -> list[list[int]]:
     return out
 
 
-def graph(t: Tables) -> tuple[DataFrame, DataFrame, list[Component]]:
-    """(transactions, explained ww/wr edges, cyclic components) of every history."""
+def graph(t: Tables, ww: bool = True) -> tuple[DataFrame, DataFrame, list[Component]]:
+    """(transactions, explained ww/wr edges, cyclic components) of every history;
+    without ``ww`` (Jepsen's --no-ww-deps) no ww edge is inferred."""
     txns = t.keep(transactions(t), small=True)
-    explained = t.keep(ww_edges(t).unionByName(wr_edges(t)))
+    explained = wr_edges(t).unionByName(ww_edges(t)) if ww else wr_edges(t)
+    explained = t.keep(explained)
     live = F.broadcast(txns.select("hid", F.col("txn").alias("src")))
     # Edges from or to a transaction that cannot have committed are dropped.
     explained = explained.join(live, ["hid", "src"], "left_semi").join(

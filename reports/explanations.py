@@ -153,6 +153,43 @@ EXPLANATIONS: dict[str, Explanation] = {
         "Offsets committed outside the transaction, a consumer not rewound after an abort "
         "(KAFKA-17582), or a zombie producer that was not fenced after a rebalance.",
     ),
+    "G0": Explanation(
+        "Write cycle (G0)",
+        "Two or more transactions wrote to partitions in orders that contradict each other: "
+        "T1's write precedes T2's in one partition and follows it in another. Kafka orders "
+        "writes per partition only, so this is allowed (Jepsen's Kafka test allows it too).",
+        "Concurrent transactional producers writing the same partitions.",
+    ),
+    "G1c": Explanation(
+        "Circular information flow (G1c)",
+        "Transactions depend on each other in a cycle of writes and reads: one wrote before "
+        "the other in a partition, and read what the other wrote. With ww order inferred from "
+        "offsets this is allowed; with --no-ww-deps (reads only) it is an error.",
+        "Concurrent transactions interleaving in partitions while reading each other's data.",
+    ),
+    "G0-process": Explanation(
+        "Write cycle with process order (G0-process)",
+        "A write cycle that also uses one client process's own order of transactions.",
+        "Concurrent producers; a process's later transaction ordered before its earlier one.",
+    ),
+    "G1c-process": Explanation(
+        "Circular information flow with process order (G1c-process)",
+        "A G1c cycle that also needs one process's own order of transactions.",
+        "A consumer returning data that depends on its own process's later writes.",
+    ),
+    "G0-realtime": Explanation(
+        "Write cycle with real-time order (G0-realtime)",
+        "A write cycle that also needs real time: a transaction that began after another "
+        "committed is ordered before it by the log.",
+        "Writes of a committed transaction landing after those of a later one (delayed "
+        "produce requests, KAFKA-17754).",
+    ),
+    "G1c-realtime": Explanation(
+        "Circular information flow with real-time order (G1c-realtime)",
+        "A G1c cycle that also needs real time: a transaction read data that depends on a "
+        "transaction that began only after it committed.",
+        "Stale or future reads across a leader change; delayed writes (KAFKA-17754).",
+    ),
     "availability": Explanation(
         "Availability below threshold",
         "The acknowledged send rate during a fault fell below the configured minimum.",
