@@ -24,6 +24,11 @@ def add_commands(subparsers: Any) -> None:
     p.add_argument("--json", action="store_true", help="print the results JSON instead of a table")
     p.add_argument("--examples", type=int, help="examples kept per anomaly")
     p.add_argument("--config", type=Path, help="run config (default: RUN_DIR/config.json)")
+    p.add_argument(
+        "--no-ww-deps",
+        action="store_true",
+        help="txn cycle checks from wr edges only (Jepsen's --no-ww-deps): G1c becomes an error",
+    )
     p.set_defaults(handler=run_check)
 
 
@@ -50,6 +55,8 @@ def run_check(args: argparse.Namespace) -> int:
     history, config, out = resolve(args.target, args.config)
     if args.examples is not None:
         config.setdefault("checker", {})["examples"] = args.examples
+    if args.no_ww_deps:
+        config.setdefault("checker", {})["ww_deps"] = False
     results = check_history(history, config, out, args.spark_master)
     if args.json:
         print(json.dumps(results, indent=2))

@@ -109,6 +109,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("--targets", "nemesis.targets", str, "fault targets", TARGET_MODES),
     Option("--spark-master", "checker.spark_master", str, "Spark master for the checkers"),
     Option(
+        "--ww-deps",
+        "checker.ww_deps",
+        _bool,
+        "txn cycle checks: infer ww edges from offset order (false: --no-ww-deps)",
+    ),
+    Option(
         "--availability-min-rate",
         "checker.availability_min_rate",
         float,
@@ -128,6 +134,13 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
             default=None,
             help=opt.help,
         )
+    group.add_argument(
+        "--no-ww-deps",
+        dest=_dest(Option("", "checker.ww_deps", _bool, "")),
+        action="store_const",
+        const=False,
+        help="txn cycle checks from wr edges only (Jepsen's --no-ww-deps): G1c becomes an error",
+    )
 
 
 def _dest(opt: Option) -> str:

@@ -111,6 +111,7 @@ class CheckerSpec:
     availability_min_rate: float | None = None  # msg/s that must hold during faults
     ownership_grace_s: float = 10.0  # double ownership tolerated this long (rebalances)
     unowned_threshold_s: float = 30.0  # a partition may go unowned this long
+    ww_deps: bool = True  # txn cycle checks infer ww edges (off: G1c is an error)
 
 
 @dataclass
