@@ -33,10 +33,11 @@ python3 -m pip install -q -e '.[dev]'
 kafka-chaos dist fetch 4.4.0 3.9.2
 
 # Elle, Jepsen's cycle checker (Clojars only; KC_EXTRA_MAVEN_REPOS may name a
-# mirror). Without it every check but the cycle search still runs, so a machine
-# that cannot resolve it gets a warning, not a failed setup.
+# mirror): resolved, then compiled into the cache. Without it every check but
+# the cycle search still runs, so a machine that cannot resolve it gets a
+# warning, not a failed setup.
 if ! kafka-chaos elle fetch; then
-  echo "setup.sh: warning: Elle could not be resolved; cycle checks (G0, G1c) will not run" >&2
+  echo "setup.sh: warning: Elle is unavailable; cycle checks (G0, G1c) will not run" >&2
 fi
 
 # Archive the JVM classes a check loads, once, so every later check's JVM

@@ -177,14 +177,18 @@ def test_many_transactions_without_a_cycle(find_cycles, record_property) -> None
     )
 
 
-def test_jvm_started_once(find_cycles, record_property) -> None:
+def test_jvm_started_once_and_elle_compiled_into_the_cache(find_cycles, record_property) -> None:
     assert elle_jvm.clojure() is elle_jvm.clojure()
+    aot = elle_jvm.aot_dir(elle_classpath.classpath())
+    assert (aot / elle_jvm.AOT_MARKER).is_file()
+    assert list(aot.glob("elle/txn*.class"))
     t = elle_jvm.clojure().times
     loads = sum(t.loads.values())
     record_property(
         "logged",
         f"Elle start: JVM {t.jvm_s:.2f} s, Clojure {t.clojure_s:.2f} s, "
-        f"require {t.require_s:.2f} s, elle_cycles.clj {loads:.2f} s",
+        f"require {t.require_s:.2f} s{' (compiling)' if t.compiled else ''}, "
+        f"elle_cycles.clj {loads:.2f} s",
     )
 
 
