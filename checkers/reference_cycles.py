@@ -91,7 +91,8 @@ def txn_graph(ops: list[dict[str, Any]], ww: bool = True) -> Edges:
                     edges[(src, txn)].add("wr")
     by_process: dict[Any, list[int]] = defaultdict(list)
     for txn in sorted(live):
-        by_process[invokes[txn]["process"]].append(txn)
+        if live[txn]["type"] == "ok":  # Elle's process order: committed operations only
+            by_process[invokes[txn]["process"]].append(txn)
     for seq in by_process.values():
         for t1, t2 in zip(seq, seq[1:], strict=False):
             edges[(t1, t2)].add("process")
@@ -124,9 +125,44 @@ def _reach(edges: Edges, allowed: frozenset[str]) -> dict[int, set[int]]:
     return out
 
 
+# Elle's implications among these (elle.consistency-model ``implied-anomalies``):
+# each type's ancestors, the types whose presence already implies it.
+IMPLIED_BY: dict[str, set[str]] = {
+    "G0": set(),
+    "G1c": {"G0"},
+    "G0-process": {"G0"},
+    "G1c-process": {"G0", "G1c", "G0-process"},
+    "G0-realtime": {"G0", "G0-process"},
+    "G1c-realtime": {"G0", "G1c", "G0-process", "G1c-process", "G0-realtime"},
+}
+
+
+def reported(ops: list[dict[str, Any]], ww: bool = True) -> dict[str, int]:
+    """What Elle reports: per strongly connected component of the whole graph,
+    each anomaly type that has a cycle there unless a type implying it has
+    one too (Elle searches the worst first and skips what a find implies);
+    counted in components."""
+    edges = txn_graph(ops, ww)
+    reach = _reach(edges, frozenset({"ww", "wr", "process", "realtime"}))
+    parts = {frozenset(x for x in reach[v] if v in reach[x]) for v in reach}
+    out: dict[str, int] = defaultdict(int)
+    for part in parts:
+        if len(part) < 2:
+            continue
+        inside = {e: k for e, k in edges.items() if e[0] in part and e[1] in part}
+        present = _present(inside)
+        for name in present:
+            if not present & IMPLIED_BY[name]:
+                out[name] += 1
+    return dict(out)
+
+
 def anomalies(ops: list[dict[str, Any]], ww: bool = True) -> set[str]:
     """The anomaly types (``SPECS``) whose cycles the history's graph holds."""
-    edges = txn_graph(ops, ww)
+    return _present(txn_graph(ops, ww))
+
+
+def _present(edges: Edges) -> set[str]:
     found = set()
     for name, (allowed, required) in SPECS.items():
         usable = {e: k & allowed for e, k in edges.items() if k & allowed}

@@ -8,7 +8,8 @@ checker infers them (docs/results.md, "Cycle checks"):
   (only transactional values count; the version order is transitive, so
   plain writes between them change nothing);
 * **wr**: T2 read a value T1 sent;
-* **process**: T1 and T2 ran on the same process, T1 first;
+* **process**: T1 and T2 committed (``ok``) on the same process, T1 first
+  and no other committed one between (Elle's process order skips ``info``);
 * **realtime**: T1 committed before T2 began.
 
 Only the first two carry an explanation: Elle derives process and realtime
@@ -130,8 +131,9 @@ def order_edges(txns: DataFrame) -> DataFrame:
     """Process order and the realtime chain (module docstring), as (hid, src, dst).
 
     Commit vertices get negative ids (-1 - the completion's index)."""
+    # Elle orders only a process's committed (ok) operations (elle.core process-graph).
     by_process = Window.partitionBy("hid", "process").orderBy("txn")
-    process = txns.select(
+    process = txns.where(F.col("type") == "ok").select(
         "hid", F.col("txn").alias("src"), F.lead("txn").over(by_process).alias("dst")
     ).where(F.col("dst").isNotNull())
     commits = txns.where(F.col("type") == "ok").select(

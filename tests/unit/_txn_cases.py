@@ -3,8 +3,11 @@ that turn a generated history into a mutated one."""
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 from typing import Any
+
+from checkers.reference_txn import completions
 
 
 @dataclass
@@ -79,4 +82,33 @@ def drain_read(ops: list[dict[str, Any]], record: tuple[str, int, int, int]) -> 
             value_ = {**out[i]["value"], "records": [*records[:at], r, *records[at:]]}
             out[i] = {**out[i], "value": value_}
             return out
+    return out
+
+
+def inject_backward_read(ops: list[dict], rnd: random.Random) -> list[dict]:
+    """One committed transaction's poll returns a value a later committed one sent."""
+    lines = [(txn, line) for txn, line in completions(ops) if line["type"] == "ok"]
+    readers = [
+        (i, txn, line)
+        for i, (txn, line) in enumerate(lines)
+        if any(m["f"] == "poll" and not m.get("skipped") for m in line["value"]["ops"])
+    ]
+    sent = [
+        (txn, m)
+        for txn, line in lines
+        for m in line["value"]["ops"]
+        if m["f"] == "send" and not m.get("skipped") and m.get("offset") is not None
+    ]
+    pairs = [(r, s) for r in readers for s in sent if s[0] > r[1]]
+    if not pairs:
+        return ops
+    (_, _, line), (_, m) = rnd.choice(pairs)
+    record = {k: m[k] for k in ("topic", "partition", "offset")}
+    record.update(key=str(m["value"]), value=m["value"])
+    mops = list(line["value"]["ops"])
+    k = next(k for k, x in enumerate(mops) if x["f"] == "poll" and not x.get("skipped"))
+    mops[k] = {**mops[k], "records": [*mops[k]["records"], record]}
+    out = list(ops)
+    at = next(i for i, op in enumerate(ops) if op is line)
+    out[at] = {**line, "value": {**line["value"], "ops": mops}}
     return out

@@ -16,45 +16,16 @@ import os
 import random
 from collections import defaultdict
 
+from _txn_cases import inject_backward_read
 from hypothesis import HealthCheck, given, seed, settings
 
 from checkers.builder import write_histories
 from checkers.reference_cycles import txn_graph
-from checkers.reference_txn import completions
 from checkers.synthetic_txn import TxnHistory, histories
 
 SEED = int(os.environ.get("TXN_PROPERTY_SEED", "20261124"))
 EXAMPLES = int(os.environ.get("GRAPH_PROPERTY_EXAMPLES", "60"))
 print(f"txn graph property tests: seed={SEED} examples={EXAMPLES}")
-
-
-def inject_backward_read(ops: list[dict], rnd: random.Random) -> list[dict]:
-    """One committed transaction's poll returns a value a later committed one sent."""
-    lines = [(txn, line) for txn, line in completions(ops) if line["type"] == "ok"]
-    readers = [
-        (i, txn, line)
-        for i, (txn, line) in enumerate(lines)
-        if any(m["f"] == "poll" and not m.get("skipped") for m in line["value"]["ops"])
-    ]
-    sent = [
-        (txn, m)
-        for txn, line in lines
-        for m in line["value"]["ops"]
-        if m["f"] == "send" and not m.get("skipped") and m.get("offset") is not None
-    ]
-    pairs = [(r, s) for r in readers for s in sent if s[0] > r[1]]
-    if not pairs:
-        return ops
-    (_, _, line), (_, m) = rnd.choice(pairs)
-    record = {k: m[k] for k in ("topic", "partition", "offset")}
-    record.update(key=str(m["value"]), value=m["value"])
-    mops = list(line["value"]["ops"])
-    k = next(k for k, x in enumerate(mops) if x["f"] == "poll" and not x.get("skipped"))
-    mops[k] = {**mops[k], "records": [*mops[k]["records"], record]}
-    out = list(ops)
-    at = next(i for i, op in enumerate(ops) if op is line)
-    out[at] = {**line, "value": {**line["value"], "ops": mops}}
-    return out
 
 
 def reference_sccs(ops: list[dict]) -> list[list[int]]:
