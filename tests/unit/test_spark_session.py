@@ -49,10 +49,10 @@ def test_per_value_alone_skips_partial_aggregation(spark) -> None:
     from checkers.tables import BYPASS_PARTIAL_AGGREGATION, Tables
 
     rows = spark.createDataFrame(
-        [("line", "send", "ok", 1, 0, 1, 1, 0, 0, 5, 7, 1, False, None, None)],
+        [("line", "send", "ok", 1, 0, 1, 1, 0, 0, 5, 7, 1, False, None, None, None)],
         "kind string, f string, type string, op byte, hid int, index long, time long, "
         "topic int, partition int, offset long, val long, process long, final boolean, "
-        "group string, txn long",
+        "group string, txn long, source long",
     )
     before = spark.conf.get(BYPASS_PARTIAL_AGGREGATION, None)
     t = Tables(rows)
