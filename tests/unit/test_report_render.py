@@ -185,3 +185,25 @@ def test_undecodable_bytes_do_not_break_the_report(tmp_path: Path) -> None:
     page = render(tmp_path)
     assert "not UTF-8 after" in page
     assert "line 32: skipped" in page
+
+
+def test_a_transactional_run_shows_its_cycle_section(tmp_path: Path) -> None:
+    build_run(tmp_path, "valid")
+    results = json.loads((tmp_path / "results.json").read_text())
+    results["cycles"] = {
+        "ww_deps": False, "components": 4, "largest_component": 3,
+        "transactions_in_components": 9, "elle": "ok", "elle_seconds": 0.8,
+    }  # fmt: skip
+    (tmp_path / "results.json").write_text(json.dumps(results))
+    page = render(tmp_path)
+    assert "Dependency cycles (Elle)" in page
+    assert "Spark found <strong>4</strong>" in page and "not inferred in this run" in page
+    results["cycles"] = {
+        "ww_deps": True, "components": 0, "largest_component": 0,
+        "transactions_in_components": 0, "elle": "Elle is not available (x)",
+    }  # fmt: skip
+    (tmp_path / "results.json").write_text(json.dumps(results))
+    page = render(tmp_path)
+    assert "no cycle, and Elle was not needed" in page and "Elle is not available (x)" in page
+    build_run(tmp_path / "queue", "valid")
+    assert "Dependency cycles" not in render(tmp_path / "queue")
