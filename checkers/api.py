@@ -255,7 +255,10 @@ def _analyse(
     name_topics(found, t.topic_names)
     searched = None
     if set(CYCLE_CHECKS) <= set(checks_for(config)):
-        searched = search(t, config, examples) if cycles else Cycles(unknown="not searched")
+        if cycles and checker.get("cycles", True):
+            searched = search(t, config, examples)
+        else:
+            searched = Cycles(unknown="the cycle search was turned off (checker.cycles)")
         for hid, by_name in searched.found.items():
             found.setdefault(hid, {}).update(by_name)
     meta = history_meta(t) or {0: dict(NO_LINES)}

@@ -112,6 +112,7 @@ class CheckerSpec:
     ownership_grace_s: float = 10.0  # double ownership tolerated this long (rebalances)
     unowned_threshold_s: float = 30.0  # a partition may go unowned this long
     ww_deps: bool = True  # txn cycle checks infer ww edges (off: G1c is an error)
+    cycles: bool = True  # txn runs: search dependency cycles (off: those checks are unknown)
 
 
 @dataclass
