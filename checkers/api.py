@@ -281,9 +281,15 @@ def _analyse(
         }
         if searched is not None:
             results[hid]["cycles"] = searched.summary
+            checks = results[hid]["checks"]
             if searched.unknown:
                 for name in CYCLE_CHECKS:
-                    results[hid]["checks"][name].update(valid="unknown", reason=searched.unknown)
+                    checks[name].update(valid="unknown", reason=searched.unknown)
+            elif searched.timeouts:  # what the search did not finish proves nothing
+                reason = f"Elle's search timed out in {searched.timeouts} part(s) of the graph"
+                for name in CYCLE_CHECKS:
+                    if not checks[name]["count"]:
+                        checks[name].update(valid="unknown", reason=reason)
     if stats:
         add_statistics(spark, t, results, meta, config)
     for res in results.values():

@@ -98,7 +98,7 @@ def config(shape: Shape) -> dict[str, Any]:
             "rewind": True,
         },
         "consumer": {"mode": shape.consumer_mode},
-        "producer": {"acks": "all", "idempotence": True},
+        "producer": {"acks": "all", "enable_idempotence": True},
     }
 
 
