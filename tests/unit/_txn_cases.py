@@ -4,10 +4,14 @@ that turn a generated history into a mutated one."""
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from hypothesis import HealthCheck, given, seed, settings
+
 from checkers.reference_txn import completions
+from checkers.synthetic_txn import histories
 
 
 @dataclass
@@ -112,3 +116,20 @@ def inject_backward_read(ops: list[dict], rnd: random.Random) -> list[dict]:
     at = next(i for i, op in enumerate(ops) if op is line)
     out[at] = {**line, "value": {**line["value"], "ops": mops}}
     return out
+
+
+def over_generated_histories(rng_seed: int, examples: int, max_txns: int) -> Callable:
+    """The property tests' decorator: ``examples`` generated transactional histories
+    (argument ``h``), reproducible from ``rng_seed``, never timed."""
+
+    def wrap(test: Callable) -> Callable:
+        test = given(h=histories(max_txns=max_txns))(test)
+        test = settings(
+            max_examples=examples,
+            deadline=None,
+            print_blob=True,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+        )(test)
+        return seed(rng_seed)(test)
+
+    return wrap

@@ -16,14 +16,13 @@ import random
 from collections import Counter
 
 import pytest
-from _txn_cases import inject_backward_read
-from hypothesis import HealthCheck, given, seed, settings
+from _txn_cases import inject_backward_read, over_generated_histories
 
 from checkers.builder import write_histories
 from checkers.cycle_checks import elle_missing
 from checkers.reference_cycles import anomalies, reported
 from checkers.results import CYCLE_CHECKS
-from checkers.synthetic_txn import Shape, TxnHistory, config, histories
+from checkers.synthetic_txn import Shape, TxnHistory, config
 
 SEED = int(os.environ.get("TXN_PROPERTY_SEED", "20261124"))
 EXAMPLES = int(os.environ.get("CYCLE_PROPERTY_EXAMPLES", "60"))
@@ -35,13 +34,7 @@ pytestmark = pytest.mark.skipif(MISSING is not None, reason=f"Elle unavailable: 
 CASES: list[tuple[str, list[dict]]] = []
 
 
-@seed(SEED)
-@settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
-@given(h=histories(max_txns=30))
+@over_generated_histories(SEED, EXAMPLES, max_txns=30)
 def test_reference_cycles_are_collected(h: TxnHistory) -> None:
     for ww in (True, False):
         anomalies(h.ops, ww)  # must not fail on any generated history

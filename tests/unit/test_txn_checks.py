@@ -29,8 +29,14 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from _txn_cases import Case, aborted_sends, drain_read, read_committed, with_records
-from hypothesis import HealthCheck, given, seed, settings
+from _txn_cases import (
+    Case,
+    aborted_sends,
+    drain_read,
+    over_generated_histories,
+    read_committed,
+    with_records,
+)
 
 from checkers import reference
 from checkers.builder import write_histories
@@ -43,7 +49,7 @@ from checkers.results import (
     checks_for,
     severities,
 )
-from checkers.synthetic_txn import TxnHistory, histories
+from checkers.synthetic_txn import TxnHistory
 
 SEED = int(os.environ.get("TXN_PROPERTY_SEED", "20261124"))
 EXAMPLES = int(os.environ.get("TXN_PROPERTY_EXAMPLES", "150"))
@@ -281,14 +287,7 @@ COLLECTED: list[Case] = []
 FOUND: Counter = Counter()  # ((level, mode), kind, check): the reference's findings
 
 
-@seed(SEED)
-@settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    print_blob=True,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
-@given(h=histories(max_txns=40))
+@over_generated_histories(SEED, EXAMPLES, max_txns=40)
 def test_reference_finds_exactly_the_injected_txn_anomalies(h: TxnHistory) -> None:
     found = new_keys(reference.check(h.ops, h.config))
     assert not _errors(found, h.config), (h.seed, h.shape, found)

@@ -35,11 +35,11 @@ from _txn_cases import (
     aborted_sends,
     committed_sends,
     drain_read,
+    over_generated_histories,
     read_committed,
     renumbered,
     with_records,
 )
-from hypothesis import HealthCheck, given, seed, settings
 
 from checkers import reference
 from checkers.builder import write_histories
@@ -51,7 +51,7 @@ from checkers.results import (
     unknown_reasons,
     verdict,
 )
-from checkers.synthetic_txn import TxnHistory, histories
+from checkers.synthetic_txn import TxnHistory
 
 SEED = int(os.environ.get("TXN_PROPERTY_SEED", "20261124"))
 EXAMPLES = int(os.environ.get("TXN_PROPERTY_EXAMPLES", "150"))
@@ -117,14 +117,7 @@ def _reference_verdict(case: Case) -> str:
 COLLECTED: list[Case] = []
 
 
-@seed(SEED)
-@settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    print_blob=True,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
-@given(h=histories(max_txns=40))
+@over_generated_histories(SEED, EXAMPLES, max_txns=40)
 def test_reference_judges_every_generated_txn_history_valid(h: TxnHistory) -> None:
     found = existing_keys(reference.check(h.ops, h.config))
     assert not found, (h.seed, h.shape, found)

@@ -16,12 +16,11 @@ import os
 import random
 from collections import defaultdict
 
-from _txn_cases import inject_backward_read
-from hypothesis import HealthCheck, given, seed, settings
+from _txn_cases import inject_backward_read, over_generated_histories
 
 from checkers.builder import write_histories
 from checkers.reference_cycles import txn_graph
-from checkers.synthetic_txn import TxnHistory, histories
+from checkers.synthetic_txn import TxnHistory
 
 SEED = int(os.environ.get("TXN_PROPERTY_SEED", "20261124"))
 EXAMPLES = int(os.environ.get("GRAPH_PROPERTY_EXAMPLES", "60"))
@@ -52,13 +51,7 @@ def reference_sccs(ops: list[dict]) -> list[list[int]]:
 CASES: list[tuple[str, list[dict]]] = []
 
 
-@seed(SEED)
-@settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
-@given(h=histories(max_txns=30))
+@over_generated_histories(SEED, EXAMPLES, max_txns=30)
 def test_reference_graph_is_built(h: TxnHistory) -> None:
     txn_graph(h.ops)  # must not fail on any generated history
     CASES.append(("generated", h.ops))
