@@ -95,8 +95,8 @@ def find_cycles(
     }
     jvm = elle_jvm.clojure()
     jvm.load_file(str(CLOJURE_FILE))
-    result = jvm.var(NAMESPACE, "check").invoke(to_edn(payload))
-    return to_python(result)
+    result = jvm.var(NAMESPACE, "check-json").invoke(to_edn(payload))
+    return json.loads(str(result))
 
 
 def _checked_ops(ops: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -186,26 +186,3 @@ def to_edn(x: Any) -> str:
     if isinstance(x, list | tuple):
         return "[" + " ".join(to_edn(v) for v in x) + "]"
     raise ValueError(f"cannot pass {type(x).__name__} {x!r} to Elle")
-
-
-def to_python(x: Any) -> Any:
-    """Clojure's answer (java.util maps and lists, strings, numbers) as Python data."""
-    import jpype
-
-    if x is None or isinstance(x, bool | int | float | str):
-        return x
-    if isinstance(x, jpype.JClass("java.lang.String")):
-        return str(x)
-    if isinstance(x, jpype.JClass("java.util.Map")):
-        return {to_python(e.getKey()): to_python(e.getValue()) for e in x.entrySet()}
-    if isinstance(x, jpype.JClass("java.util.Collection")):
-        return [to_python(v) for v in x]
-    if isinstance(x, jpype.JClass("java.lang.Boolean")):
-        return bool(x.booleanValue())
-    if isinstance(x, (jpype.JClass("java.lang.Double"), jpype.JClass("java.lang.Float"))):
-        return float(x.doubleValue())
-    if isinstance(x, jpype.JClass("java.lang.Number")):
-        return int(x.longValue())
-    if isinstance(x, jpype.JClass("clojure.lang.Named")):
-        return str(x.getName())
-    return str(x)
