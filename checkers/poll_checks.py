@@ -142,15 +142,6 @@ def suspicious_pairs(t: Tables) -> DataFrame:
     return t.keep(across.unionByName(inside).unionByName(backward_acks(t)), small=True)
 
 
-def next_known(positions: DataFrame) -> DataFrame:
-    """(hid, topic, partition, prev_offset, next_known): the next of ``positions``
-    (offsets known to hold a value a consumer must read)."""
-    w = Window.partitionBy(*TP).orderBy("offset")
-    return positions.select(
-        *TP, F.col("offset").alias("prev_offset"), F.lead("offset").over(w).alias("next_known")
-    )
-
-
 def _fields() -> list:
     return [
         "process",
@@ -163,9 +154,31 @@ def _fields() -> list:
 
 
 def skipping(jumps: DataFrame, positions: DataFrame) -> DataFrame:
-    """The ``jumps`` over one of ``positions``."""
-    known = next_known(positions)
-    return jumps.join(known, TP + ["prev_offset"]).where(F.col("next_known") < F.col("offset"))
+    """The ``jumps`` (``prev_offset`` -> ``offset``) over one of ``positions``.
+
+    A jump may start at an offset that is not among ``positions`` (a read of
+    data the consumer need not have read, e.g. an unacknowledged record that
+    the read_committed drain must not count on), so each start goes into the
+    ordered pass as a marker that looks for the next real position above it.
+    In descending order that is the last real one before the marker: a frame
+    from the partition's start, which Spark evaluates in one pass.
+    """
+    starts = jumps.select(*TP, F.col("prev_offset").alias("offset"), F.lit(False).alias("real"))
+    known = positions.select(*TP, "offset", F.lit(True).alias("real"))
+    w = (
+        Window.partitionBy(*TP)
+        .orderBy(F.col("offset").desc(), F.col("real").asc())
+        .rowsBetween(Window.unboundedPreceding, -1)
+    )
+    above = F.last(F.when(F.col("real"), F.col("offset")), ignorenulls=True).over(w)
+    nexts = (
+        starts.distinct()
+        .unionByName(known)
+        .select(*TP, "offset", "real", above.alias("next_known"))
+        .where(~F.col("real"))
+        .select(*TP, F.col("offset").alias("prev_offset"), "next_known")
+    )
+    return jumps.join(nexts, TP + ["prev_offset"]).where(F.col("next_known") < F.col("offset"))
 
 
 def poll_checks(t: Tables, pairs: DataFrame) -> list[DataFrame]:
