@@ -80,6 +80,21 @@ def test_commits_aborts_and_a_client_crash_are_valid(clean_txn_run: Path) -> Non
     assert committed and all(isinstance(m["offset"], int) for m in committed)
 
 
+def test_without_ww_edges_a_clean_run_has_no_g1c(clean_txn_run: Path) -> None:
+    """With ww edges a healthy run legally shows G1c (docs/results.md); from reads
+    alone (--no-ww-deps, where G1c is an error) it must show none."""
+    proc = kafka_chaos(
+        "check", str(clean_txn_run / "history.jsonl"),
+        "--config", str(clean_txn_run / "config.json"), "--no-ww-deps", "--json",
+    )  # fmt: skip
+    assert proc.returncode in (0, 1, 2), proc.stderr[-2000:]
+    results = json.loads(proc.stdout)
+    assert results["cycles"]["ww_deps"] is False and results["cycles"]["elle"] == "ok"
+    found = {n: results["checks"][n]["count"] for n in CYCLE_CHECKS}
+    assert not any(found.values()), (found, results["checks"]["G1c"]["examples"][:1])
+    assert results["verdict"] == "valid", results["unknown_reasons"]
+
+
 def test_a_transaction_left_open_by_a_crash_has_no_completion(clean_txn_run: Path) -> None:
     history = ops(clean_txn_run / "history.jsonl")
     open_txn: dict[int, dict] = {}
