@@ -143,18 +143,21 @@ def reported(ops: list[dict[str, Any]], ww: bool = True) -> dict[str, int]:
     one too (Elle searches the worst first and skips what a find implies);
     counted in components."""
     edges = txn_graph(ops, ww)
-    reach = _reach(edges, frozenset({"ww", "wr", "process", "realtime"}))
-    parts = {frozenset(x for x in reach[v] if v in reach[x]) for v in reach}
     out: dict[str, int] = defaultdict(int)
-    for part in parts:
-        if len(part) < 2:
-            continue
+    for part in cyclic_parts(edges):
         inside = {e: k for e, k in edges.items() if e[0] in part and e[1] in part}
         present = _present(inside)
         for name in present:
             if not present & IMPLIED_BY[name]:
                 out[name] += 1
     return dict(out)
+
+
+def cyclic_parts(edges: Edges) -> list[frozenset[int]]:
+    """Strongly connected components of two or more transactions, over every edge."""
+    reach = _reach(edges, frozenset({"ww", "wr", "process", "realtime"}))
+    parts = {frozenset(x for x in reach[v] if v in reach[x]) for v in reach}
+    return [p for p in parts if len(p) >= 2]
 
 
 def anomalies(ops: list[dict[str, Any]], ww: bool = True) -> set[str]:

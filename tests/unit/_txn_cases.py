@@ -133,3 +133,15 @@ def over_generated_histories(rng_seed: int, examples: int, max_txns: int) -> Cal
         return seed(rng_seed)(test)
 
     return wrap
+
+
+def analyse_cases(spark, tmp_path, cases: list[Case], config: dict[str, Any]) -> dict:
+    """Every case judged by the Spark checkers in one job (hid = position in
+    ``cases``), without the cycle search, which has tests of its own."""
+    from checkers.api import analyse
+    from checkers.builder import write_histories
+    from checkers.load import load_history
+
+    path = write_histories(tmp_path / "many.jsonl", (case.ops for case in cases))
+    ops = load_history(spark, path)
+    return analyse(spark, ops, config, examples=None, stats=False, cycles=False)

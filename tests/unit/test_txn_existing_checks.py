@@ -33,6 +33,7 @@ import pytest
 from _txn_cases import (
     Case,
     aborted_sends,
+    analyse_cases,
     committed_sends,
     drain_read,
     over_generated_histories,
@@ -42,7 +43,6 @@ from _txn_cases import (
 )
 
 from checkers import reference
-from checkers.builder import write_histories
 from checkers.results import (
     NOTHING_ACKED,
     NOTHING_READ,
@@ -141,12 +141,7 @@ def test_reference_judges_every_generated_txn_history_valid(h: TxnHistory) -> No
 
 
 def _judge_with_spark(spark, tmp_path, cases: list[Case], config: dict[str, Any]) -> list:
-    from checkers.api import analyse
-    from checkers.load import load_history
-
-    path = write_histories(tmp_path / "many.jsonl", (case.ops for case in cases))
-    ops = load_history(spark, path)  # the cycle checks have tests of their own
-    results = analyse(spark, ops, config, examples=None, stats=False, cycles=False)
+    results = analyse_cases(spark, tmp_path, cases, config)
     mismatches = []
     for hid, case in enumerate(cases):
         checks = results[hid]["checks"]

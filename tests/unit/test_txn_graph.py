@@ -19,7 +19,7 @@ from collections import defaultdict
 from _txn_cases import inject_backward_read, over_generated_histories
 
 from checkers.builder import write_histories
-from checkers.reference_cycles import txn_graph
+from checkers.reference_cycles import cyclic_parts, txn_graph
 from checkers.synthetic_txn import TxnHistory
 
 SEED = int(os.environ.get("TXN_PROPERTY_SEED", "20261124"))
@@ -29,23 +29,7 @@ print(f"txn graph property tests: seed={SEED} examples={EXAMPLES}")
 
 def reference_sccs(ops: list[dict]) -> list[list[int]]:
     """Transactions on cycles, from the reference graph (all edge kinds)."""
-    edges = txn_graph(ops)
-    succ = defaultdict(set)
-    nodes = set()
-    for a, b in edges:
-        succ[a].add(b)
-        nodes |= {a, b}
-    reach = {}
-    for s in nodes:
-        seen, stack = {s}, [s]
-        while stack:
-            for n in succ[stack.pop()]:
-                if n not in seen:
-                    seen.add(n)
-                    stack.append(n)
-        reach[s] = seen
-    groups = {frozenset(x for x in reach[s] if s in reach[x]) for s in nodes}
-    return sorted(sorted(g) for g in groups if len(g) >= 2)
+    return sorted(sorted(p) for p in cyclic_parts(txn_graph(ops)))
 
 
 CASES: list[tuple[str, list[dict]]] = []
@@ -82,9 +66,7 @@ def test_spark_graph_equals_the_reference(spark, tmp_path, record_property) -> N
         cyclic += bool(want)
         if sorted(spark_sccs[hid]) != want:
             mismatches.append((hid, kind, "scc", sorted(spark_sccs[hid]), want))
-        ref = {
-            (a, b, k) for (a, b), kinds in txn_graph(ops).items() for k in kinds & {"ww", "wr"}
-        }
+        ref = {(a, b, k) for (a, b), kinds in txn_graph(ops).items() for k in kinds & {"ww", "wr"}}
         if edges[hid] != ref:
             mismatches.append((hid, kind, "edges", edges[hid] ^ ref))
     record_property(
