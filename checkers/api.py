@@ -27,8 +27,8 @@ from checkers.results import (
     CYCLE_CHECKS,
     build_checks,
     check_result,
-    checks_for,
     is_ctp,
+    is_txn,
     severities,
     unknown_reasons,
     verdict,
@@ -248,13 +248,13 @@ def _analyse(
             float(checker.get("unowned_threshold_s", 30.0)),
         )
     )
-    if checks_for(config) != checks_for({}):
+    if is_txn(config):
         frames += txn_checks(t, is_ctp(config))
     found = collect_anomalies(frames, examples)
     enrich(spark, t, found)
     name_topics(found, t.topic_names)
     searched = None
-    if set(CYCLE_CHECKS) <= set(checks_for(config)):
+    if is_txn(config):
         if cycles and checker.get("cycles", True):
             searched = search(t, config, examples)
         else:

@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from checkers.results import is_txn
+
 NS = 1e9
 
 Anomalies = dict[str, list[tuple]]  # a multiset of keys per check
@@ -376,7 +378,7 @@ def check(ops: list[dict[str, Any]], config: dict[str, Any]) -> Anomalies:
     ):
         for name, keys in part.items():
             found[name] += keys
-    if config.get("workload") == "txn":
+    if is_txn(config):
         from checkers.reference_txn import txn_anomalies
 
         for name, keys in txn_anomalies(raw, config).items():

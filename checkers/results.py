@@ -44,10 +44,14 @@ CYCLE_CHECKS = ("G0", "G1c", "G0-process", "G1c-process", "G0-realtime", "G1c-re
 def checks_for(config: dict[str, Any]) -> tuple[str, ...]:
     """The checks a run's workload is judged by: a queue history keeps exactly
     the queue checks (results.json unchanged), a transactional one adds its own."""
-    if config.get("workload", "queue") != "txn":
+    if not is_txn(config):
         return CHECKS
     ctp = config.get("txn", {}).get("mode") == "ctp"
     return CHECKS + TXN_CHECKS + (CTP_CHECKS if ctp else ()) + CYCLE_CHECKS
+
+
+def is_txn(config: dict[str, Any]) -> bool:
+    return config.get("workload", "queue") == "txn"
 
 
 def is_ctp(config: dict[str, Any]) -> bool:
