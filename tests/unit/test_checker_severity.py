@@ -1,12 +1,29 @@
 """Severities follow the run's configuration (docs/results.md)."""
 
-from checkers.results import severities
+from checkers.results import CYCLE_CHECKS, checks_for, severities
 from harness.spec import TestSpec
 
 
 def test_defaults_make_every_safety_anomaly_an_error():
-    sev = severities({"producer": {"acks": "all", "enable_idempotence": True}})
-    assert set(sev.values()) == {"error"}
+    config = {"producer": {"acks": "all", "enable_idempotence": True}}
+    sev = severities(config)
+    assert {sev[name] for name in checks_for(config)} == {"error"}
+
+
+def test_a_txn_run_allows_only_what_jepsen_allows():
+    """Interleaved sends and ww-inferred cycles are legal; the rest breaks a promise,
+    and without ww edges G1c does too (G0 needs ww edges, so it cannot occur)."""
+    config = {"workload": "txn", "txn": {"mode": "ctp"}}
+    sev = severities(config)
+    legal = {"int-send-skip", *CYCLE_CHECKS}
+    assert {n for n in checks_for(config) if sev[n] != "error"} == legal
+    assert {sev[n] for n in legal} == {"info"}
+    no_ww = severities({**config, "checker": {"ww_deps": False}})
+    assert {n for n in CYCLE_CHECKS if no_ww[n] == "error"} == {
+        "G1c",
+        "G1c-process",
+        "G1c-realtime",
+    }
 
 
 def test_without_idempotence_duplicates_are_legal():
