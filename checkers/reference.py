@@ -139,15 +139,20 @@ def send_anomalies(ops: list[dict[str, Any]]) -> Anomalies:
     return out
 
 
-def poll_anomalies(ops: list[dict[str, Any]], read_committed: bool = True) -> Anomalies:
+def known_offsets(ops: list[dict[str, Any]], read_committed: bool = True) -> tuple[dict, dict]:
+    """(every known offset, those a committed reader must read) per partition.
+
+    Known: an ack or a read names it.  Read_committed consumers (and the
+    final drain, always) may skip aborted data, so the second leaves out
+    offsets read with an aborted value; in a read_uncommitted run only acks
+    prove that an offset is committed.
+    """
     known: dict[tuple, set] = defaultdict(set)
     for _, topic, part, off, _ in _acks(ops):
         if off >= 0:
             known[(topic, part)].add(off)
     for _, _, r in _reads(ops):
         known[(r["topic"], r["partition"])].add(r["offset"])
-    # read_committed consumers (and the final drain, always) may skip aborted
-    # data; in a read_uncommitted run only acks prove that an offset is committed
     committed_known: dict[tuple, set] = defaultdict(set)
     if read_committed:
         committed_known.update((tp, set(offsets)) for tp, offsets in known.items())
@@ -157,6 +162,11 @@ def poll_anomalies(ops: list[dict[str, Any]], read_committed: bool = True) -> An
                 committed_known[(topic, part)].add(off)
     for topic, part, off in _aborted_positions(ops):
         committed_known[(topic, part)].discard(off)
+    return known, committed_known
+
+
+def poll_anomalies(ops: list[dict[str, Any]], read_committed: bool = True) -> Anomalies:
+    known, committed_known = known_offsets(ops, read_committed)
     _, drain = _groups(ops)
     out: Anomalies = defaultdict(list)
     last: dict[tuple, int] = {}  # (process, topic, partition) -> offset of the previous read

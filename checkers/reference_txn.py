@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
 
-from checkers.reference import Anomalies, _aborted_positions, _acks, _groups, _reads, expand
+from checkers.reference import Anomalies, _acks, _groups, _reads, expand, known_offsets
 from checkers.results import is_ctp
 
 
@@ -65,7 +65,7 @@ def txn_anomalies(ops: list[dict[str, Any]], config: dict[str, Any]) -> Anomalie
     for _, _, r in reads:
         tp = (r["topic"], r["partition"])
         max_read[tp] = max(max_read.get(tp, -1), r["offset"])
-    known = _known_offsets(flat)
+    known = known_offsets(flat)
     txns = list(completions(ops))
     out: Anomalies = defaultdict(list)
 
@@ -107,22 +107,6 @@ def txn_anomalies(ops: list[dict[str, Any]], config: dict[str, Any]) -> Anomalie
     if is_ctp(config):
         out["exactly-once"] += _exactly_once(flat, txns, read_values)
     return out
-
-
-def _known_offsets(flat: list[dict[str, Any]]) -> tuple[dict, dict]:
-    """(every known offset, those a read_committed consumer must read) per
-    partition: an ack or a read names it; the second leaves out offsets read
-    with an aborted value (``checkers.reference.poll_anomalies``)."""
-    every: dict[tuple, set] = defaultdict(set)
-    for _, topic, part, off, _ in _acks(flat):
-        if off >= 0:
-            every[(topic, part)].add(off)
-    for _, _, r in _reads(flat):
-        every[(r["topic"], r["partition"])].add(r["offset"])
-    committed: dict[tuple, set] = {tp: set(offsets) for tp, offsets in every.items()}
-    for topic, part, off in _aborted_positions(flat):
-        committed[(topic, part)].discard(off)
-    return every, committed
 
 
 def _inside(
