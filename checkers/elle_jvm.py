@@ -15,6 +15,8 @@ What the start needs (notes in docs/elle.md):
   unbound (only clojure.main binds it) they land in the current directory.
 - ``clojure.core/shutdown-agents`` at exit: otherwise Python waits about a
   minute for Clojure's idle future threads before it can exit.
+- The JVM's signal handlers, put back at exit (checkers/jvm_signals.py):
+  pytest removes them, and Java code at exit then dies of SIGSEGV.
 
 Loading Elle from its source jars compiles some 2,000 classes on every start
 (5-12 s here).  The first start therefore compiles them ahead of time into
@@ -37,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from checkers import jvm_signals
 from harness import elle_classpath
 from harness.errors import HarnessError
 
@@ -131,6 +134,7 @@ def _start() -> _Elle:
         classpath = ([str(aot)] if have_aot else []) + jars
         jpype.startJVM("-Djava.awt.headless=true", HEAP, classpath=classpath, convertStrings=False)
         times.jvm_s = time.perf_counter() - t0
+    jvm_signals.save()
 
     t0 = time.perf_counter()
     try:
@@ -201,9 +205,15 @@ def _require_compiling(api: Any, aot: Path) -> None:
 
 
 def _shutdown(compile_dir: str) -> None:
-    """Stop Clojure's agent and future threads so the JVM (and Python) can exit now."""
+    """Stop Clojure's agent and future threads so the JVM (and Python) can exit now.
+
+    The JVM's signal handlers go back first: Java code runs from here on
+    (this call, then JPype's shutdown), and without them it can die of SIGSEGV
+    (checkers/jvm_signals.py).
+    """
     import jpype
 
+    jvm_signals.restore()
     try:
         if jpype.isJVMStarted():
             jpype.JClass("clojure.java.api.Clojure").var("clojure.core", "shutdown-agents").invoke()

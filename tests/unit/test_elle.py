@@ -8,8 +8,11 @@ resolves it from the Clojars mirror that test.sh names in KC_EXTRA_MAVEN_REPOS
 
 from __future__ import annotations
 
+import os
 import random
 import re
+import subprocess
+import sys
 import time
 from typing import Any
 
@@ -232,3 +235,54 @@ def test_edn_encoding() -> None:
         elle.to_edn(float("nan"))
     with pytest.raises(ValueError):
         elle.to_edn({1: 2})
+
+
+CHILD_TEST = '''
+import atexit
+
+import jpype  # noqa: F401  (JPype's exit handler is registered first, as in any process)
+
+from checkers import elle_jvm
+
+# A hot loop whose null checks HotSpot compiles into faulting loads: it survives
+# only while the JVM's SIGSEGV handler is installed.
+NPE_LOOP = """
+(loop [i 0 caught 0]
+  (if (< i 3000000)
+    (recur (inc i) (+ caught (try (.length ^String (if (even? i) nil "x"))
+                                  (catch NullPointerException _ 1))))
+    caught))
+"""
+
+
+def hot_null_checks():
+    e = elle_jvm.clojure()
+    caught = e.var("clojure.core", "eval").invoke(
+        e.var("clojure.core", "read-string").invoke(NPE_LOOP))
+    print("caught", caught, flush=True)
+
+
+def test_java_runs_at_exit():
+    atexit.register(hot_null_checks)  # runs after pytest's faulthandler removed the JVM's handlers
+    hot_null_checks()
+'''
+
+
+def test_java_at_exit_survives_pytests_faulthandler(tmp_path) -> None:
+    """pytest's faulthandler drops the JVM's SIGSEGV handler at session end; Java
+    code that runs at exit (JPype's shutdown) then crashed the process with
+    exit 139 after every test passed (CI, 2026-11-24).  Elle's exit handler puts
+    the JVM's handlers back first (checkers/jvm_signals.py)."""
+    (tmp_path / "test_child.py").write_text(CHILD_TEST)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-s", "test_child.py"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, (done.returncode, done.stdout[-2000:], done.stderr[-2000:])
+    assert done.stdout.count("caught 3000000") == 2, done.stdout[-2000:]
