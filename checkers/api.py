@@ -22,6 +22,7 @@ from checkers.cycle_checks import Cycles, search
 from checkers.group_checks import group_checks
 from checkers.lag import realtime_lag
 from checkers.load import expected_ops, read_rows, rows_dir
+from checkers.loss_checks import acked_lost, missing, tallies
 from checkers.poll_checks import poll_checks, suspicious_pairs
 from checkers.results import (
     CYCLE_CHECKS,
@@ -30,6 +31,7 @@ from checkers.results import (
     is_ctp,
     is_txn,
     severities,
+    summary,
     unknown_reasons,
     verdict,
     write_results,
@@ -81,6 +83,7 @@ def enrich(spark: SparkSession, t: Tables, found: Found) -> None:
     _offset_values(spark, t, found)
     _neighbours(spark, t, found)
     _skipped(spark, t, found)
+    _vanished(spark, t, found)
 
 
 def _indices(col: str) -> F.Column:
@@ -190,6 +193,42 @@ def _skipped(spark: SparkSession, t: Tables, found: Found) -> None:
         ex["indices"] = indices
 
 
+def _vanished(spark: SparkSession, t: Tables, found: Found) -> None:
+    """For ``acked-lost`` examples: who read the value before it vanished
+    (``read_process``), and what the final drain found at its offset now
+    (``now_values``: empty when nothing, e.g. past the end of the log)."""
+    shown = list(_rows(found, "acked-lost"))
+    if not shown:
+        return
+    for _, ex in shown:  # an example's JSON leaves out what is null
+        ex.setdefault("read_index", None)
+        ex.setdefault("high_watermark", None)
+    places = local_table(
+        spark,
+        [(hid, ex["topic"], ex["partition"], ex["offset"]) for hid, ex in shown],
+        "hid int, topic int, partition int, offset long",
+    )
+    now = (
+        t.reads.where(F.col("final"))
+        .join(F.broadcast(places), [*TP, "offset"])
+        .groupBy(*TP, "offset")
+        .agg(F.array_sort(F.collect_set("val")).alias("v"))
+        .collect()
+    )
+    now_at = {(r["hid"], r["topic"], r["partition"], r["offset"]): list(r["v"]) for r in now}
+    first_reads = [
+        (hid, ex["read_index"], ex["value"]) for hid, ex in shown if ex["read_index"] is not None
+    ]
+    readers: dict[tuple, int] = {}
+    if first_reads:
+        wanted = local_table(spark, first_reads, "hid int, index long, val long")
+        for r in t.reads.join(F.broadcast(wanted), ["hid", "index", "val"]).collect():
+            readers[(r["hid"], r["index"])] = r["process"]
+    for hid, ex in shown:
+        ex["read_process"] = readers.get((hid, ex["read_index"]))
+        ex["now_values"] = now_at.get((hid, ex["topic"], ex["partition"], ex["offset"]), [])
+
+
 def name_topics(found: Found, names: dict[int, str]) -> None:
     """Put topic names back into the examples, in place (rows hold topic ids)."""
     for checks in found.values():
@@ -250,7 +289,10 @@ def _analyse(
     )
     if is_txn(config):
         frames += txn_checks(t, is_ctp(config))
+    absent = missing(t)
+    frames.append(acked_lost(absent))
     found = collect_anomalies(frames, examples)
+    losses = tallies(absent, t.topic_names)
     enrich(spark, t, found)
     name_topics(found, t.topic_names)
     searched = None
@@ -270,13 +312,14 @@ def _analyse(
         final = bool(m["final"])
         results[hid] = {
             "verdict": None,
+            "summary": None,
             "unknown_reasons": [],
             "history": None,
             "ops": m["ops"],
             "final_drain": final,
             "evidence": {name: m[name] for name in EVIDENCE},
             "faults_off_plan": None,  # with the statistics: they find the fault spans
-            "checks": build_checks(counts, exs, config, final),
+            "checks": build_checks(counts, exs, config, final, losses.get(hid)),
             "stats": {},
         }
         if searched is not None:
@@ -295,6 +338,7 @@ def _analyse(
     for res in results.values():
         res["unknown_reasons"] = unknown_reasons(res["checks"], res["evidence"])
         res["verdict"] = verdict(res["checks"], res["unknown_reasons"])
+        res["summary"] = summary(res["checks"], res["evidence"])
     return results
 
 

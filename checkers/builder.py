@@ -92,6 +92,27 @@ class HistoryBuilder:
             value["final"] = True
         return self.op(process, "ok", "poll", value)
 
+    def drain_bounds(
+        self,
+        process: int,
+        topic: str,
+        partition: int,
+        log_start: int | None,
+        high_watermark: int | None,
+        reached: int | None = None,
+    ) -> int:
+        """The final drain's ``drain`` line for one partition; ``reached`` defaults
+        to the high watermark (a complete drain)."""
+        value = {
+            "topic": topic,
+            "partition": partition,
+            "log_start": log_start,
+            "high_watermark": high_watermark,
+            "reached": high_watermark if reached is None else reached,
+            "final": True,
+        }
+        return self.op(process, "ok", "drain", value)
+
     def subscribe(self, process: int, group: str, topics: list[str]) -> int:
         v = {"group": group, "topics": topics}
         self.op(process, "invoke", "subscribe", v)

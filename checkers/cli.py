@@ -86,7 +86,18 @@ def print_summary(results: dict[str, Any]) -> None:
         )
     for line in summary_lines(results):
         console.print(line, markup=False)
+    console.print(answer_line(results), markup=False)
     console.print(f"final drain: {results['final_drain']}   verdict: [bold]{results['verdict']}")
+
+
+def answer_line(results: dict[str, Any]) -> str:
+    """results.json's ``summary`` as one line: the figures a user asks for first."""
+    s = results.get("summary") or {}
+    lost = "unknown" if s.get("acked_lost") is None else s["acked_lost"]
+    return (
+        f"acknowledged: {s.get('acked', 0)}   lost: {lost}   "
+        f"duplicated: {s.get('duplicated', 0)}   read out of order: {s.get('reordered', 0)}"
+    )
 
 
 def summary_lines(results: dict[str, Any]) -> list[str]:

@@ -63,7 +63,7 @@ import pyarrow.parquet as pq
 from checkers import pair_lists, poll_positions
 from checkers.ack_order import COLUMNS as ACK_ORDER
 from checkers.ack_order import AckOrder
-from checkers.line_rows import KINDS, ROWS, checked, kind_of, rows_of
+from checkers.line_rows import DRAIN_BOUNDS, KINDS, ROWS, checked, kind_of, rows_of
 from checkers.poll_positions import POSITION, SUMMARY, number_and_summarise
 from checkers.sorted_runs import row_numbers
 from checkers.topic_ids import STORED, TopicIds
@@ -121,6 +121,7 @@ _HOT = pa.schema(
                     ("group", pa.string()),
                     ("topics", pa.list_(pa.string())),
                     ("reason", pa.string()),
+                    *((name, pa.int64()) for name in DRAIN_BOUNDS),
                     *((name, pair_lists.TYPE) for name in pair_lists.NAMES),
                 ]
             ),
@@ -534,6 +535,7 @@ def _hot_rows(hot: pa.Table) -> Tables:
         topics=v["topics"],
         reason=v["reason"],
         txn=txn_column(f, typ, col["index"]),
+        **{name: v[name] for name in DRAIN_BOUNDS},
     )
     try:
         pairs = {

@@ -26,6 +26,7 @@ def pair_lists(topic: pa.DataType) -> tuple[pa.DataType, pa.DataType]:
 
 
 _PAIR, _TRIPLE = pair_lists(pa.string())
+DRAIN_BOUNDS = ("log_start", "high_watermark", "reached")  # a ``drain`` line's offsets
 ROWS = pa.schema(
     [
         ("hid", pa.int32()),
@@ -62,6 +63,10 @@ ROWS = pa.schema(
         ("mop", pa.int32()),
         ("source", pa.int64()),
         ("rebalanced", _PAIR),
+        # The final drain's bounds of one partition (docs/history.md, ``drain``): the
+        # log start offset, the high watermark, and the next offset the drain would
+        # have read; ``acked-lost`` (checkers/loss_checks.py) proves completeness by them.
+        *((name, pa.int64()) for name in DRAIN_BOUNDS),
     ]
 )
 # ``txn`` of the rows of a transaction's completion until ingest pairs it with
@@ -136,6 +141,8 @@ def rows_of(op: dict[str, Any], invoke: int | None = None) -> list[dict[str, Any
         line.update({k: _pairs(v.get(k)) for k in ("partitions", "assigned", "revoked")})
     if f in ("commit", "seek"):
         line["offsets"] = _triples(v.get("offsets"))
+    if f == "drain":
+        line.update({k: _typed(v, k, int) for k in DRAIN_BOUNDS})
     if f == "txn":
         return txn_rows(line, v, TXN_PENDING if invoke is None else invoke)
     if not (f == "poll" and op["type"] == "ok"):
@@ -306,6 +313,16 @@ def check_value(lineno: int, op: dict[str, Any], path: Path) -> None:
         _check_pairs(value["offsets"], 3, "offsets", path, lineno)
     elif f == "txn" and op["process"] != NEMESIS:
         _check_txn(value, typ, path, lineno)
+    elif f == "drain" and op["process"] != NEMESIS:
+        _need(
+            isinstance(value.get("topic"), str)
+            and _is_int(value.get("partition"))
+            and all(_int_or_null(value.get(k)) for k in DRAIN_BOUNDS),
+            path,
+            lineno,
+            "drain needs topic (str), partition, and log_start, high_watermark, reached "
+            "(int or null)",
+        )
     elif op["process"] == NEMESIS and "id" in value:
         _need(_is_int(value["id"]), path, lineno, "fault id must be an integer")
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from checkers.results import is_txn
+from checkers.results import LossTally, is_txn
 
 NS = 1e9
 
@@ -137,6 +137,45 @@ def send_anomalies(ops: list[dict[str, Any]]) -> Anomalies:
     for val in failed & read_values:
         out["failed-write-read"].append((val,))
     return out
+
+
+def acked_lost(ops: list[dict[str, Any]]) -> tuple[Anomalies, LossTally]:
+    """Acknowledged values the final drain did not read: lost where its ``drain``
+    lines prove it read the partition from log start to high watermark (excused
+    below the log start), undecided elsewhere (docs/results.md, ``acked-lost``)."""
+    drained = {r["value"] for op, _, r in _reads(ops) if _is_final_poll(op)}
+    bounds = {}
+    for op in ops:
+        if op["f"] == "drain" and op["process"] != "nemesis":
+            v = op["value"]
+            bounds[(v["topic"], v["partition"])] = v  # the last line of a partition wins
+
+    def complete(b: dict[str, Any] | None) -> bool:
+        return b is not None and b["high_watermark"] is not None and (
+            b["reached"] >= b["high_watermark"]
+        )
+
+    whole = bool(bounds) and all(complete(b) for b in bounds.values())
+    out: Anomalies = defaultdict(list)
+    excused, undecided, unproven = 0, 0, set()
+    for _, topic, part, off, val in _acks(ops):
+        if val in drained:
+            continue
+        if part is None or off < 0:
+            decided, b = whole, None
+        else:
+            b = bounds.get((topic, part))
+            decided = complete(b)
+        if not decided:
+            undecided += 1
+            if part is not None:
+                unproven.add((topic, part))
+        elif b is not None and b["log_start"] is not None and off < b["log_start"]:
+            excused += 1
+        else:
+            out["acked-lost"].append((val,))
+    names = tuple(f"{t}-{p}" for t, p in sorted(unproven))
+    return out, LossTally(excused, undecided, names)
 
 
 def known_offsets(ops: list[dict[str, Any]], read_committed: bool = True) -> tuple[dict, dict]:
@@ -359,7 +398,7 @@ def judge(ops: list[dict[str, Any]], config: dict[str, Any]) -> tuple[str, list[
 
     counts = {name: len(keys) for name, keys in check(ops, config).items()}
     final = any(_is_final_poll(op) for op in ops)
-    checks = build_checks(counts, {}, config, final)
+    checks = build_checks(counts, {}, config, final, acked_lost(expand(ops))[1])
     found = evidence(ops)
     return verdict(checks, unknown_reasons(checks, found)), evidence_gaps(found)
 
@@ -378,6 +417,7 @@ def check(ops: list[dict[str, Any]], config: dict[str, Any]) -> Anomalies:
     found: Anomalies = defaultdict(list)
     for part in (
         send_anomalies(ops),
+        acked_lost(ops)[0],
         poll_anomalies(ops, committed_only),
         group_anomalies(
             ops,
@@ -404,7 +444,7 @@ def key_of(check_name: str, ex: dict[str, Any]) -> tuple:
         from checkers.reference_txn import key_of as txn_key_of
 
         return txn_key_of(check_name, ex)
-    if check_name in ("lost-write", "unseen", "failed-write-read"):
+    if check_name in ("lost-write", "unseen", "acked-lost", "failed-write-read"):
         return (ex["value"],)
     if check_name == "duplicate":
         return (ex["value"], tuple(sorted(tuple(p) for p in ex["positions"])))

@@ -9,12 +9,14 @@ verdict.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 CHECKS = (
     "lost-write",
     "unseen",
+    "acked-lost",
     "duplicate",
     "inconsistent-offsets",
     "failed-write-read",
@@ -64,6 +66,11 @@ EXPLANATIONS = {
     "unseen": "The broker acknowledged these sends but nobody read them, and nothing beyond them "
     "was read in their partition. After a final drain this means the data is gone; without one "
     "the consumers may simply not have reached it yet.",
+    "acked-lost": "The broker acknowledged these sends, yet they are absent from the final log: a "
+    "final drain read every partition from its log start to its high watermark and did not find "
+    "them. Unlike lost-write and unseen, it counts values some consumer read before they "
+    "vanished (an unclean leader election truncates exactly those). Values below the log start "
+    "(retention) are excused.",
     "duplicate": "One sent value sits at more than one offset, i.e. it was written twice. "
     "Legal for a non-idempotent producer that retries; a broken promise when idempotence is on.",
     "inconsistent-offsets": "Two different values were seen at the same partition offset (by acks "
@@ -165,6 +172,65 @@ def check_result(name: str, count: int, severity: str, examples: list, valid: An
 NEEDS_DRAIN = ("unseen", "exactly-once")  # a shortfall proves loss only after a final drain
 
 
+@dataclass
+class LossTally:
+    """Acknowledged values missing from the final drain that ``acked-lost`` did not
+    count as lost (checkers/loss_checks.py, the reference's twin)."""
+
+    excused: int = 0  # below the log start: removed by retention
+    undecided: int = 0  # the drain did not prove it read their partition to the end
+    unproven: tuple[str, ...] = ()  # those partitions, as "topic-partition"
+
+    @classmethod
+    def of(cls, check: dict[str, Any]) -> LossTally:
+        """The tally an ``acked-lost`` result was built from (``acked_lost_result``)."""
+        return cls(
+            check.get("excused_retention", 0),
+            check.get("undecided", 0),
+            tuple(check.get("unproven_partitions", ())),
+        )
+
+
+def acked_lost_result(check: dict[str, Any], tally: LossTally, final_drain: bool) -> None:
+    """``acked-lost``'s validity and reason, in place: invalid on any loss, unknown
+    while acknowledged values are missing where the drain proves nothing."""
+    check["excused_retention"] = tally.excused
+    check["undecided"] = tally.undecided
+    check["unproven_partitions"] = list(tally.unproven)
+    check["reason"] = None
+    if check["count"] or not tally.undecided:
+        check["valid"] = check["count"] == 0
+        return
+    check["valid"] = "unknown"
+    if not final_drain:
+        check["reason"] = (
+            f"no final drain ran: {tally.undecided} acknowledged value(s) cannot be shown "
+            "to be in the log or gone from it"
+        )
+    else:
+        where = ", ".join(tally.unproven) or "the partition(s) of sends without a known offset"
+        check["reason"] = (
+            f"{tally.undecided} acknowledged value(s) are absent from a final drain that did "
+            f"not prove it read {where} up to the high watermark"
+        )
+
+
+def summary(checks: dict[str, dict[str, Any]], evidence: dict[str, int]) -> dict[str, Any]:
+    """The answer a user asks for first (results.json ``summary``): acknowledged
+    messages, how many are lost (null when unknown), duplicated, read out of order."""
+    lost = checks.get("acked-lost", {})
+
+    def count(*names: str) -> int:
+        return sum(checks[n]["count"] for n in names if n in checks)
+
+    return {
+        "acked": evidence.get("acked_sends", 0),
+        "acked_lost": None if lost.get("valid") == "unknown" else lost.get("count"),
+        "duplicated": count("duplicate"),
+        "reordered": count("nonmonotonic-poll", "int-nonmonotonic-poll"),
+    }
+
+
 def unseen_validity(count: int, final_drain: bool) -> bool | str:
     """Unseen data is only proof of loss once a final drain tried to read everything."""
     if count == 0:
@@ -247,14 +313,21 @@ def verdict(checks: dict[str, dict[str, Any]], reasons: list[str] | tuple[str, .
 
 
 def build_checks(
-    counts: dict[str, int], examples: dict[str, list], config: dict[str, Any], final_drain: bool
+    counts: dict[str, int],
+    examples: dict[str, list],
+    config: dict[str, Any],
+    final_drain: bool,
+    losses: LossTally | None = None,
 ) -> dict[str, dict[str, Any]]:
+    """Every check of the config's workload; ``losses``: what ``acked-lost`` did not
+    count (none: every acknowledged value was found by the drain)."""
     sev = severities(config)
     checks = {}
     for name in checks_for(config):
         n = counts.get(name, 0)
         valid = unseen_validity(n, final_drain) if name in NEEDS_DRAIN else None
         checks[name] = check_result(name, n, sev[name], examples.get(name, []), valid)
+    acked_lost_result(checks["acked-lost"], losses or LossTally(), final_drain)
     return checks
 
 

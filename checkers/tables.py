@@ -385,7 +385,7 @@ class Tables:
         seen = self.ops.where((is_send() | is_read()) & F.col("val").isNotNull())
         seen = self._with_reader_bit(seen).select(
             "hid", "val", "index", "time", tp_key().alias("tp"), "offset", "bit", "op",
-            F.col("txn").isNotNull().alias("in_txn"), "txn", "source",
+            F.col("txn").isNotNull().alias("in_txn"), "txn", "source", "final",
         )  # fmt: skip
 
         def of_the(code: int, col: str) -> Column:
@@ -415,6 +415,8 @@ class Tables:
             failed(in_txn=False).alias("fail_index"),
             failed(in_txn=True).alias("abort_index"),
             of_the(READ, "index").alias("read_index"),
+            # The final drain's first read of it: ``acked-lost`` (checkers/loss_checks.py).
+            F.min(F.when(op_is(READ) & F.col("final"), F.col("index"))).alias("drain_index"),
             F.min_by("time", F.when(op_is(READ), F.col("index"))).alias("read_time"),
             (spread("tp") | spread("offset")).alias("dup"),
             F.min(at_position("tp")).alias("pos_tp"),
@@ -445,6 +447,7 @@ class Tables:
                 "abort_index",
                 "read_index",
                 "read_time",
+                "drain_index",
                 "dup",
                 "pos_tp",  # per_position groups by it: one key column, not two
                 "pos_offset",

@@ -4,7 +4,9 @@ After faults are healed, a fresh consumer outside every test group assigns
 all partitions at the beginning and polls until each partition's position
 reaches the high watermark.  Whatever the checkers call "lost" must survive
 this read, so the drain reports any partition it could not finish instead of
-pretending.  Its polls carry ``"final": true``.
+pretending.  Its polls carry ``"final": true``, and it ends with one ``drain``
+line per partition stating the log start offset, the high watermark and how
+far it read: the proof ``acked-lost`` needs that the drain was complete.
 """
 
 from __future__ import annotations
@@ -72,6 +74,7 @@ def final_drain(
     consumer = Consumer(conf)
     reached = dict.fromkeys(range(partitions), 0)
     hw: dict[int, int | None] = dict.fromkeys(range(partitions))
+    starts: dict[int, int | None] = dict.fromkeys(range(partitions))
     errors: list[str] = []
     total = 0
     try:
@@ -88,7 +91,7 @@ def final_drain(
             pending = [p for p in range(partitions) if hw[p] is None or reached[p] < hw[p]]
             now = time.monotonic()
             if pending and now - last_query >= REQUERY_EVERY_S:
-                _query_watermarks(consumer, topic, pending, hw, reached, errors, deadline)
+                _query_watermarks(consumer, topic, pending, hw, starts, reached, errors, deadline)
                 last_query = time.monotonic()
                 pending = [p for p in range(partitions) if hw[p] is None or reached[p] < hw[p]]
             if not pending or time.monotonic() >= deadline:
@@ -105,6 +108,7 @@ def final_drain(
             _advance_to_positions(consumer, topic, reached)
     finally:
         close_quietly(consumer, "close drain consumer")
+        _record_bounds(history, process, topic, starts, hw, reached)
     unreached = [p for p in range(partitions) if hw[p] is None or reached[p] < hw[p]]
     return DrainResult(
         complete=not unreached,
@@ -115,6 +119,32 @@ def final_drain(
         elapsed_s=time.monotonic() - started,
         errors=errors[-10:],
     )
+
+
+def _record_bounds(
+    history: HistoryWriter,
+    process: int,
+    topic: str,
+    starts: dict[int, int | None],
+    hw: dict[int, int | None],
+    reached: dict[int, int],
+) -> None:
+    """One ``drain`` line per partition: what the drain can prove it read.
+
+    Written even when the drain was cut short (``reached`` below the high
+    watermark, or a watermark never obtained: null), so the check can say
+    which partitions it could not judge instead of guessing.
+    """
+    for p in sorted(reached):
+        value = {
+            "topic": topic,
+            "partition": p,
+            "log_start": starts[p],
+            "high_watermark": hw[p],
+            "reached": reached[p],
+            **FINAL,
+        }
+        history.append(process, "ok", "drain", value)
 
 
 def _advance_to_positions(consumer: Consumer, topic: str, reached: dict[int, int]) -> None:
@@ -139,6 +169,7 @@ def _query_watermarks(
     topic: str,
     pending: list[int],
     hw: dict[int, int | None],
+    starts: dict[int, int | None],
     reached: dict[int, int],
     errors: list[str],
     deadline: float,
@@ -155,5 +186,5 @@ def _query_watermarks(
         except Exception as e:
             errors.append(f"watermarks of partition {p}: {e}")
             continue
-        hw[p] = high
+        hw[p], starts[p] = high, low
         reached[p] = max(reached[p], low)  # records below the log start are gone, not pending

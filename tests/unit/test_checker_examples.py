@@ -19,6 +19,7 @@ from checkers.results import (
     FAULTS_FAILED,
     NOTHING_ACKED,
     NOTHING_READ,
+    LossTally,
     build_checks,
     evidence_gaps,
     unknown_reasons,
@@ -46,12 +47,20 @@ def case(
     return register
 
 
-def drain(b: HistoryBuilder, records, pid: int = 99) -> None:
-    b.assign(pid, None, [("t", 0)])
+def drain(b: HistoryBuilder, records, pid: int = 99, bounds: dict | None = None) -> None:
+    """A final drain of partitions 0 and 1 of t returning ``records``, then its
+    ``drain`` lines: by default each partition read from 0 to just past its
+    last record (complete); ``bounds`` {partition: (log_start, hw, reached)}."""
+    b.assign(pid, None, [("t", 0), ("t", 1)])
     b.poll(pid, records, final=True)
+    ends = {p: 0 for p in (0, 1)}
+    for _, p, o, _ in records:
+        ends[p] = max(ends[p], o + 1)
+    for p, end in ends.items():
+        b.drain_bounds(pid, "t", p, *(bounds or {}).get(p, (0, end, end)))
 
 
-@case({"lost-write": 1, "inconsistent-offsets": 1}, "invalid")
+@case({"lost-write": 1, "acked-lost": 1, "inconsistent-offsets": 1}, "invalid")
 def truncated_after_unclean_election(b):
     for v in range(3):
         b.send(1, v, 0, v)
@@ -60,7 +69,43 @@ def truncated_after_unclean_election(b):
     drain(b, [("t", 0, 0, 0), ("t", 0, 1, 1), ("t", 0, 2, 3), ("t", 0, 3, 4)])
 
 
-@case({"unseen": 1}, "invalid")
+@case({"acked-lost": 1, "inconsistent-offsets": 1}, "invalid")
+def read_then_truncated(b):
+    """The issue's case: a consumer read value 2 at offset 2, then the new leader
+    truncated it: lost-write and unseen count it as safe, acked-lost does not."""
+    b.subscribe(10, "g", ["t"])
+    b.rebalance(10, "g", assigned=[("t", 0)])
+    for v in range(3):
+        b.send(1, v, 0, v)
+    b.poll(10, [("t", 0, 0, 0), ("t", 0, 1, 1), ("t", 0, 2, 2)])
+    b.send(2, 3, 0, 2)  # the new leader reuses offset 2
+    drain(b, [("t", 0, 0, 0), ("t", 0, 1, 1), ("t", 0, 2, 3)])
+
+
+@case({}, "unknown")
+def read_then_missing_from_an_incomplete_drain(b):
+    """The drain stopped at offset 2 of a log whose high watermark is 3: value 2
+    may still be there. Never valid."""
+    b.subscribe(10, "g", ["t"])
+    b.rebalance(10, "g", assigned=[("t", 0)])
+    for v in range(3):
+        b.send(1, v, 0, v)
+    b.poll(10, [("t", 0, 0, 0), ("t", 0, 1, 1), ("t", 0, 2, 2)])
+    drain(b, [("t", 0, 0, 0), ("t", 0, 1, 1)], bounds={0: (0, 3, 2)})
+
+
+@case({}, "valid")
+def below_the_log_start_is_retention(b):
+    """Values 0 and 1 were read and then deleted by retention (log start 2)."""
+    b.subscribe(10, "g", ["t"])
+    b.rebalance(10, "g", assigned=[("t", 0)])
+    for v in range(3):
+        b.send(1, v, 0, v)
+    b.poll(10, [("t", 0, 0, 0), ("t", 0, 1, 1), ("t", 0, 2, 2)])
+    drain(b, [("t", 0, 2, 2)], bounds={0: (2, 3, 3)})
+
+
+@case({"unseen": 1, "acked-lost": 1}, "invalid")
 def unseen_after_drain(b):
     b.send(1, 0, 0, 0)
     b.send(1, 1, 0, 1)
@@ -120,6 +165,8 @@ def reread_after_rebalance_is_legal(b):
     b.rebalance(10, "g", revoked=[("t", 0)])
     b.rebalance(10, "g", assigned=[("t", 0)])
     b.poll(10, [("t", 0, 1, 1), ("t", 0, 2, 2)])  # back to the committed offset
+    b.crash(10)
+    drain(b, [("t", 0, o, o) for o in range(3)])
 
 
 @case({"nonmonotonic-poll": 1}, "invalid")
@@ -131,6 +178,8 @@ def reread_without_rebalance_of_that_partition(b):
     b.poll(10, [("t", 0, 0, 0), ("t", 0, 1, 1), ("t", 0, 2, 2)])
     b.rebalance(10, "g", revoked=[("t", 1)])  # another partition: no seek on t-0
     b.poll(10, [("t", 0, 1, 1)])
+    b.crash(10)
+    drain(b, [("t", 0, o, o) for o in range(3)])
 
 
 @case({"poll-skip": 1, "group-commit-past-unread": 1}, "invalid")
@@ -157,7 +206,7 @@ def skip_hidden_by_an_interleaved_partition(b):
     b.poll(10, [("t", 0, 5, 5), ("t", 0, 6, 6), ("t", 1, 0, 100), ("t", 1, 1, 101), ("t", 0, 9, 9)])
     b.commit(10, "g", [("t", 0, 10)])
     b.crash(10)
-    drain(b, [("t", 0, o, o) for o in range(10)])
+    drain(b, [("t", 0, o, o) for o in range(10)] + [("t", 1, 0, 100), ("t", 1, 1, 101)])
 
 
 @case({"group-double-ownership": 1}, "invalid", gaps=NO_WRITES)
@@ -254,7 +303,9 @@ def a_fault_never_healed_still_took_effect(b):
     drain(b, [("t", 0, 0, 0)])
 
 
-@case({"lost-write": 1, "inconsistent-offsets": 1}, "invalid", gaps=(FAULTS_FAILED,))
+@case(
+    {"lost-write": 1, "acked-lost": 1, "inconsistent-offsets": 1}, "invalid", gaps=(FAULTS_FAILED,)
+)
 def lost_write_with_every_fault_failed(b):
     b.fault("kill", 1, "start", ["n1"], error="NemesisError: no leader")
     truncated_after_unclean_election(b)
@@ -288,7 +339,8 @@ def test_hand_written_history(judged, name):
     assert results["evidence"] == reference.evidence(ops)
     assert evidence_gaps(results["evidence"]) == list(gaps)
     final = any(op["f"] == "poll" and (op["value"] or {}).get("final") for op in ops)
-    checks = build_checks(got, {}, config, final)
+    losses = LossTally.of(results["checks"]["acked-lost"])
+    checks = build_checks(got, {}, config, final, losses)
     assert verdict(checks, unknown_reasons(checks, results["evidence"])) == want
     assert reference.judge(ops, config) == (want, list(gaps))
     if config is IDEMPOTENT:  # judged under its own config: results.json's verdict holds
@@ -312,7 +364,8 @@ def test_unknown_reasons_say_what_is_missing(judged):
     assert failed.startswith("all 2 fault(s) failed to take effect")
     undecided = judged["nothing_read_without_a_drain"][0]["unknown_reasons"]
     assert undecided[0].startswith("nothing was read")
-    assert undecided[1].startswith("unseen: 2 acknowledged value(s) never read")
+    assert undecided[1].startswith("acked-lost: no final drain ran: 2 acknowledged value(s)")
+    assert undecided[2].startswith("unseen: 2 acknowledged value(s) never read")
     assert judged["one_fault_of_two_took_effect"][0]["evidence"]["failed_faults"] == 1
 
 
@@ -326,6 +379,28 @@ def test_lost_write_example_shows_the_hole(judged):
     assert by_offset[2]["acked_value"] in (2, 3) and by_offset[2]["read_values"] == [3]
     inc = results["checks"]["inconsistent-offsets"]["examples"][0]
     assert (inc["offset"], inc["values"]) == (2, [2, 3])
+
+
+def test_acked_lost_example_shows_who_read_it_and_what_is_there_now(judged):
+    results, _ = judged["read_then_truncated"]
+    lost = results["checks"]["acked-lost"]
+    (ex,) = lost["examples"]
+    assert (ex["value"], ex["topic"], ex["partition"], ex["offset"]) == (2, "t", 0, 2)
+    assert ex["read_process"] == 10 and ex["now_values"] == [3]
+    assert ex["indices"] == [ex["invoke_index"], ex["ack_index"], ex["read_index"]]
+    assert (lost["excused_retention"], lost["undecided"]) == (0, 0)
+    assert results["summary"] == {"acked": 4, "acked_lost": 1, "duplicated": 0, "reordered": 0}
+    kept, _ = judged["below_the_log_start_is_retention"]
+    assert kept["checks"]["acked-lost"]["excused_retention"] == 2
+    assert kept["summary"]["acked_lost"] == 0
+    cut, _ = judged["read_then_missing_from_an_incomplete_drain"]
+    check = cut["checks"]["acked-lost"]
+    assert check["valid"] == "unknown" and check["unproven_partitions"] == ["t-0"]
+    assert cut["summary"]["acked_lost"] is None
+    assert cut["unknown_reasons"] == [
+        "acked-lost: 1 acknowledged value(s) are absent from a final drain that did not prove "
+        "it read t-0 up to the high watermark"
+    ]
 
 
 def test_skip_example_lists_skipped_offsets(judged):

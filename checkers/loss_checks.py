@@ -1,0 +1,117 @@
+"""acked-lost: acknowledged values absent from a complete final drain (docs/results.md).
+
+``lost-write`` and ``unseen`` count a value as safe once any consumer read
+it.  After an unclean leader election that is exactly wrong: consumers read
+the old leader's acknowledged records, then the new leader truncated them, and
+they are gone from the log for good.  This check asks the durable question
+instead: which acknowledged values are missing from what the final drain read
+from every partition's log start to its high watermark?
+
+The drain proves it read everything through its ``drain`` lines (one per
+partition: log start, high watermark, how far it read).  A missing value is
+
+- **lost** when its partition's drain was complete and its offset is at or
+  above the log start;
+- **excused** (retention) when its offset is below the log start;
+- **undecided** when the drain did not provably reach its partition's high
+  watermark, or no drain ran: the check is then ``unknown``, never ``valid``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from checkers.results import LossTally
+from checkers.tables import TP, Tables, anomaly
+
+MAX_UNPROVEN = 20  # partitions named in an unknown verdict's reason
+
+
+def drain_bounds(t: Tables) -> DataFrame:
+    """(hid, topic, partition, log_start, high_watermark, reached, complete): each
+    partition's last ``drain`` line."""
+    lines = t.control.where((F.col("f") == "drain") & ~F.col("nemesis"))
+    last = lines.groupBy(*TP).agg(
+        F.max_by(F.struct("log_start", "high_watermark", "reached"), "index").alias("b")
+    )
+    b = F.col("b")
+    complete = b["high_watermark"].isNotNull() & (b["reached"] >= b["high_watermark"])
+    return t.keep(
+        last.select(
+            *TP,
+            b["log_start"].alias("log_start"),
+            b["high_watermark"].alias("high_watermark"),
+            b["reached"].alias("reached"),
+            F.coalesce(complete, F.lit(False)).alias("complete"),
+        ),
+        small=True,
+    )
+
+
+def missing(t: Tables) -> DataFrame:
+    """Acknowledged values the final drain did not read, each with its status.
+
+    A value acknowledged without a partition (a committed transaction's send
+    whose delivery report never came) has no bounds of its own: it is decided
+    only when every drained partition of its history was complete.
+    """
+    bounds = drain_bounds(t)
+    whole = bounds.groupBy("hid").agg(F.bool_and("complete").alias("all_complete"))
+    absent = t.per_value.where(F.col("ack_index").isNotNull() & F.col("drain_index").isNull())
+    rows = absent.join(F.broadcast(bounds), TP, "left").join(F.broadcast(whole), "hid", "left")
+    known = F.col("partition").isNotNull() & F.col("offset").isNotNull()
+    decided = F.when(known, F.col("complete")).otherwise(F.col("all_complete"))
+    status = (
+        F.when(~F.coalesce(decided, F.lit(False)), "undecided")
+        .when(known & (F.col("offset") < F.col("log_start")), "excused")
+        .otherwise("lost")
+    )
+    return rows.withColumn("status", status)
+
+
+def acked_lost(rows: DataFrame) -> DataFrame:
+    lost = rows.where(F.col("status") == "lost")
+    return anomaly(
+        lost,
+        "acked-lost",
+        F.col("ack_index"),
+        F.col("val").alias("value"),
+        "topic",
+        "partition",
+        "offset",
+        "invoke_index",
+        "ack_index",
+        "ack_time",
+        "read_index",
+        "high_watermark",
+        F.array_sort(
+            F.filter(F.array("invoke_index", "ack_index", "read_index"), lambda x: x.isNotNull())
+        ).alias("indices"),
+    )
+
+
+def tallies(rows: DataFrame, topic_names: dict[int, Any]) -> dict[int, LossTally]:
+    """{hid: LossTally} of the values not counted as lost, in one small job."""
+    undecided = F.col("status") == "undecided"
+    unproven_tp = F.when(undecided & F.col("partition").isNotNull(), F.struct(*TP[1:]))
+    found = (
+        rows.where(F.col("status") != "lost")
+        .groupBy("hid")
+        .agg(
+            F.count(F.when(F.col("status") == "excused", 1)).alias("excused"),
+            F.count(F.when(undecided, 1)).alias("undecided"),
+            F.slice(F.array_sort(F.collect_set(unproven_tp)), 1, MAX_UNPROVEN).alias("tps"),
+        )
+        .collect()
+    )
+    return {
+        r["hid"]: LossTally(
+            r["excused"],
+            r["undecided"],
+            tuple(f"{topic_names[tp['topic']]}-{tp['partition']}" for tp in r["tps"]),
+        )
+        for r in found
+    }
