@@ -2,7 +2,9 @@
 
 Runs each preset N times per Kafka version/mode and prints, per cell:
 - reproduction rate: runs of the unsafe preset whose checker found acknowledged
-  loss (lost-write or inconsistent-offsets);
+  loss (acked-lost, lost-write or inconsistent-offsets);
+- acknowledged messages lost: the ``acked-lost`` count of each run, against the
+  acknowledged sends (results.json ``summary``), unsafe and safe;
 - false-positive rate: runs of the safe preset that were not valid;
 - time to first detection: wall-clock seconds from the start of the cell until
   the first run that found the loss had its verdict;
@@ -27,7 +29,7 @@ from harness.options import build_spec
 from harness.run import run_test
 from harness.scenarios import scenario_layer
 
-LOSS_CHECKS = ("lost-write", "inconsistent-offsets")
+LOSS_CHECKS = ("acked-lost", "lost-write", "inconsistent-offsets")
 PRESETS = ("unclean-leader-election", "unclean-leader-election-safe")
 DEFAULT_MATRIX = "3.9.2:zk,3.9.2:kraft,4.4.0:kraft"
 
@@ -35,6 +37,13 @@ DEFAULT_MATRIX = "3.9.2:zk,3.9.2:kraft,4.4.0:kraft"
 def found_loss(run_dir: Path) -> bool:
     results = json.loads((run_dir / "results.json").read_text())
     return any(results["checks"].get(c, {}).get("count", 0) > 0 for c in LOSS_CHECKS)
+
+
+def acked_lost(run_dir: Path) -> str:
+    """Lost/acked of one run, from results.json's summary ("?" when unknown)."""
+    summary = json.loads((run_dir / "results.json").read_text()).get("summary") or {}
+    lost = summary.get("acked_lost")
+    return f"{'?' if lost is None else lost}/{summary.get('acked', '?')}"
 
 
 def mechanism(run_dir: Path) -> str:
@@ -62,10 +71,11 @@ def run_cell(version: str, mode: str, preset: str, runs: int, store: Path) -> di
         loss = outcome.verdict is not None and found_loss(outcome.run_dir.path)
         if loss and first_detection is None:
             first_detection = time.monotonic() - start
-        outcomes.append((outcome.verdict, loss, mechanism(outcome.run_dir.path)))
+        counted = acked_lost(outcome.run_dir.path) if outcome.verdict is not None else "?"
+        outcomes.append((outcome.verdict, loss, mechanism(outcome.run_dir.path), counted))
         print(
             f"  {version} {mode} {preset} run {i + 1}: verdict={outcome.verdict} "
-            f"loss={loss} {outcomes[-1][2]}",
+            f"loss={loss} acked-lost={counted} {outcomes[-1][2]}",
             flush=True,
         )
     return {"outcomes": outcomes, "first_detection_s": first_detection}
@@ -85,8 +95,8 @@ def main() -> None:
             safe = run_cell(version, mode, PRESETS[1], args.runs, args.store)
         finally:
             destroy_cluster(f"bench-{version.replace('.', '')}-{mode}")
-        repro = sum(loss for _, loss, _ in unsafe["outcomes"])
-        false_pos = sum(v != "valid" for v, _, _ in safe["outcomes"])
+        repro = sum(loss for _, loss, _, _ in unsafe["outcomes"])
+        false_pos = sum(v != "valid" for v, _, _, _ in safe["outcomes"])
         rows.append(
             (
                 version,
@@ -95,20 +105,24 @@ def main() -> None:
                 false_pos,
                 unsafe["first_detection_s"],
                 unsafe["outcomes"][0][2] if unsafe["outcomes"] else "?",
+                ", ".join(o[3] for o in unsafe["outcomes"]),
+                ", ".join(o[3] for o in safe["outcomes"]),
             )
         )
     n = args.runs
     print()
     print(
         "| Kafka | mode | unsafe: loss reproduced | safe: false positives | "
+        "acknowledged messages lost (lost/acked per run): unsafe | safe | "
         "time to first detection | mechanism (first run) |"
     )
-    print("|---|---|---|---|---|---|")
-    for version, mode, repro, fp, first, mech in rows:
+    print("|---|---|---|---|---|---|---|---|")
+    for version, mode, repro, fp, first, mech, lost_unsafe, lost_safe in rows:
         first_s = "never" if first is None else f"{first:.0f} s"
         print(
             f"| {version} | {mode} | {repro}/{n} ({100 * repro / n:.0f}%) | "
-            f"{fp}/{n} ({100 * fp / n:.0f}%) | {first_s} | {mech} |"
+            f"{fp}/{n} ({100 * fp / n:.0f}%) | {lost_unsafe} | {lost_safe} | "
+            f"{first_s} | {mech} |"
         )
 
 
