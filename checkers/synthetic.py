@@ -116,5 +116,9 @@ def generate(ops: int, path: Path, seed: int = 1) -> int:
                 recs = [(p, o, logs[p][o]) for o in range(start, min(start + 50, len(logs[p])))]
                 w.line(99, "invoke", "poll", '{"final":true}')
                 w.line(99, "ok", "poll", '{"records":[' + _records(recs) + '],"final":true}')
+        for p in range(PARTITIONS):  # the drain's proof that it read every log to its end
+            end = len(logs[p])
+            bounds = f'"log_start":0,"high_watermark":{end},"reached":{end}'
+            w.line(99, "ok", "drain", f'{{"topic":"chaos","partition":{p},{bounds},"final":true}}')
         w.flush()
         return w.index

@@ -525,6 +525,9 @@ class _Model:
                     self.emit(pid, "ok", "poll", {"records": records, "final": True})
                     if pos >= end:
                         break
+                bounds = {"log_start": 0, "high_watermark": end, "reached": pos}
+                self.emit(pid, "ok", "drain", {"topic": tp[0], "partition": tp[1], **bounds,
+                                               "final": True})  # fmt: skip
 
 
 def _next_offsets(records: list[dict[str, Any]]) -> list[list[Any]]:

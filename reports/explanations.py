@@ -37,6 +37,16 @@ EXPLANATIONS: dict[str, Explanation] = {
         "A final drain that timed out or stopped early, consumers stuck on an unavailable "
         "partition, or a real loss at the end of the log.",
     ),
+    "acked-lost": Explanation(
+        "Acknowledged message lost",
+        "The broker acknowledged this message, and it is not in the final log: a final drain "
+        "read every partition from its start to its high watermark after all faults healed "
+        "and did not find it. It may have been read by a consumer before it vanished, which "
+        "is why lost-write and unseen do not count it.",
+        "An unclean leader election: an out-of-sync replica became leader without the "
+        "message, and the old leader truncated its log to match when it rejoined. Also "
+        "min.insync.replicas=1 with a lone leader acknowledging, or acks=1.",
+    ),
     "duplicate": Explanation(
         "Duplicate",
         "One message value appears at more than one offset: the producer's write was stored twice.",
