@@ -60,6 +60,9 @@ def test_run_dir_valid_writes_results_and_exits_0(spark, tmp_path, capsys):
     results = json.loads((run / "results.json").read_text())
     assert results["verdict"] == "valid" and results["final_drain"] is True
     assert results["ops"] == 21 and results["history"] == "history.jsonl"
+    # The drain found every acknowledged value: nothing lost, even without drain lines.
+    assert results["summary"] == {"acked": 4, "acked_lost": 0, "duplicated": 0, "reordered": 0}
+    assert "acknowledged: 4   lost: 0   duplicated: 0   read out of order: 0" in out
     assert results["checks"]["availability"]["valid"] is True
     avail = results["stats"]["availability"]
     assert avail["faults"][0]["f"] == "kill" and avail["faults"][0]["rate_during"] > 0
