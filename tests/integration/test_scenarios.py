@@ -60,6 +60,11 @@ def test_unclean_leader_election_loses_acknowledged_writes(kafka_cluster: Cluste
     lost = results["checks"]["lost-write"]["count"]
     truncated = results["checks"]["inconsistent-offsets"]["count"]
     assert lost + truncated > 0
+    # Acknowledged values are gone from the final log, counted whoever read them first.
+    acked_lost = results["checks"]["acked-lost"]
+    assert acked_lost["count"] > 0 and acked_lost["valid"] is False
+    assert results["summary"]["acked_lost"] == acked_lost["count"]
+    assert 0 < results["summary"]["acked_lost"] < results["summary"]["acked"]
     fault_end = [
         op
         for op in ops(run / "history.jsonl")
@@ -68,3 +73,17 @@ def test_unclean_leader_election_loses_acknowledged_writes(kafka_cluster: Cluste
     resolved = fault_end[0]["value"]["resolved"]
     assert resolved["isr_shrunk_to_leader"] is True
     assert resolved["elected"] not in (None, resolved["killed"])
+
+
+def test_unclean_election_safe_settings_lose_nothing(kafka_cluster: Cluster, tmp_path: Path):
+    """The same faults with min.insync.replicas=2 and unclean election off: writes may
+    fail, but the final log holds every acknowledged one."""
+    run = run_scenario(kafka_cluster, tmp_path, "unclean-leader-election-safe")
+    results = json.loads((run / "results.json").read_text())
+    acked_lost = results["checks"]["acked-lost"]
+    assert acked_lost["valid"] is True, acked_lost
+    assert acked_lost["count"] == 0 and acked_lost["undecided"] == 0
+    assert results["summary"]["acked_lost"] == 0 and results["summary"]["acked"] > 0
+    bounds = [op["value"] for op in ops(run / "history.jsonl") if op["f"] == "drain"]
+    assert len(bounds) == 3, bounds  # one per partition, each read to its high watermark
+    assert all(b["reached"] >= b["high_watermark"] for b in bounds), bounds
