@@ -476,8 +476,12 @@ def run_tool(
     Uses the tools classpath of the installed distribution; non-zero exit
     raises ``CommandFailed`` with the tool's stderr.
     """
-    dist = installed_distribution(cluster)
-    return node.run(_tool_command(node, dist, main, args, tools=True), timeout=timeout_s)
+    return node.run(tool_command(cluster, node, main, args), timeout=timeout_s)
+
+
+def tool_command(cluster: Cluster, node: Node, main: str, args: list[str]) -> str:
+    """The shell command ``run_tool`` runs, for callers that pipe its output on the node."""
+    return _tool_command(node, installed_distribution(cluster), main, args, tools=True)
 
 
 # --- whole-cluster operations -------------------------------------------------------

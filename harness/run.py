@@ -5,7 +5,8 @@ checkers -> results.json -> report.html.  The order of steps is fixed:
 
 1. bring the cluster up, or reuse one;   2. create the topic;
 3. run workload and nemesis for the time limit;   4. heal;
-5. final drain;   6. collect node logs;   7. Spark check;   8. report.
+5. final drain and replica verification;   6. collect node logs;
+7. Spark check;   8. report.
 
 Healing is guaranteed: it runs in a ``finally`` with SIGINT/SIGTERM turned
 into an orderly stop, so Ctrl-C never leaves a partitioned or paused node.
@@ -230,7 +231,7 @@ def run_test(
 
 def _execute(spec: TestSpec, run: RunDir) -> bool:
     """Steps 1-6. Returns True when interrupted by a signal."""
-    from harness import admin, kafka_db
+    from harness import admin, kafka_db, replica_verify
     from nemeses.runner import NemesisRunner
     from workloads import registry
     from workloads.history import HistoryWriter
@@ -268,6 +269,9 @@ def _execute(spec: TestSpec, run: RunDir) -> bool:
                 kafka_db.wait_healthy(cluster, timeout_s=HEALTHY_TIMEOUT_S, topic=spec.topic.name)
                 drain = workload.final_drain(spec.final_drain_timeout_s)
                 log.info("final drain: %s", drain)
+                _guarded(
+                    "verify replicas", replica_verify.verify, cluster, spec.topic.name, run.path
+                )
         finally:
             signals.watched = True  # a second signal must not cut the clean-up short
             _collect_logs(cluster, run)

@@ -15,7 +15,8 @@ elected.  This fault drives exactly that, on any version and mode:
 4. SIGKILL L.  With unclean election enabled the controller now elects a
    stale follower; with it disabled the partition stays offline.
 5. At the fault's end: remove the rules and restart L, which truncates its
-   log to the new leader's.
+   log to the new leader's.  A copy of L's log, taken while it was down,
+   keeps the truncated tail for replica verification (harness.replica_verify).
 
 What happened (when the ISR shrank, who was elected) is recorded in the
 fault's ``resolved`` details, so the report can explain the mechanism.
@@ -28,6 +29,8 @@ import time
 from typing import Any
 
 from harness.cluster import BROKER_PORT, Cluster
+from harness.errors import HarnessError
+from harness.node import Node
 from nemeses import partition, process
 from nemeses.base import NEMESIS_COMMAND_TIMEOUT_S, FaultOp, on_nodes
 
@@ -54,9 +57,7 @@ def apply(cluster: Cluster, op: FaultOp, topic: str) -> None:
     details = op.resolved if op.resolved is not None else {}
     op.resolved = details
     peers = [n.address for n in cluster.nodes if n is not leader]
-    install = partition.idempotent(
-        fetch_block_commands(peers, partition.tag(cluster.name, op.id))
-    )
+    install = partition.idempotent(fetch_block_commands(peers, partition.tag(cluster.name, op.id)))
     leader.run(install, timeout=NEMESIS_COMMAND_TIMEOUT_S)  # retried by Node.run if SSH fails
     start = time.monotonic()
     isr = _wait_for(
@@ -74,6 +75,7 @@ def apply(cluster: Cluster, op: FaultOp, topic: str) -> None:
     process.kill(cluster, leader)
     details["killed"] = leader.name
     killed_at = time.monotonic()
+    _keep_log_copy(leader, topic, op.id, details)
     after = _wait_for(
         lambda s: s is not None and s.leader not in (None, -1, leader.node_id),
         cluster,
@@ -85,6 +87,17 @@ def apply(cluster: Cluster, op: FaultOp, topic: str) -> None:
     details["elected_isr"] = None if after is None else list(after.isr)
     details["election_s"] = round(time.monotonic() - killed_at, 2)
     log.info("unclean-election on %s-%d: %s", topic, part, details)
+
+
+def _keep_log_copy(leader: Node, topic: str, fault_id: int, details: dict[str, Any]) -> None:
+    """Copy the dead leader's log: its rejoin truncates the tail that replica verification shows."""
+    from harness.replica_verify import copy_before_rejoin
+
+    try:
+        details["log_copy"] = copy_before_rejoin(leader, topic, fault_id)
+    except HarnessError as e:  # evidence only: the fault itself goes on
+        log.warning("unclean-election: copying %s's log failed: %s", leader.name, e)
+        details["log_copy_error"] = str(e)
 
 
 def heal(cluster: Cluster, op: FaultOp) -> dict[str, Any]:

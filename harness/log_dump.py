@@ -1,0 +1,130 @@
+"""Read what brokers hold on disk: DumpLogSegments output and truncation log lines.
+
+Pure text parsing, so replica verification can be tested without a cluster.
+The dump covers several partitions and copies at once; each file's records
+are keyed by the directory the segment lives in (``<topic>-<partition>``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+
+_DUMPING = re.compile(r"^Dumping (?P<path>\S+)")
+_RECORD = re.compile(r"^\| offset: (?P<offset>\d+) ")
+_PAYLOAD = re.compile(r" payload: (?P<payload>\S*)")
+_MARKER = re.compile(r" endTxnMarker: (?P<marker>\w+)")
+_TIME = re.compile(r"^\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]")
+_OFFSET = re.compile(r"(?:offset=|to offset |Truncating to )(?P<offset>\d+)")
+_BELOW_HW = re.compile(r"below high watermark (?P<hw>\d+)")
+
+
+@dataclass
+class ReplicaLog:
+    """One copy of one partition's log: offset -> the value stored there."""
+
+    directory: str  # the segment files' directory on the node
+    records: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def log_start(self) -> int | None:
+        return min(self.records) if self.records else None
+
+    @property
+    def log_end(self) -> int | None:
+        """One past the last offset held (Kafka's log end offset)."""
+        return max(self.records) + 1 if self.records else None
+
+
+def record_value(line: str) -> str | None:
+    """The workload's value of a dump record line: the payload's leading token.
+
+    Payloads are ``<value> <padding>`` (workloads.values); a transaction
+    marker has no payload and is kept as ``marker:COMMIT``/``marker:ABORT``
+    so its offset still compares.
+    """
+    payload = _PAYLOAD.search(line)
+    if payload:
+        return payload.group("payload")
+    marker = _MARKER.search(line)
+    return f"marker:{marker.group('marker')}" if marker else None
+
+
+def parse_dump(lines: Iterable[str]) -> dict[str, ReplicaLog]:
+    """Records per segment directory, from ``DumpLogSegments --print-data-log``."""
+    logs: dict[str, ReplicaLog] = {}
+    current: ReplicaLog | None = None
+    for line in lines:
+        if line.startswith("Dumping "):
+            path = _DUMPING.match(line)
+            directory = path.group("path").rsplit("/", 1)[0] if path else ""
+            current = logs.setdefault(directory, ReplicaLog(directory))
+            continue
+        if current is None or not line.startswith("| offset: "):
+            continue
+        m = _RECORD.match(line)
+        value = record_value(line)
+        if m and value is not None:
+            current.records[int(m.group("offset"))] = value
+    return logs
+
+
+@dataclass(frozen=True)
+class Truncation:
+    partition: int
+    offset: int
+    high_watermark: int | None
+    time_ms: int | None
+    line: str
+
+
+def truncations(lines: Iterable[str], topic: str) -> Iterator[Truncation]:
+    """Log truncations of ``topic``'s partitions, from a broker's server.log.
+
+    A broker says so in several lines per event (the fetcher's reason, then
+    the log's "Truncating to offset N"); each is yielded and the caller
+    merges them per (partition, offset).  Truncating an empty log to 0 at
+    start-up is noise and skipped.
+    """
+    partition_re = re.compile(rf"(?<![\w.-]){re.escape(topic)}-(?P<partition>\d+)\b")
+    for line in lines:
+        if "Truncat" not in line:
+            continue
+        part = partition_re.search(line)
+        offset = _OFFSET.search(line)
+        if not part or not offset:
+            continue
+        hw = _BELOW_HW.search(line)
+        if int(offset.group("offset")) == 0 and not hw:
+            continue
+        yield Truncation(
+            partition=int(part.group("partition")),
+            offset=int(offset.group("offset")),
+            high_watermark=int(hw.group("hw")) if hw else None,
+            time_ms=_log_time_ms(line),
+            line=line.strip()[:500],
+        )
+
+
+def merge_truncations(found: Iterable[Truncation]) -> list[Truncation]:
+    """One truncation per (partition, offset): the earliest line, with any high watermark."""
+    merged: dict[tuple[int, int], Truncation] = {}
+    for t in found:
+        key = (t.partition, t.offset)
+        first = merged.get(key)
+        if first is None:
+            merged[key] = t
+        elif first.high_watermark is None and t.high_watermark is not None:
+            merged[key] = Truncation(t.partition, t.offset, t.high_watermark, first.time_ms, t.line)
+    return sorted(merged.values(), key=lambda t: (t.time_ms or 0, t.partition, t.offset))
+
+
+def _log_time_ms(line: str) -> int | None:
+    """log4j's ``[yyyy-mm-dd hh:mm:ss,mmm]`` in the broker's local time, as epoch ms."""
+    m = _TIME.match(line)
+    if not m:
+        return None
+    stamp = datetime.strptime(m.group("time"), "%Y-%m-%d %H:%M:%S,%f")
+    return int(stamp.astimezone().timestamp() * 1000)

@@ -1,0 +1,93 @@
+"""Compare copies of one partition's log, offset by offset.
+
+A live follower is compared with the leader below the high watermark: the
+records Kafka promises every in-sync replica holds.  A copy of a killed
+leader taken before it rejoined is compared over everything it held: the
+offsets where it disagrees are what the rejoin truncated away, and its
+values there that no replica holds any more are gone for good.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.log_dump import ReplicaLog
+
+MAX_RANGES = 20
+
+
+@dataclass
+class Comparison:
+    agree: bool | None  # None: nothing to compare (an empty or unreadable copy)
+    first_divergence: dict[str, Any] | None = None
+    diverged_offsets: int = 0
+    diverged_ranges: list[list[int]] = field(default_factory=list)
+    lost_values: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "agree": self.agree,
+            "first_divergence": self.first_divergence,
+            "diverged_offsets": self.diverged_offsets,
+            "diverged_ranges": self.diverged_ranges,
+            "lost_values": self.lost_values,
+        }
+
+
+def compare_live(replica: ReplicaLog, leader: ReplicaLog, high_watermark: int) -> Comparison:
+    """A follower against the leader on [common log start, high watermark)."""
+    starts = [s for s in (replica.log_start, leader.log_start) if s is not None]
+    if not starts:
+        return Comparison(agree=None if high_watermark > 0 else True)
+    offsets = range(max(starts), high_watermark)
+    return _compare(offsets, replica, leader, held_now=set())
+
+
+def compare_before_rejoin(copy: ReplicaLog, leader: ReplicaLog, held_now: set[str]) -> Comparison:
+    """A killed leader's log as it was before it rejoined, against the leader's now.
+
+    Every offset the copy held (at or above the leader's log start) counts:
+    the tail beyond the leader's log end was truncated too.
+    """
+    if not copy.records:
+        return Comparison(agree=None)
+    start = leader.log_start or 0
+    offsets = sorted(o for o in copy.records if o >= start)
+    return _compare(offsets, copy, leader, held_now)
+
+
+def _compare(
+    offsets: Iterable[int], here: ReplicaLog, leader: ReplicaLog, held_now: set[str]
+) -> Comparison:
+    diverged: list[int] = []
+    lost = 0
+    first = None
+    for offset in offsets:
+        mine, theirs = here.records.get(offset), leader.records.get(offset)
+        if mine == theirs:
+            continue
+        diverged.append(offset)
+        if first is None:
+            first = {"offset": offset, "here": mine, "leader": theirs}
+        if mine is not None and mine not in held_now:
+            lost += 1
+    return Comparison(
+        agree=not diverged,
+        first_divergence=first,
+        diverged_offsets=len(diverged),
+        diverged_ranges=ranges(diverged)[:MAX_RANGES],
+        lost_values=lost,
+    )
+
+
+def ranges(offsets: list[int]) -> list[list[int]]:
+    """Sorted offsets as inclusive [first, last] runs of consecutive offsets."""
+    out: list[list[int]] = []
+    for o in sorted(offsets):
+        if out and o == out[-1][1] + 1:
+            out[-1][1] = o
+        else:
+            out.append([o, o])
+    return out

@@ -1,0 +1,345 @@
+"""After the heal: do the replicas hold the same log?  Answered from the brokers' disks.
+
+The clients' history can only suggest that a log was rewritten; this step
+reads every replica's segment files with Kafka's own DumpLogSegments over
+SSH and compares them offset by offset, as of the high watermark once all
+replicas are back in sync.  Kafka's rejoin truncates a deposed leader's
+divergent tail, so that evidence would be gone by then: faults that kill a
+leader it may be deposed from (``nemeses.unclean``) keep a copy of its log
+taken while it was down (``copy_before_rejoin``), and that copy is compared
+too.  The truncations themselves are read from the brokers' server.log.
+
+Writes ``replicas.json`` (the contract is in docs/results.md) and the raw
+tool output under ``replicas/`` of the run directory.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from shlex import quote
+from typing import Any
+
+from harness import kafka_db
+from harness.cluster import Cluster
+from harness.errors import HarnessError
+from harness.log_dump import ReplicaLog, merge_truncations, parse_dump, truncations
+from harness.node import Node
+from harness.replica_compare import compare_before_rejoin, compare_live
+
+log = logging.getLogger(__name__)
+
+RESULT = "replicas.json"
+RAW_DIR = "replicas"
+IN_SYNC_TIMEOUT_S = 60.0
+ADMIN_TIMEOUT_S = 10.0
+DUMP_TIMEOUT_S = 300.0
+COPY_TIMEOUT_S = 60.0
+
+
+def copies_dir(node: Node) -> str:
+    """Where a node keeps copies of its logs taken before it rejoined."""
+    return node.path("run", "before-rejoin")
+
+
+def copy_before_rejoin(node: Node, topic: str, fault_id: int) -> str:
+    """Copy the (stopped) broker's partitions of ``topic``; returns the copy's directory.
+
+    Call it only while the broker is down: a live broker's segments change
+    under ``cp``.  Kafka truncates a deposed leader's divergent tail as it
+    rejoins, so this copy is the only place that tail survives.
+    """
+    dest = f"{copies_dir(node)}/fault-{fault_id}"
+    data = node.path("data", "kafka")
+    node.run(
+        f"mkdir -p {quote(dest)} && for d in {quote(data)}/{quote(topic)}-*; do "
+        f'[ -d "$d" ] && cp -a "$d" {quote(dest)}/; done; true',
+        timeout=COPY_TIMEOUT_S,
+    )
+    return dest
+
+
+@dataclass
+class NodeDump:
+    """What one node holds: its logs by directory, where the raw dump went, and its truncations."""
+
+    node: Node
+    logs: dict[str, ReplicaLog] = field(default_factory=dict)
+    raw: str | None = None
+    error: str | None = None
+    truncations: list[dict[str, Any]] = field(default_factory=list)
+
+
+def verify(cluster: Cluster, topic: str, run_dir: Path) -> dict[str, Any]:
+    """Compare every replica of ``topic``; write and return replicas.json."""
+    run_dir = Path(run_dir)
+    result: dict[str, Any] = {"topic": topic, "complete": False, "error": None}
+    try:
+        states, waited = wait_in_sync(cluster, topic, IN_SYNC_TIMEOUT_S)
+        result["in_sync_wait_s"] = waited
+        high = high_watermarks(cluster.bootstrap_servers(), topic, [s.partition for s in states])
+        with ThreadPoolExecutor(max_workers=max(1, len(cluster.nodes))) as pool:
+            dumps = list(pool.map(lambda n: dump_node(cluster, n, topic, run_dir), cluster.nodes))
+        result["partitions"] = [_partition_result(cluster, topic, s, high, dumps) for s in states]
+        result["truncations"] = [t for d in dumps for t in d.truncations]
+        result["complete"] = all(
+            p["error"] is None and p["in_sync"] for p in result["partitions"]
+        ) and all(d.error is None for d in dumps)
+    except HarnessError as e:
+        result["error"] = str(e)
+    except Exception as e:  # a verification failure must not cost the run its history
+        log.exception("replica verification failed")
+        result["error"] = f"{type(e).__name__}: {e}"
+    finally:
+        for node in cluster.nodes:
+            _forget_copies(node)
+    result.setdefault("partitions", [])
+    result.setdefault("truncations", [])
+    (run_dir / RESULT).write_text(json.dumps(result, indent=1) + "\n")
+    log.info("replica verification: %s", summary(result))
+    return result
+
+
+def summary(result: dict[str, Any]) -> str:
+    """One line for the harness log and the CLI."""
+    if result.get("error"):
+        return f"not done: {result['error']}"
+    parts = result.get("partitions", [])
+    diverged = [p["partition"] for p in parts if p.get("diverged")]
+    live = [p["partition"] for p in parts if p.get("agree") is False]
+    return (
+        f"{len(parts)} partitions; live replicas disagree on {live or 'none'}; "
+        f"diverged (incl. copies before rejoin) {diverged or 'none'}; "
+        f"{len(result.get('truncations', []))} truncations"
+    )
+
+
+def wait_in_sync(cluster: Cluster, topic: str, timeout_s: float) -> tuple[list[Any], float]:
+    """Partition states once every replica is in its ISR, or as they are at the timeout."""
+    from harness import admin
+
+    start = time.monotonic()
+    states: list[Any] = []
+    while True:
+        try:
+            states = admin.describe_topics(
+                cluster.bootstrap_servers(), [topic], timeout_s=ADMIN_TIMEOUT_S
+            )
+        except admin.AdminError as e:
+            log.debug("describe %s: %s", topic, e)
+        if states and all(set(s.replicas) <= set(s.isr) for s in states):
+            break
+        if time.monotonic() - start > timeout_s:
+            if not states:
+                raise HarnessError(f"replica verification: cannot describe topic {topic}")
+            break
+        time.sleep(1.0)
+    return sorted(states, key=lambda s: s.partition), round(time.monotonic() - start, 2)
+
+
+def high_watermarks(bootstrap: str, topic: str, partitions: list[int]) -> dict[int, int | None]:
+    """Each partition's high watermark from its leader (None when it would not say)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    from workloads.values import CLIENT_LOGGER
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"{topic}-replica-verify",
+            "enable.auto.commit": False,
+            "logger": CLIENT_LOGGER,
+        }
+    )
+    out: dict[int, int | None] = {}
+    try:
+        for p in partitions:
+            try:
+                _, high = consumer.get_watermark_offsets(
+                    TopicPartition(topic, p), timeout=ADMIN_TIMEOUT_S, cached=False
+                )
+                out[p] = high
+            except Exception as e:
+                log.warning("high watermark of %s-%d: %s", topic, p, e)
+                out[p] = None
+    finally:
+        consumer.close()
+    return out
+
+
+def dump_node(cluster: Cluster, node: Node, topic: str, run_dir: Path) -> NodeDump:
+    """Dump every segment of ``topic`` the node holds (live and copies), and find truncations."""
+    result = NodeDump(node)
+    try:
+        result.truncations = node_truncations(node, topic)
+        files = _segment_files(node, topic)
+        if not files:
+            return result
+        raw = Path(RAW_DIR, f"{node.name}-dump-log-segments.txt.gz")
+        local = run_dir / raw
+        local.parent.mkdir(parents=True, exist_ok=True)
+        remote = node.path("run", f"replica-dump-{topic}.txt.gz")
+        tool = kafka_db.tool_command(
+            cluster,
+            node,
+            kafka_db.dump_log_segments_class(cluster.kafka_version),
+            ["--files", ",".join(files), "--print-data-log"],
+        )
+        try:
+            node.run(f"set -o pipefail; {tool} | gzip -1 > {quote(remote)}", timeout=DUMP_TIMEOUT_S)
+            node.get(remote, local)
+        finally:
+            node.run(f"rm -f {quote(remote)}", timeout=30, check=False)
+        result.raw = raw.as_posix()
+        with gzip.open(local, "rt", errors="replace") as lines:
+            result.logs = parse_dump(lines)
+    except HarnessError as e:
+        result.error = str(e)
+    return result
+
+
+def node_truncations(node: Node, topic: str) -> list[dict[str, Any]]:
+    """The broker's log truncations of ``topic``, from its server.log files."""
+    logs = node.path("logs")
+    found = node.run(
+        f"grep -h -F {quote(topic)} {quote(logs)}/server.log* 2>/dev/null | grep -F Truncat; true",
+        timeout=60,
+    ).stdout.splitlines()
+    return [
+        {
+            "node": node.name,
+            "broker_id": node.node_id,
+            "partition": t.partition,
+            "offset": t.offset,
+            "high_watermark": t.high_watermark,
+            "time_ms": t.time_ms,
+            "line": t.line,
+        }
+        for t in merge_truncations(truncations(found, topic))
+    ]
+
+
+def _segment_files(node: Node, topic: str) -> list[str]:
+    data = node.path("data", "kafka")
+    listing = node.run(
+        f"ls -1 {quote(data)}/{quote(topic)}-*/*.log "
+        f"{quote(copies_dir(node))}/*/{quote(topic)}-*/*.log 2>/dev/null; true",
+        timeout=30,
+    )
+    return [f for f in listing.stdout.split() if f.endswith(".log")]
+
+
+def _forget_copies(node: Node) -> None:
+    try:
+        node.run(f"rm -rf {quote(copies_dir(node))}", timeout=30, check=False)
+    except HarnessError as e:
+        log.warning("%s: removing log copies: %s", node.name, e)
+
+
+def _partition_result(
+    cluster: Cluster,
+    topic: str,
+    state: Any,
+    high: dict[int, int | None],
+    dumps: list[NodeDump],
+) -> dict[str, Any]:
+    p = state.partition
+    hw = high.get(p)
+    entry: dict[str, Any] = {
+        "partition": p,
+        "replicas": list(state.replicas),
+        "leader": state.leader,
+        "isr": list(state.isr),
+        "in_sync": set(state.replicas) <= set(state.isr),
+        "high_watermark": hw,
+        "agree": None,
+        "diverged": False,
+        "error": None,
+        "compared": [],
+    }
+    by_id = {d.node.node_id: d for d in dumps}
+    live_dir = f"{topic}-{p}"
+    leader_dump = by_id.get(state.leader)
+    leader_log = _live_log(leader_dump, live_dir) if leader_dump else None
+    if leader_log is None or hw is None:
+        entry["error"] = _why_not_compared(leader_dump, hw)
+        return entry
+    held_now = {
+        v
+        for d in dumps
+        for directory, replica in d.logs.items()
+        if not directory.startswith(copies_dir(d.node))
+        for v in replica.records.values()
+    }
+    live_agree = []
+    for broker in state.replicas:
+        dump = by_id.get(broker)
+        if dump is None:
+            continue
+        replica = _live_log(dump, live_dir)
+        compared = _compared(dump, "live", None, replica)
+        if replica is not None and broker != state.leader:
+            compared.update(compare_live(replica, leader_log, hw).as_dict())
+        elif broker == state.leader:
+            compared["agree"] = True
+        live_agree.append(compared["agree"])
+        entry["compared"].append(compared)
+    for dump in dumps:
+        for directory, copy in sorted(dump.logs.items()):
+            fault_id = _copy_fault(dump.node, directory, live_dir)
+            if fault_id is None:
+                continue
+            compared = _compared(dump, "before-rejoin", fault_id, copy)
+            compared.update(compare_before_rejoin(copy, leader_log, held_now).as_dict())
+            entry["compared"].append(compared)
+    entry["agree"] = None if None in live_agree else all(live_agree)
+    entry["diverged"] = any(c["agree"] is False for c in entry["compared"])
+    return entry
+
+
+def _live_log(dump: NodeDump, live_dir: str) -> ReplicaLog | None:
+    """The node's live copy of a partition (empty if it holds none); None if unread."""
+    if dump.error is not None:
+        return None
+    directory = dump.node.path("data", "kafka", live_dir)
+    return dump.logs.get(directory, ReplicaLog(directory))
+
+
+def _why_not_compared(leader_dump: NodeDump | None, hw: int | None) -> str:
+    if leader_dump is None:
+        return "the partition has no leader"
+    if leader_dump.error is not None:
+        return f"the leader's log could not be read: {leader_dump.error}"
+    return "the leader did not give its high watermark"
+
+
+def _copy_fault(node: Node, directory: str, live_dir: str) -> int | None:
+    """The fault id of a before-rejoin copy of this partition, else None."""
+    prefix = copies_dir(node) + "/fault-"
+    if not directory.startswith(prefix) or not directory.endswith("/" + live_dir):
+        return None
+    fault = directory[len(prefix) :].split("/", 1)[0]
+    return int(fault) if fault.isdigit() else None
+
+
+def _compared(dump: NodeDump, source: str, fault_id: int | None, replica: ReplicaLog | None):
+    return {
+        "node": dump.node.name,
+        "broker_id": dump.node.node_id,
+        "source": source,
+        "fault_id": fault_id,
+        "log_start": replica.log_start if replica else None,
+        "log_end": replica.log_end if replica else None,
+        "agree": None,
+        "first_divergence": None,
+        "diverged_offsets": 0,
+        "diverged_ranges": [],
+        "lost_values": 0,
+        "raw": dump.raw,
+        "error": dump.error,
+    }
