@@ -71,6 +71,21 @@ def parse_dump(lines: Iterable[str]) -> dict[str, ReplicaLog]:
     return logs
 
 
+def parse_checkpoint(text: str, topic: str) -> dict[int, int]:
+    """High watermarks of ``topic``'s partitions from a replication-offset-checkpoint file.
+
+    The file is ``version``, ``count``, then ``topic partition offset`` lines;
+    a broker rewrites it every few seconds, so it may trail the watermark
+    the broker last knew, never lead it.
+    """
+    out: dict[int, int] = {}
+    for line in text.splitlines()[2:]:
+        parts = line.split()
+        if len(parts) == 3 and parts[0] == topic and parts[1].isdigit():
+            out[int(parts[1])] = int(parts[2])
+    return out
+
+
 @dataclass(frozen=True)
 class Truncation:
     partition: int

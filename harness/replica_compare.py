@@ -2,9 +2,12 @@
 
 A live follower is compared with the leader below the high watermark: the
 records Kafka promises every in-sync replica holds.  A copy of a killed
-leader taken before it rejoined is compared over everything it held: the
-offsets where it disagrees are what the rejoin truncated away, and its
-values there that no replica holds any more are gone for good.
+leader taken before it rejoined is compared below the high watermark that
+leader had checkpointed: records it held as committed that the current log
+holds differently are what the rejoin truncated away, and its values there
+that no replica holds any more are gone for good.  Above that watermark a
+different tail is Kafka working as designed (never committed, so never
+acknowledged with acks=all); it is counted apart, never as divergence.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ class Comparison:
     diverged_offsets: int = 0
     diverged_ranges: list[list[int]] = field(default_factory=list)
     lost_values: int = 0
+    uncommitted_offsets: int = 0  # a copy's differing tail above its high watermark
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -33,6 +37,7 @@ class Comparison:
             "diverged_offsets": self.diverged_offsets,
             "diverged_ranges": self.diverged_ranges,
             "lost_values": self.lost_values,
+            "uncommitted_offsets": self.uncommitted_offsets,
         }
 
 
@@ -45,17 +50,25 @@ def compare_live(replica: ReplicaLog, leader: ReplicaLog, high_watermark: int) -
     return _compare(offsets, replica, leader, held_now=set())
 
 
-def compare_before_rejoin(copy: ReplicaLog, leader: ReplicaLog, held_now: set[str]) -> Comparison:
+def compare_before_rejoin(
+    copy: ReplicaLog, leader: ReplicaLog, held_now: set[str], committed: int | None
+) -> Comparison:
     """A killed leader's log as it was before it rejoined, against the leader's now.
 
-    Every offset the copy held (at or above the leader's log start) counts:
-    the tail beyond the leader's log end was truncated too.
+    ``committed`` is the high watermark the copy's broker had checkpointed
+    (None: unknown, and then every offset counts, the tail beyond the
+    leader's log end included).
     """
     if not copy.records:
         return Comparison(agree=None)
     start = leader.log_start or 0
-    offsets = sorted(o for o in copy.records if o >= start)
-    return _compare(offsets, copy, leader, held_now)
+    bound = committed if committed is not None else (copy.log_end or 0)
+    offsets = sorted(o for o in copy.records if start <= o < bound)
+    result = _compare(offsets, copy, leader, held_now)
+    result.uncommitted_offsets = sum(
+        1 for o, v in copy.records.items() if o >= bound and leader.records.get(o) != v
+    )
+    return result
 
 
 def _compare(

@@ -28,7 +28,13 @@ from typing import Any
 from harness import kafka_db
 from harness.cluster import Cluster
 from harness.errors import HarnessError
-from harness.log_dump import ReplicaLog, merge_truncations, parse_dump, truncations
+from harness.log_dump import (
+    ReplicaLog,
+    merge_truncations,
+    parse_checkpoint,
+    parse_dump,
+    truncations,
+)
 from harness.node import Node
 from harness.replica_compare import compare_before_rejoin, compare_live
 
@@ -40,6 +46,7 @@ IN_SYNC_TIMEOUT_S = 60.0
 ADMIN_TIMEOUT_S = 10.0
 DUMP_TIMEOUT_S = 300.0
 COPY_TIMEOUT_S = 60.0
+CHECKPOINT = "replication-offset-checkpoint"  # the broker's high watermarks
 
 
 def copies_dir(node: Node) -> str:
@@ -58,7 +65,8 @@ def copy_before_rejoin(node: Node, topic: str, fault_id: int) -> str:
     data = node.path("data", "kafka")
     node.run(
         f"mkdir -p {quote(dest)} && for d in {quote(data)}/{quote(topic)}-*; do "
-        f'[ -d "$d" ] && cp -a "$d" {quote(dest)}/; done; true',
+        f'[ -d "$d" ] && cp -a "$d" {quote(dest)}/; done; '
+        f"cp -a {quote(data)}/{CHECKPOINT} {quote(dest)}/ 2>/dev/null; true",
         timeout=COPY_TIMEOUT_S,
     )
     return dest
@@ -72,6 +80,7 @@ class NodeDump:
     logs: dict[str, ReplicaLog] = field(default_factory=dict)
     raw: str | None = None
     error: str | None = None
+    copy_watermarks: dict[int, dict[int, int]] = field(default_factory=dict)  # fault -> p -> hw
     truncations: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -177,6 +186,7 @@ def dump_node(cluster: Cluster, node: Node, topic: str, run_dir: Path) -> NodeDu
     result = NodeDump(node)
     try:
         result.truncations = node_truncations(node, topic)
+        result.copy_watermarks = copy_watermarks(node, topic)
         files = _segment_files(node, topic)
         if not files:
             return result
@@ -222,6 +232,22 @@ def node_truncations(node: Node, topic: str) -> list[dict[str, Any]]:
         }
         for t in merge_truncations(truncations(found, topic))
     ]
+
+
+def copy_watermarks(node: Node, topic: str) -> dict[int, dict[int, int]]:
+    """Per fault, the high watermarks the copied broker had checkpointed before it died."""
+    out = node.run(
+        f"for f in {quote(copies_dir(node))}/fault-*/{CHECKPOINT}; do "
+        f'[ -f "$f" ] && echo "== $f" && cat "$f"; done; true',
+        timeout=30,
+    ).stdout
+    found: dict[int, dict[int, int]] = {}
+    for block in out.split("== ")[1:]:
+        path, _, text = block.partition("\n")
+        fault = path.rsplit("/fault-", 1)[-1].split("/", 1)[0]
+        if fault.isdigit():
+            found[int(fault)] = parse_checkpoint(text, topic)
+    return found
 
 
 def _segment_files(node: Node, topic: str) -> list[str]:
@@ -283,6 +309,7 @@ def _partition_result(
             continue
         replica = _live_log(dump, live_dir)
         compared = _compared(dump, "live", None, replica)
+        compared["high_watermark"] = hw
         if replica is not None and broker != state.leader:
             compared.update(compare_live(replica, leader_log, hw).as_dict())
         elif broker == state.leader:
@@ -295,7 +322,9 @@ def _partition_result(
             if fault_id is None:
                 continue
             compared = _compared(dump, "before-rejoin", fault_id, copy)
-            compared.update(compare_before_rejoin(copy, leader_log, held_now).as_dict())
+            committed = dump.copy_watermarks.get(fault_id, {}).get(p)
+            compared["high_watermark"] = committed
+            compared.update(compare_before_rejoin(copy, leader_log, held_now, committed).as_dict())
             entry["compared"].append(compared)
     entry["agree"] = None if None in live_agree else all(live_agree)
     entry["diverged"] = any(c["agree"] is False for c in entry["compared"])
@@ -340,6 +369,8 @@ def _compared(dump: NodeDump, source: str, fault_id: int | None, replica: Replic
         "diverged_offsets": 0,
         "diverged_ranges": [],
         "lost_values": 0,
+        "uncommitted_offsets": 0,
+        "high_watermark": None,
         "raw": dump.raw,
         "error": dump.error,
     }

@@ -73,6 +73,20 @@ def test_unclean_leader_election_loses_acknowledged_writes(kafka_cluster: Cluste
     resolved = fault_end[0]["value"]["resolved"]
     assert resolved["isr_shrunk_to_leader"] is True
     assert resolved["elected"] not in (None, resolved["killed"])
+    # The brokers' disks confirm it: the deposed leader's log, as it was before it
+    # rejoined, held other values at offsets the new leader reused, and the rejoin
+    # truncated them (server.log says so).
+    replicas = json.loads((run / "replicas.json").read_text())
+    assert replicas["error"] is None, replicas
+    diverged = [p for p in replicas["partitions"] if p["diverged"]]
+    assert diverged, replicas
+    copies = [c for p in diverged for c in p["compared"] if c["source"] == "before-rejoin"]
+    assert any(c["node"] == resolved["killed"] and c["agree"] is False for c in copies), copies
+    assert sum(c["lost_values"] for c in copies) > 0
+    assert all(p["agree"] is True for p in replicas["partitions"]), "live replicas resync"
+    assert any(t["node"] == resolved["killed"] for t in replicas["truncations"])
+    raw = run / diverged[0]["compared"][0]["raw"]
+    assert raw.exists() and raw.stat().st_size > 0
 
 
 def test_unclean_election_safe_settings_lose_nothing(kafka_cluster: Cluster, tmp_path: Path):
@@ -87,3 +101,8 @@ def test_unclean_election_safe_settings_lose_nothing(kafka_cluster: Cluster, tmp
     bounds = [op["value"] for op in ops(run / "history.jsonl") if op["f"] == "drain"]
     assert len(bounds) == 3, bounds  # one per partition, each read to its high watermark
     assert all(b["reached"] >= b["high_watermark"] for b in bounds), bounds
+    replicas = json.loads((run / "replicas.json").read_text())
+    assert replicas["error"] is None and replicas["complete"] is True, replicas
+    assert all(p["agree"] is True and not p["diverged"] for p in replicas["partitions"])
+    copies = [c for p in replicas["partitions"] for c in p["compared"]]
+    assert any(c["source"] == "before-rejoin" for c in copies), "the killed leader's log was kept"

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from harness.log_dump import ReplicaLog, merge_truncations, parse_dump, record_value, truncations
+from harness.log_dump import (
+    ReplicaLog,
+    merge_truncations,
+    parse_checkpoint,
+    parse_dump,
+    record_value,
+    truncations,
+)
 from harness.replica_compare import compare_before_rejoin, compare_live, ranges
 
 TOPIC = "chaos-20261125t042811z"
@@ -89,7 +96,7 @@ def test_a_deposed_leaders_copy_shows_the_truncated_tail_and_what_is_gone() -> N
     the new leader wrote 200..207 there; one of the old values (103) was re-sent and lives on."""
     old = log_of({**{o: o for o in range(4)}, **{4 + i: 100 + i for i in range(6)}})
     new = log_of({**{o: o for o in range(4)}, **{4 + i: 200 + i for i in range(8)}})
-    got = compare_before_rejoin(old, new, held_now={*map(str, range(4)), "103"})
+    got = compare_before_rejoin(old, new, held_now={*map(str, range(4)), "103"}, committed=10)
     assert got.agree is False
     assert got.first_divergence == {"offset": 4, "here": "100", "leader": "200"}
     assert got.diverged_ranges == [[4, 9]] and got.diverged_offsets == 6
@@ -98,14 +105,29 @@ def test_a_deposed_leaders_copy_shows_the_truncated_tail_and_what_is_gone() -> N
 
 def test_a_copy_identical_to_the_leaders_prefix_agrees() -> None:
     new = log_of({o: o for o in range(12)})
-    got = compare_before_rejoin(log_of({o: o for o in range(7)}), new, held_now=set())
+    got = compare_before_rejoin(log_of({o: o for o in range(7)}), new, set(), committed=5)
     assert got.agree is True and got.lost_values == 0 and got.first_divergence is None
 
 
+def test_a_copys_different_tail_above_its_high_watermark_is_not_divergence() -> None:
+    """Kafka truncates a leader's uncommitted tail by design: never acknowledged with acks=all."""
+    old = log_of({0: 0, 1: 1, 2: 2, 3: 50, 4: 51})
+    new = log_of({0: 0, 1: 1, 2: 2, 3: 60})
+    got = compare_before_rejoin(old, new, held_now=set(), committed=3)
+    assert got.agree is True and got.uncommitted_offsets == 2 and got.lost_values == 0
+
+
 def test_a_copys_tail_beyond_the_leaders_log_end_counts_as_diverged() -> None:
-    got = compare_before_rejoin(log_of({0: 0, 1: 1, 2: 2}), log_of({0: 0}), held_now={"0"})
+    old, new = log_of({0: 0, 1: 1, 2: 2}), log_of({0: 0})
+    got = compare_before_rejoin(old, new, held_now={"0"}, committed=None)
     assert got.diverged_ranges == [[1, 2]] and got.lost_values == 2
     assert got.first_divergence == {"offset": 1, "here": "1", "leader": None}
+
+
+def test_the_checkpointed_high_watermarks_of_the_topic() -> None:
+    text = f"0\n3\n{TOPIC} 0 4091\n{TOPIC} 2 17\n__consumer_offsets 0 5\n"
+    assert parse_checkpoint(text, TOPIC) == {0: 4091, 2: 17}
+    assert parse_checkpoint("", TOPIC) == {}
 
 
 def test_ranges_are_runs_of_consecutive_offsets() -> None:
