@@ -110,22 +110,32 @@ def verify(cluster: Cluster, topic: str, run_dir: Path) -> dict[str, Any]:
     result.setdefault("partitions", [])
     result.setdefault("truncations", [])
     (run_dir / RESULT).write_text(json.dumps(result, indent=1) + "\n")
-    log.info("replica verification: %s", summary(result))
+    log.info("%s", summary(result))
     return result
 
 
 def summary(result: dict[str, Any]) -> str:
-    """One line for the harness log and the CLI."""
+    """One line in words for the harness log and ``kafka-chaos run``."""
     if result.get("error"):
-        return f"not done: {result['error']}"
+        return f"replicas: not verified: {result['error']}"
     parts = result.get("partitions", [])
-    diverged = [p["partition"] for p in parts if p.get("diverged")]
-    live = [p["partition"] for p in parts if p.get("agree") is False]
-    return (
-        f"{len(parts)} partitions; live replicas disagree on {live or 'none'}; "
-        f"diverged (incl. copies before rejoin) {diverged or 'none'}; "
-        f"{len(result.get('truncations', []))} truncations"
-    )
+    said = []
+    for p in parts:
+        for c in p.get("compared", []):
+            if c.get("agree") is not False:
+                continue
+            spans = ", ".join(f"{a}-{b}" if a != b else f"{a}" for a, b in c["diverged_ranges"])
+            when = "before it rejoined" if c["source"] == "before-rejoin" else "now"
+            said.append(
+                f"partition {p['partition']}: {c['node']}'s log {when} differs from the "
+                f"leader's at offsets {spans} ({c['lost_values']} values now on no replica)"
+            )
+    if said:
+        return "replicas: " + "; ".join(said)
+    unread = [p["partition"] for p in parts if p.get("agree") is None]
+    if unread:
+        return f"replicas: could not compare partitions {unread}"
+    return f"replicas: all {len(parts)} partitions agree below the high watermark"
 
 
 def wait_in_sync(cluster: Cluster, topic: str, timeout_s: float) -> tuple[list[Any], float]:

@@ -79,7 +79,23 @@ def _print_outcome(outcome: RunOutcome) -> None:
     print(f"verdict: {outcome.verdict}")
     if outcome.expectation_held is not None:
         print("expectation held" if outcome.expectation_held else "expectation NOT held")
+    for line in _answer_lines(outcome.run_dir):
+        print(line)
     print(f"report: {outcome.report}")
+
+
+def _answer_lines(run: store_mod.RunDir) -> list[str]:
+    """The loss figures and what the replicas say, when the run got that far."""
+    from checkers.cli import answer_line
+    from harness.replica_verify import RESULT, summary
+
+    lines = []
+    for name, say in ((store_mod.RESULTS, answer_line), (RESULT, summary)):
+        try:
+            lines.append(say(run.read_json(name)))
+        except (OSError, ValueError, HarnessError):
+            continue
+    return lines
 
 
 def _run(args: argparse.Namespace) -> int:

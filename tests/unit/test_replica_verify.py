@@ -14,6 +14,7 @@ from harness.log_dump import (
     truncations,
 )
 from harness.replica_compare import compare_before_rejoin, compare_live, ranges
+from harness.replica_verify import summary
 
 TOPIC = "chaos-20261125t042811z"
 BATCH = (
@@ -165,3 +166,24 @@ def test_truncations_are_read_from_the_broker_log_one_per_event() -> None:
     expected = datetime(2026, 11, 25, 4, 29, 7, 225000).astimezone().timestamp() * 1000
     assert first.time_ms == int(expected)  # the earliest line of the event
     assert "below high watermark 4091" in first.line
+
+
+def test_the_one_line_summary_says_where_replicas_differ_in_words() -> None:
+    copy = {
+        "node": "n2",
+        "source": "before-rejoin",
+        "agree": False,
+        "diverged_ranges": [[980, 4090], [4095, 4095]],
+        "lost_values": 3100,
+    }
+    live = {"node": "n1", "source": "live", "agree": True}
+    result = {"partitions": [{"partition": 0, "agree": True, "compared": [live, copy]}]}
+    assert summary(result) == (
+        "replicas: partition 0: n2's log before it rejoined differs from the leader's "
+        "at offsets 980-4090, 4095 (3100 values now on no replica)"
+    )
+    agreed = {"partitions": [{"partition": p, "agree": True, "compared": [live]} for p in (0, 1)]}
+    assert summary(agreed) == "replicas: all 2 partitions agree below the high watermark"
+    assert summary({"error": "cannot describe topic t"}) == (
+        "replicas: not verified: cannot describe topic t"
+    )
