@@ -207,6 +207,32 @@ def delete_topic(bootstrap: str, name: str, timeout_s: float = 30.0) -> bool:
     return True
 
 
+def set_group_config(
+    bootstrap: str, group: str, config: dict[str, str], timeout_s: float = 30.0
+) -> None:
+    """Set group-level configs (KIP-848/KIP-932 groups), e.g. a share group's lock duration.
+
+    Incremental SET, so other settings of the group stay as they are; the
+    group need not exist yet.
+    """
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    entries = [
+        ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in config.items()
+    ]
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=entries)
+    client = _client(bootstrap, timeout_s)
+    try:
+        futures = client.incremental_alter_configs([resource], request_timeout=timeout_s)
+        for fut in futures.values():
+            fut.result(timeout=timeout_s + 5)
+    except KafkaException as e:
+        raise AdminError(f"configure group {group!r}: {e.args[0].str()}") from e
+    except TimeoutError as e:
+        raise AdminError(f"configure group {group!r}: no answer within {timeout_s}s") from e
+
+
 def elect_leaders(
     bootstrap: str,
     partitions: Iterable[tuple[str, int]] | None = None,

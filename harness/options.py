@@ -75,7 +75,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("--rate", "producer.rate", float, "target sends per second, all producers"),
     Option("--groups", "consumer.groups", int, "consumer groups"),
     Option("--consumers-per-group", "consumer.workers_per_group", int, "consumers per group"),
-    Option("--consumer-mode", "consumer.mode", str, "group mode", ("subscribe", "assign")),
+    Option("--consumer-mode", "consumer.mode", str, "group mode", ("subscribe", "assign", "share")),
     Option("--commit", "consumer.commit", str, "commit policy", ("auto", "manual")),
     Option(
         "--group-protocol",
@@ -83,6 +83,25 @@ OPTIONS: tuple[Option, ...] = (
         str,
         "consumer group protocol (subscribe mode)",
         ("classic", "consumer"),
+    ),
+    Option(
+        "--share-release-probability",
+        "consumer.share_release_probability",
+        float,
+        "share: chance a member releases a record instead of accepting it",
+    ),
+    Option(
+        "--share-reject-probability",
+        "consumer.share_reject_probability",
+        float,
+        "share: chance a member rejects (archives) a record",
+    ),
+    Option("--share-lock-ms", "consumer.share_lock_ms", int, "share: record lock duration"),
+    Option(
+        "--share-delivery-limit",
+        "consumer.share_delivery_limit",
+        int,
+        "share: deliveries of a record before the broker archives it",
     ),
     Option(
         "--consumer-crash-interval",
@@ -233,6 +252,46 @@ def validate(spec: TestSpec) -> None:
     if spec.producer.rate <= 0:
         raise ConfigError("producer.rate must be positive")
     _validate_group_protocol(spec)
+    _validate_share(spec)
+
+
+def _kafka_at_least(version: str, want: tuple[int, int]) -> bool:
+    parts = version.split(".")
+    if len(parts) < 2 or not (parts[0].isdigit() and parts[1].isdigit()):
+        return False
+    return (int(parts[0]), int(parts[1])) >= want
+
+
+def _validate_share(spec: TestSpec) -> None:
+    """Share groups: Kafka 4.2+, explicit acknowledgement odds, and the broker's bounds."""
+    c = spec.consumer
+    if c.mode != "share":
+        return
+    if not _kafka_at_least(spec.cluster.kafka_version, (4, 2)):
+        raise ConfigError(
+            f"consumer.mode share needs Kafka 4.2 or later (share groups, KIP-932, are "
+            f"production-ready there), not {spec.cluster.kafka_version}"
+        )
+    if c.group_protocol != "classic":
+        raise ConfigError(
+            "consumer.group_protocol applies to consumer groups; share groups have their own"
+        )
+    odds = (c.share_release_probability, c.share_reject_probability)
+    if min(odds) < 0 or sum(odds) > 1:
+        raise ConfigError(
+            "consumer.share_release_probability and share_reject_probability must be >= 0 "
+            f"and add up to at most 1, got {odds[0]} and {odds[1]}"
+        )
+    if not 15000 <= c.share_lock_ms <= 60000:
+        raise ConfigError(
+            f"consumer.share_lock_ms must be within the broker's bounds, 15000..60000 "
+            f"(group.share.min/max.record.lock.duration.ms), not {c.share_lock_ms}"
+        )
+    if not 2 <= c.share_delivery_limit <= 10:
+        raise ConfigError(
+            f"consumer.share_delivery_limit must be within the broker's bounds, 2..10 "
+            f"(group.share.min/max.delivery.count.limit), not {c.share_delivery_limit}"
+        )
 
 
 def _validate_group_protocol(spec: TestSpec) -> None:

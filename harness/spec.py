@@ -67,12 +67,19 @@ class ProducerSpec:
 class ConsumerSpec:
     groups: int = 1
     workers_per_group: int = 2
-    mode: str = "subscribe"  # subscribe | assign
+    mode: str = "subscribe"  # subscribe | assign | share (KIP-932 share groups, Kafka 4.2+)
     commit: str = "auto"  # auto | manual
     crash_interval_s: float | None = None  # consumer failover: crash a consumer this often
     session_timeout_ms: int = 10000
     # classic | consumer (KIP-848: the broker assigns; subscribe only; Kafka 4.0+).
     group_protocol: str = "classic"
+    # Share groups (mode "share"): how members acknowledge, and the group's
+    # lock and delivery limit (set as group configs; the broker's bounds are
+    # 15-60 s and 2-10 by default).
+    share_release_probability: float = 0.0
+    share_reject_probability: float = 0.0
+    share_lock_ms: int = 15000
+    share_delivery_limit: int = 5
 
 
 @dataclass

@@ -2,8 +2,10 @@
 
 This is the API the run orchestration calls (start / stop / final_drain).  It
 only wires the pieces together: sends in workloads.producer, polls and
-commits in workloads.consumer, the drain in workloads.drain, leader/ISR
-samples in workloads.sampler and the display in workloads.progress.
+commits in workloads.consumer (or share-group members in
+workloads.share_consumer, ``consumer.mode: share``), the drain in
+workloads.drain, leader/ISR samples in workloads.sampler and the display in
+workloads.progress.
 """
 
 from __future__ import annotations
@@ -24,6 +26,14 @@ from workloads.history import HistoryWriter
 from workloads.producer import ProducerWorker, producer_config, split_rate
 from workloads.progress import ProgressDisplay, RateMeter, Snapshot
 from workloads.sampler import CLUSTER_STATE, ClusterSampler, Probe, admin_probe
+from workloads.share_consumer import (
+    AckPolicy,
+    GroupProgress,
+    ShareWorker,
+    group_settings,
+    share_drain,
+    share_group_name,
+)
 from workloads.values import Counter
 
 log = logging.getLogger(__name__)
@@ -114,14 +124,7 @@ class QueueWorkload:
             )
             for rate in split_rate(spec.producer.rate, spec.producer.workers)
         ]  # fmt: skip
-        self.consumers = [
-            ConsumerWorker(
-                spec, bootstrap, history, self.processes, group_name(spec, k), slot,
-                self._stop_consumers,
-            )
-            for k in range(spec.consumer.groups)
-            for slot in range(spec.consumer.workers_per_group)
-        ]  # fmt: skip
+        self.consumers = self._consumers()
         self.sampler = ClusterSampler(
             probe or admin_probe(bootstrap, spec.topic.name),
             self.run_dir / CLUSTER_STATE,
@@ -134,9 +137,48 @@ class QueueWorkload:
         self._started = 0.0
         self._send_duration = 0.0
 
+    @property
+    def share(self) -> bool:
+        return self.spec.consumer.mode == "share"
+
+    def _consumers(self) -> list[ConsumerWorker | ShareWorker]:
+        """One worker per group slot: consumer-group members, or share-group members."""
+        c = self.spec.consumer
+        if not self.share:
+            return [
+                ConsumerWorker(
+                    self.spec, self.bootstrap, self.history, self.processes,
+                    group_name(self.spec, k), slot, self._stop_consumers,
+                )
+                for k in range(c.groups)
+                for slot in range(c.workers_per_group)
+            ]  # fmt: skip
+        progress = GroupProgress()
+        rng = random.Random(self.spec.seed)
+        return [
+            ShareWorker(
+                self.spec, self.bootstrap, self.history, self.processes,
+                share_group_name(self.spec, k), self._stop_consumers, progress,
+                AckPolicy(
+                    c.share_release_probability, c.share_reject_probability,
+                    random.Random(rng.random()),
+                ),
+            )
+            for k in range(c.groups)
+            for _ in range(c.workers_per_group)
+        ]  # fmt: skip
+
+    def _share_groups(self) -> list[str]:
+        return [share_group_name(self.spec, k) for k in range(self.spec.consumer.groups)]
+
     def start(self) -> None:
         """Start consumers first (so they are in their groups), then producers."""
         self._started = time.monotonic()
+        if self.share:
+            from harness import admin
+
+            for group in self._share_groups():
+                admin.set_group_config(self.bootstrap, group, group_settings(self.spec))
         self.sampler.start()
         for c in self.consumers:
             c.start()
@@ -179,7 +221,17 @@ class QueueWorkload:
         return summary
 
     def final_drain(self, timeout_s: float) -> DrainResult:
-        """Read every partition from the beginning to its high watermark (fresh consumer)."""
+        """Read every partition from the beginning to its high watermark (fresh consumer).
+
+        Share groups first get their own drain: fresh members accept what is
+        still deliverable until the groups go quiet (workloads.share_consumer).
+        """
+        if self.share:
+            for r in share_drain(
+                self.spec, self.bootstrap, self.history, self.processes,
+                self._share_groups(), timeout_s,
+            ):  # fmt: skip
+                (log.info if r.complete else log.warning)("%s", r)
         result = final_drain(
             self.bootstrap,
             self.spec.topic.name,
