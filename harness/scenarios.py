@@ -40,6 +40,17 @@ UNCLEAN_PRODUCER: dict[str, Any] = {
 # the coordinator's availability, not the durability these presets are about.
 UNCLEAN_CONSUMER: dict[str, Any] = {"mode": "assign"}
 
+# Share groups (KIP-932): three members acknowledging explicitly, a few
+# releases and rejects so redelivery and archiving happen in every run.
+SHARE_CONSUMER: dict[str, Any] = {
+    "mode": "share",
+    "groups": 1,
+    "workers_per_group": 3,
+    "share_release_probability": 0.05,
+    "share_reject_probability": 0.02,
+}
+SHARE_PRODUCER: dict[str, Any] = {"rate": 300.0}
+
 # Transactions: four processes, Jepsen's four micro-ops, one abort in ten.
 TXN: dict[str, Any] = {"processes": 4, "max_ops": 4, "abort_probability": 0.1}
 
@@ -80,6 +91,37 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "topic": SEED_LAB_TOPIC,
         "consumer": {"groups": 2, "workers_per_group": 2},
         "nemesis": {"faults": []},
+    },
+    "pubsub-vs-queue-share": {
+        "description": "The queue side with Kafka's real queue: two share groups each accept "
+        "every message once, load-shared between each group's members.",
+        "expected_verdict": "valid",
+        "time_limit_s": 30.0,
+        "topic": SEED_LAB_TOPIC,
+        "producer": SHARE_PRODUCER,
+        "consumer": {**SHARE_CONSUMER, "groups": 2, "workers_per_group": 2},
+        "nemesis": {"faults": []},
+    },
+    "share-group-consumer-crash": {
+        "description": "A share-group member crashes holding records, again and again; "
+        "their locks expire and other members get them, none lost or accepted twice.",
+        "expected_verdict": "valid",
+        "time_limit_s": 45.0,
+        "topic": SEED_LAB_TOPIC,
+        "producer": SHARE_PRODUCER,
+        "consumer": {**SHARE_CONSUMER, "crash_interval_s": 12.0},
+        "nemesis": {"faults": []},
+    },
+    "share-group-broker-kill": {
+        "description": "Kill the leader of the busiest partition, the broker that also "
+        "keeps that share-partition's state, again and again; every acknowledged record "
+        "is still accepted once.",
+        "expected_verdict": "valid",
+        "time_limit_s": 50.0,
+        "topic": SEED_LAB_TOPIC,
+        "producer": SHARE_PRODUCER,
+        "consumer": SHARE_CONSUMER,
+        "nemesis": {"faults": ["kill"], "targets": "leader", "interval_s": 8.0, "duration_s": 12.0},
     },
     "rate-under-failure": {
         "description": "1000 msg/s must hold while one node is down.",

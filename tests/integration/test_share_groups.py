@@ -1,0 +1,86 @@
+"""Share groups (KIP-932) on a real 4.4 cluster: the presets assert their expected
+verdicts, and the history shows the mechanism each one is about."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from _cli import ops
+from test_scenarios import run_scenario
+
+from harness.cluster import Cluster
+
+pytestmark = pytest.mark.integration
+
+
+def accepted_by_group(history: list[dict]) -> dict[str, dict[int, list[int]]]:
+    """Per share group, each value's committed accepts (the processes that made them)."""
+    out: dict[str, dict[int, list[int]]] = defaultdict(lambda: defaultdict(list))
+    for op in history:
+        if op["f"] != "share-ack" or op["type"] != "ok":
+            continue
+        failed = {(f["topic"], f["partition"]) for f in op["value"]["failed"]}
+        for ack in op["value"]["acks"]:
+            if ack["type"] == "accept" and (ack["topic"], ack["partition"]) not in failed:
+                out[op["value"]["group"]][ack["value"]].append(op["process"])
+    return out
+
+
+def acked_values(history: list[dict]) -> set[int]:
+    return {op["value"]["value"] for op in history if op["f"] == "send" and op["type"] == "ok"}
+
+
+def test_two_share_groups_each_accept_everything_load_shared(kafka_cluster: Cluster, tmp_path):
+    run = run_scenario(kafka_cluster, tmp_path, "pubsub-vs-queue-share")
+    history = ops(run / "history.jsonl")
+    accepted = accepted_by_group(history)
+    assert len(accepted) == 2
+    acked = acked_values(history)
+    for group, values in accepted.items():
+        assert acked <= set(values), f"{group} missed {len(acked - set(values))} values"
+        members = {p for procs in values.values() for p in procs}
+        assert len(members) >= 2, f"{group}: one member took everything"
+    results = json.loads((run / "results.json").read_text())
+    assert results["checks"]["share-lost"]["count"] == 0
+
+
+def test_a_crashed_members_records_come_back_after_their_lock(kafka_cluster: Cluster, tmp_path):
+    run = run_scenario(kafka_cluster, tmp_path, "share-group-consumer-crash")
+    history = ops(run / "history.jsonl")
+    crashed = {op["process"]: op["time"] for op in history if op["f"] == "crash"}
+    assert crashed, "no member crashed"
+    held: dict[int, set[tuple]] = {}
+    for op in history:
+        if op["f"] == "share-poll" and op["type"] == "ok" and op["process"] in crashed:
+            held[op["process"]] = {
+                (r["topic"], r["partition"], r["offset"]) for r in op["value"]["records"]
+            }
+        if op["f"] == "share-ack" and op["type"] == "invoke" and op["process"] in crashed:
+            held[op["process"]] = set()
+    stranded = {rec for p, recs in held.items() for rec in recs}
+    assert stranded, "no crashed member held records when it crashed"
+    redelivered = {
+        (r["topic"], r["partition"], r["offset"]): r["delivery_count"]
+        for op in history
+        if op["f"] == "share-poll" and op["type"] == "ok" and op["process"] not in crashed
+        for r in op["value"]["records"]
+    }
+    assert stranded <= set(redelivered), "a crashed member's record never came back"
+    assert all(redelivered[rec] >= 2 for rec in stranded)
+    results = json.loads((run / "results.json").read_text())
+    assert results["checks"]["share-missing-redelivery"]["count"] == 0
+    assert results["checks"]["share-double-acquire"]["count"] == 0
+
+
+def test_killing_the_share_partition_leader_loses_nothing(kafka_cluster: Cluster, tmp_path: Path):
+    run = run_scenario(kafka_cluster, tmp_path, "share-group-broker-kill")
+    history = ops(run / "history.jsonl")
+    kills = [op for op in history if op["f"] == "kill" and op["value"].get("phase") == "start"]
+    assert kills, "no broker was killed"
+    results = json.loads((run / "results.json").read_text())
+    assert results["checks"]["share-lost"]["valid"] is True
+    drains = [op["value"] for op in history if op["f"] == "share-drain"]
+    assert drains and all(d["complete"] for d in drains), drains
