@@ -41,6 +41,18 @@ def test_consumer_failover_keeps_full_group_coverage(kafka_cluster: Cluster, tmp
         assert results["checks"][check]["count"] == 0, check
 
 
+def test_consumer_failover_under_the_new_group_protocol(kafka_cluster: Cluster, tmp_path: Path):
+    """KIP-848: the broker reassigns a crashed member's partitions; coverage holds."""
+    run = run_scenario(kafka_cluster, tmp_path, "consumer-failover-kip848")
+    history = ops(run / "history.jsonl")
+    subscribes = [op for op in history if op["f"] == "subscribe" and op["type"] == "ok"]
+    assert subscribes and all(op["value"]["protocol"] == "consumer" for op in subscribes)
+    assert [op for op in history if op["f"] == "crash"], "no consumer was crashed"
+    results = json.loads((run / "results.json").read_text())
+    for check in ("group-unowned", "group-double-ownership", "group-commit-past-unread"):
+        assert results["checks"][check]["count"] == 0, check
+
+
 def test_rate_holds_while_a_node_is_down(kafka_cluster: Cluster, tmp_path: Path):
     run = run_scenario(kafka_cluster, tmp_path, "rate-under-failure", "--time-limit", "35")
     results = json.loads((run / "results.json").read_text())
