@@ -251,8 +251,8 @@ def validate(spec: TestSpec) -> None:
         raise ConfigError("time_limit_s must be positive")
     if spec.producer.rate <= 0:
         raise ConfigError("producer.rate must be positive")
-    _validate_group_protocol(spec)
     _validate_share(spec)
+    _validate_group_protocol(spec)
 
 
 def _kafka_at_least(version: str, want: tuple[int, int]) -> bool:
