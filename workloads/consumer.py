@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from confluent_kafka import OFFSET_STORED, Consumer, KafkaError, KafkaException, TopicPartition
@@ -23,6 +22,7 @@ from harness.spec import TestSpec
 from workloads.delivery_errors import classify_commit, error_name
 from workloads.history import HistoryWriter
 from workloads.values import CLIENT_LOGGER, Counter, decode_key, decode_payload
+from workloads.worker import ClientSlot
 
 log = logging.getLogger(__name__)
 
@@ -188,18 +188,7 @@ def close_quietly(consumer: Consumer, what: str) -> None:
         log.debug("%s: %s", what, e)
 
 
-@dataclass
-class ConsumerStats:
-    polls: int = 0
-    records: int = 0
-    poll_errors: int = 0
-    commits_ok: int = 0
-    commits_failed: int = 0
-    rebalances: int = 0
-    crashes: int = 0
-
-
-class ConsumerWorker:
+class ConsumerWorker(ClientSlot):
     """One slot of a consumer group, running incarnations until stopped."""
 
     def __init__(
@@ -212,41 +201,14 @@ class ConsumerWorker:
         slot: int,
         stop: threading.Event,
     ) -> None:
+        super().__init__(history, stop, f"consumer-{group}")
         self.spec = spec
         self.bootstrap = bootstrap
-        self.history = history
         self.processes = processes
         self.group = group
         self.slot = slot
-        self.stop_event = stop
         self.topic = spec.topic.name
-        self.stats = ConsumerStats()
-        self.process = -1
-        self._crash_reason: str | None = None
         self._muted = False  # a crashed incarnation's late callbacks are not recorded
-        self.thread = threading.Thread(target=self._run, name=f"consumer-{group}", daemon=True)
-
-    def start(self) -> None:
-        self.thread.start()
-
-    def join(self, timeout: float) -> bool:
-        self.thread.join(timeout)
-        return not self.thread.is_alive()
-
-    def request_crash(self, reason: str) -> None:
-        """Ask the worker to crash at its next loop turn (within one poll timeout)."""
-        self._crash_reason = reason
-
-    def _run(self) -> None:
-        while not self.stop_event.is_set():
-            try:
-                self._incarnation()
-            except ValueError:  # history closed under us: the run is over
-                return
-            except Exception as e:
-                log.warning("consumer %s (%s) failed: %s", self.process, self.group, e)
-                self._crash(f"{type(e).__name__}: {e}")
-                self.stop_event.wait(1.0)
 
     def _incarnation(self) -> None:
         self.process = self.processes.next()
@@ -262,7 +224,7 @@ class ConsumerWorker:
             self._join(consumer)
             while not self.stop_event.is_set():
                 if self._crash_reason is not None:
-                    self._crash(self._crash_reason)
+                    self._record_crash(self._crash_reason)
                     close_quietly(consumer, f"close crashed consumer {self.process}")
                     return
                 records = poll_once(consumer, self.history, self.process)
@@ -358,10 +320,9 @@ class ConsumerWorker:
     def _lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self._rebalance([], tp_list(partitions), lost=True)
 
-    def _crash(self, reason: str) -> None:
+    def _record_crash(self, reason: str) -> None:
         self._muted = True
-        self.history.append(self.process, "info", "crash", {"reason": reason})
-        self.stats.crashes += 1
+        super()._record_crash(reason)
 
 
 def assigned_partitions(partitions: int, workers: int, slot: int) -> list[int]:

@@ -35,12 +35,12 @@ from workloads.consumer import (
     POLL_TIMEOUT_S,
     SOCKET_TIMEOUT_MS,
     CallTimedOut,
-    ConsumerStats,
     bounded_call,
 )
 from workloads.delivery_errors import error_name
 from workloads.history import HistoryWriter
 from workloads.values import CLIENT_LOGGER, Counter, decode_key, decode_payload
+from workloads.worker import ClientSlot
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +133,7 @@ def record_of(msg: Any) -> dict[str, Any]:
     }
 
 
-class ShareWorker:
+class ShareWorker(ClientSlot):
     """One member slot of a share group, running incarnations until stopped."""
 
     def __init__(
@@ -148,42 +148,15 @@ class ShareWorker:
         policy: AckPolicy,
         final: bool = False,
     ) -> None:
+        super().__init__(history, stop, f"share-{group}")
         self.spec = spec
         self.bootstrap = bootstrap
-        self.history = history
         self.processes = processes
         self.group = group
-        self.stop_event = stop
         self.progress = progress
         self.policy = policy
         self.extra = {"final": True} if final else {}
         self.topic = spec.topic.name
-        self.stats = ConsumerStats()
-        self.process = -1
-        self._crash_reason: str | None = None
-        self.thread = threading.Thread(target=self._run, name=f"share-{group}", daemon=True)
-
-    def start(self) -> None:
-        self.thread.start()
-
-    def join(self, timeout: float) -> bool:
-        self.thread.join(timeout)
-        return not self.thread.is_alive()
-
-    def request_crash(self, reason: str) -> None:
-        """Ask the member to crash at its next loop turn (within one poll timeout)."""
-        self._crash_reason = reason
-
-    def _run(self) -> None:
-        while not self.stop_event.is_set():
-            try:
-                self._incarnation()
-            except ValueError:  # history closed under us: the run is over
-                return
-            except Exception as e:
-                log.warning("share member %s (%s) failed: %s", self.process, self.group, e)
-                self._record_crash(f"{type(e).__name__}: {e}")
-                self.stop_event.wait(1.0)
 
     def _incarnation(self) -> None:
         self.process = self.processes.next()
@@ -307,10 +280,6 @@ class ShareWorker:
         hold_s = self.spec.consumer.share_lock_ms / 1000 + CRASH_HOLD_MARGIN_S
         self.stop_event.wait(hold_s)
         _close_quietly(consumer, f"close crashed share member {self.process}")
-
-    def _record_crash(self, reason: str) -> None:
-        self.history.append(self.process, "info", "crash", {"reason": reason})
-        self.stats.crashes += 1
 
 
 def _close_quietly(consumer: ShareConsumer, what: str) -> None:
