@@ -290,8 +290,8 @@ def unknown_reasons(checks: dict[str, dict[str, Any]], evidence: dict[str, int])
     undecided = sorted(n for n, c in checks.items() if c["valid"] == "unknown")
     for name in undecided:
         reasons.append(
-            f"{name}: {checks[name]['count']} acknowledged value(s) never read and no final "
-            "drain to prove them gone"
+            f"{name}: {checks[name]['count']} acknowledged value(s) never read and no "
+            "complete final drain to prove them gone"
             if name == "unseen"
             else f"{name}: {checks[name]['count']} input(s) not seen exactly once in the output "
             "and no final drain to prove it"
@@ -323,9 +323,12 @@ def build_checks(
     count (none: every acknowledged value was found by the drain)."""
     sev = severities(config)
     checks = {}
+    # A drain that stopped short of a partition's high watermark proves no
+    # shortfall gone (acked-lost still counts the partitions it did prove).
+    proven = final_drain and not (losses and losses.undecided)
     for name in checks_for(config):
         n = counts.get(name, 0)
-        valid = unseen_validity(n, final_drain) if name in NEEDS_DRAIN else None
+        valid = unseen_validity(n, proven) if name in NEEDS_DRAIN else None
         checks[name] = check_result(name, n, sev[name], examples.get(name, []), valid)
     acked_lost_result(checks["acked-lost"], losses or LossTally(), final_drain)
     return checks

@@ -113,6 +113,14 @@ def unseen_after_drain(b):
 
 
 @case({"unseen": 1}, "unknown")
+def unseen_after_an_incomplete_drain(b):
+    """Nobody read value 1 and the drain stopped before the high watermark: it may be there."""
+    b.send(1, 0, 0, 0)
+    b.send(1, 1, 0, 1)
+    drain(b, [("t", 0, 0, 0)], bounds={0: (0, 2, 1)})
+
+
+@case({"unseen": 1}, "unknown")
 def unseen_without_drain(b):
     b.subscribe(10, "g", ["t"])
     b.rebalance(10, "g", assigned=[("t", 0)])
@@ -397,6 +405,11 @@ def test_acked_lost_example_shows_who_read_it_and_what_is_there_now(judged):
     check = cut["checks"]["acked-lost"]
     assert check["valid"] == "unknown" and check["unproven_partitions"] == ["t-0"]
     assert cut["summary"]["acked_lost"] is None
+    short, _ = judged["unseen_after_an_incomplete_drain"]
+    assert short["checks"]["unseen"]["valid"] == "unknown"
+    assert short["unknown_reasons"][-1].startswith(
+        "unseen: 1 acknowledged value(s) never read and no complete final drain"
+    )
     assert cut["unknown_reasons"] == [
         "acked-lost: 1 acknowledged value(s) are absent from a final drain that did not prove "
         "it read t-0 up to the high watermark"
