@@ -473,15 +473,20 @@ def run_tool(
 ) -> RunResult:
     """Run a Kafka tool class (e.g. DumpLogSegments, VerifiableProducer) on ``node``.
 
-    Uses the tools classpath of the installed distribution; non-zero exit
-    raises ``CommandFailed`` with the tool's stderr.
+    Uses the installed distribution's classpath for that class (``tool_command``);
+    non-zero exit raises ``CommandFailed`` with the tool's stderr.
     """
     return node.run(tool_command(cluster, node, main, args), timeout=timeout_s)
 
 
 def tool_command(cluster: Cluster, node: Node, main: str, args: list[str]) -> str:
-    """The shell command ``run_tool`` runs, for callers that pipe its output on the node."""
-    return _tool_command(node, installed_distribution(cluster), main, args, tools=True)
+    """The shell command ``run_tool`` runs, for callers that pipe its output on the node.
+
+    Scala tools (``kafka.*``, e.g. 3.x's ``kafka.tools.DumpLogSegments``) live
+    in the broker's core jar; ``org.apache.kafka.tools.*`` in the tools jars.
+    """
+    tools = not main.startswith("kafka.")
+    return _tool_command(node, installed_distribution(cluster), main, args, tools=tools)
 
 
 # --- whole-cluster operations -------------------------------------------------------
