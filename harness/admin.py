@@ -154,16 +154,41 @@ def create_topic(bootstrap: str, spec: TopicSpec, timeout_s: float = 30.0) -> li
         config=topic_config(spec),
     )
     client = _client(bootstrap, timeout_s)
-    futures = client.create_topics([new], request_timeout=timeout_s, operation_timeout=timeout_s)
-    try:
-        futures[spec.name].result(timeout=timeout_s + 5)
-    except KafkaException as e:
-        err = e.args[0]
-        if err.code() != KafkaError.TOPIC_ALREADY_EXISTS:
-            raise AdminError(f"create topic {spec.name!r}: {err.str()}") from e
-    except TimeoutError as e:
-        raise AdminError(f"create topic {spec.name!r}: no answer within {timeout_s}s") from e
+    deadline = time.monotonic() + timeout_s
+    while True:
+        futures = client.create_topics(
+            [new], request_timeout=timeout_s, operation_timeout=timeout_s
+        )
+        try:
+            futures[spec.name].result(timeout=timeout_s + 5)
+            break
+        except KafkaException as e:
+            err = e.args[0]
+            if err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                break
+            if not _transient(err) or time.monotonic() > deadline:
+                raise AdminError(f"create topic {spec.name!r}: {err.str()}") from e
+            log.info("create topic %s: %s; trying again", spec.name, err.str())
+            time.sleep(1.0)
+        except TimeoutError as e:
+            raise AdminError(f"create topic {spec.name!r}: no answer within {timeout_s}s") from e
     return _wait_topic_ready(bootstrap, spec, timeout_s)
+
+
+def _transient(err: Any) -> bool:
+    """An error that says nothing about the request, only about the connection it took.
+
+    librdkafka drops the connection to a bootstrap address once it has
+    learned the brokers' own addresses; a request in flight on it fails with
+    ``_DESTROY_BROKER``, right after a cluster starts.
+    """
+    from confluent_kafka import KafkaError
+
+    return err.retriable() or err.code() in (
+        KafkaError._DESTROY_BROKER,
+        KafkaError._TRANSPORT,
+        KafkaError._ALL_BROKERS_DOWN,
+    )
 
 
 def _wait_topic_ready(bootstrap: str, spec: TopicSpec, timeout_s: float) -> list[PartitionState]:
