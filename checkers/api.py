@@ -24,6 +24,7 @@ from checkers.lag import realtime_lag
 from checkers.load import expected_ops, read_rows, rows_dir
 from checkers.loss_checks import acked_lost, missing, tallies
 from checkers.poll_checks import poll_checks, suspicious_pairs
+from checkers.ranges import offset_ranges
 from checkers.results import (
     CYCLE_CHECKS,
     build_checks,
@@ -292,6 +293,8 @@ def _analyse(
     absent = missing(t)
     frames.append(acked_lost(absent))
     found = collect_anomalies(frames, examples)
+    counts_found = {h: {c: v[0] for c, v in per.items()} for h, per in found.items()}
+    ranges = offset_ranges(frames, counts_found, t.topic_names)
     losses = tallies(absent, t.topic_names)
     enrich(spark, t, found)
     name_topics(found, t.topic_names)
@@ -322,6 +325,9 @@ def _analyse(
             "checks": build_checks(counts, exs, config, final, losses.get(hid)),
             "stats": {},
         }
+        for name, runs in ranges.get(hid, {}).items():
+            if counts.get(name, 0) > 1:
+                results[hid]["checks"][name].update(runs)
         if searched is not None:
             results[hid]["cycles"] = searched.summary
             checks = results[hid]["checks"]

@@ -82,6 +82,20 @@ def read_then_truncated(b):
     drain(b, [("t", 0, 0, 0), ("t", 0, 1, 1), ("t", 0, 2, 3)])
 
 
+@case({"acked-lost": 4, "inconsistent-offsets": 3}, "invalid")
+def read_then_a_run_truncated(b):
+    """Values 2-5 at offsets 2-5 were read, then the new leader wrote 10-12 at offsets
+    2-4: one run of offsets, reported as ranges besides the examples."""
+    b.subscribe(10, "g", ["t"])
+    b.rebalance(10, "g", assigned=[("t", 0)])
+    for v in range(6):
+        b.send(1, v, 0, v)
+    b.poll(10, [("t", 0, v, v) for v in range(6)])
+    for i, v in enumerate((10, 11, 12)):
+        b.send(2, v, 0, 2 + i)
+    drain(b, [("t", 0, 0, 0), ("t", 0, 1, 1), ("t", 0, 2, 10), ("t", 0, 3, 11), ("t", 0, 4, 12)])
+
+
 @case({}, "unknown")
 def read_then_missing_from_an_incomplete_drain(b):
     """The drain stopped at offset 2 of a log whose high watermark is 3: value 2
@@ -414,6 +428,19 @@ def test_acked_lost_example_shows_who_read_it_and_what_is_there_now(judged):
         "acked-lost: 1 acknowledged value(s) are absent from a final drain that did not prove "
         "it read t-0 up to the high watermark"
     ]
+
+
+def test_runs_of_consecutive_offsets_are_reported_as_ranges(judged):
+    results, _ = judged["read_then_a_run_truncated"]
+    lost = results["checks"]["acked-lost"]
+    assert lost["ranges"] == [{"topic": "t", "partition": 0, "first": 2, "last": 5, "count": 4}]
+    assert lost["more_ranges"] == 0
+    rewritten = results["checks"]["inconsistent-offsets"]
+    assert rewritten["ranges"] == [
+        {"topic": "t", "partition": 0, "first": 2, "last": 4, "count": 3}
+    ]
+    single, _ = judged["read_then_truncated"]
+    assert "ranges" not in single["checks"]["acked-lost"]  # one anomaly: no run to show
 
 
 def test_skip_example_lists_skipped_offsets(judged):
