@@ -19,6 +19,7 @@ import gzip
 import json
 import logging
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,10 +85,18 @@ class NodeDump:
     truncations: list[dict[str, Any]] = field(default_factory=list)
 
 
-def verify(cluster: Cluster, topic: str, run_dir: Path) -> dict[str, Any]:
-    """Compare every replica of ``topic``; write and return replicas.json."""
+def verify(
+    cluster: Cluster, topic: str, run_dir: Path, clock_ns: Callable[[], int] | None = None
+) -> dict[str, Any]:
+    """Compare every replica of ``topic``; write and return replicas.json.
+
+    ``clock_ns`` is the history's clock: with it each truncation also gets
+    ``history_s``, its time on the history's axis (brokers log wall-clock
+    time, the history a monotonic clock from its start).
+    """
     run_dir = Path(run_dir)
     result: dict[str, Any] = {"topic": topic, "complete": False, "error": None}
+    anchor = (clock_ns() / 1e9, time.time() * 1000) if clock_ns else None
     try:
         states, waited = wait_in_sync(cluster, topic, IN_SYNC_TIMEOUT_S)
         result["in_sync_wait_s"] = waited
@@ -96,6 +105,10 @@ def verify(cluster: Cluster, topic: str, run_dir: Path) -> dict[str, Any]:
             dumps = list(pool.map(lambda n: dump_node(cluster, n, topic, run_dir), cluster.nodes))
         result["partitions"] = [_partition_result(cluster, topic, s, high, dumps) for s in states]
         result["truncations"] = [t for d in dumps for t in d.truncations]
+        if anchor is not None:
+            for t in result["truncations"]:
+                if t["time_ms"] is not None:
+                    t["history_s"] = round(anchor[0] + (t["time_ms"] - anchor[1]) / 1000, 3)
         result["complete"] = all(
             p["error"] is None and p["in_sync"] for p in result["partitions"]
         ) and all(d.error is None for d in dumps)

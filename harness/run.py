@@ -270,7 +270,12 @@ def _execute(spec: TestSpec, run: RunDir) -> bool:
                 drain = workload.final_drain(spec.final_drain_timeout_s)
                 log.info("final drain: %s", drain)
                 _guarded(
-                    "verify replicas", replica_verify.verify, cluster, spec.topic.name, run.path
+                    "verify replicas",
+                    replica_verify.verify,
+                    cluster,
+                    spec.topic.name,
+                    run.path,
+                    history.elapsed_ns,
                 )
         finally:
             signals.watched = True  # a second signal must not cut the clean-up short
