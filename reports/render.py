@@ -14,7 +14,6 @@ import math
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -25,9 +24,14 @@ from markupsafe import Markup
 from checkers import fault_plan
 from harness.errors import HarnessError
 from reports import svg
+from reports.answer import answer
 from reports.cluster_state import read_cluster_state
 from reports.explanations import explain, hints
+from reports.grouping import group, mechanism
+from reports.inputs import Input, as_dict, as_list, load_json
 from reports.mechanism import mechanism_section
+from reports.operations import MAX_OPS, load_operations, operations_view
+from reports.replicas import replicas_section, truncation_marks
 from reports.timeline import COUNT_KEYS, summarize_history
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -51,25 +55,6 @@ LINKED_FILES = (
 
 class ReportError(HarnessError):
     """A report or index cannot be written (e.g. the run directory does not exist)."""
-
-
-@dataclass
-class Input:
-    """A loaded JSON input, or the reason it is not available."""
-
-    data: Any = None
-    missing: str | None = None
-
-
-def load_json(path: Path) -> Input:
-    if not path.exists():
-        return Input(missing=f"{path.name} not available (file absent)")
-    try:
-        return Input(data=json.loads(path.read_text(encoding="utf-8")))
-    except json.JSONDecodeError as e:
-        return Input(missing=f"{path.name} not available: line {e.lineno}: invalid JSON")
-    except (OSError, UnicodeDecodeError) as e:
-        return Input(missing=f"{path.name} not available: {e}")
 
 
 def environment() -> jinja2.Environment:
@@ -109,14 +94,6 @@ def show_value(v: Any) -> str:
     if isinstance(v, (int, float, bool)) or v is None:
         return fmt_num(v) if not isinstance(v, int) or isinstance(v, bool) else str(v)
     return json.dumps(v, separators=(", ", ": "), ensure_ascii=False, default=str)
-
-
-def as_dict(x: Any) -> dict[str, Any]:
-    return x if isinstance(x, dict) else {}
-
-
-def as_list(x: Any) -> list[Any]:
-    return x if isinstance(x, list) else []
 
 
 # --- verdict and configuration -------------------------------------------------
@@ -293,7 +270,10 @@ def timeline_section(run_dir: Path, results: dict[str, Any]) -> dict[str, Any]:
 
 
 def partitions_section(
-    run_dir: Path, faults: Sequence[dict[str, Any]], end_s: float
+    run_dir: Path,
+    faults: Sequence[dict[str, Any]],
+    end_s: float,
+    truncations: Sequence[tuple[int, float, str]] = (),
 ) -> dict[str, Any]:
     path = run_dir / "cluster-state.jsonl"
     if not path.exists():
@@ -309,13 +289,17 @@ def partitions_section(
             "problems": state.problems,
         }
     x_range = (0.0, max(end_s, state.end_s, 1.0))
+    one_topic = len({t for t, _ in state.partitions}) == 1
+    marks = [svg.Mark(f"p{p}", t, tip) for p, t, tip in truncations if one_topic]
     return {
         "svg": svg.partition_timeline(
             state.rows(),
             title="leader and ISR per partition",
             x_range=x_range,
             bands=fault_bands(faults),
+            marks=marks,
         ),
+        "truncations": len(marks),
         "state": state,
         "problems": state.problems,
         "leaders": sorted(
@@ -358,6 +342,9 @@ def checks_section(results: dict[str, Any], config: dict[str, Any]) -> list[dict
         check = as_dict(check)
         count = check.get("count") if isinstance(check.get("count"), int) else 0
         exp = explain(name, check.get("explanation"))
+        raw = [as_dict(ex) for ex in as_list(check.get("examples"))]
+        views = [example_view(name, ex) for ex in raw]
+        ranges, rest = group(check, raw, views)
         checks.append(
             {
                 "name": name,
@@ -368,11 +355,25 @@ def checks_section(results: dict[str, Any], config: dict[str, Any]) -> list[dict
                 "meaning": exp.meaning,
                 "causes": exp.causes,
                 "hints": hints(name, config),
-                "examples": [example_view(name, ex) for ex in as_list(check.get("examples"))],
+                "examples": views,
+                "ranges": ranges,
+                "ungrouped": rest,
+                "more_ranges": check.get("more_ranges") or 0,
+                "mechanism": mechanism(name, raw),
+                "one_topic": len({r.topic for r in ranges}) <= 1,
                 "anomalous": count > 0 or check.get("valid") is False,
             }
         )
     return checks
+
+
+def add_operations(run_dir: Path, checks: list[dict[str, Any]], faults: list[dict]) -> None:
+    """Each example view gets ``ops``: the history lines it names, read in one pass."""
+    views = [v for c in checks if c["anomalous"] for v in c["examples"]]
+    wanted = {i for v in views for i in v["indices"][:MAX_OPS]}
+    ops = load_operations(run_dir / "history.jsonl", wanted)
+    for v in views:
+        v["ops"] = operations_view(v["indices"], ops, faults)
 
 
 def example_view(check: str, ex: Any) -> dict[str, Any]:
@@ -500,6 +501,7 @@ def build_context(run_dir: Path) -> dict[str, Any]:
     verdict, verdict_reason = verdict_of(results_in)
     timeline = timeline_section(run_dir, results)
     checks = checks_section(results, config)
+    add_operations(run_dir, checks, timeline["faults"])
     schedule = schedule_section(run_dir)
     return {
         "run_dir": run_dir.name,
@@ -517,7 +519,11 @@ def build_context(run_dir: Path) -> dict[str, Any]:
         "expectation": expectation(config, verdict),
         "timeline": timeline,
         "plan": plan_section(results, timeline["faults"]),
-        "partitions": partitions_section(run_dir, timeline["faults"], timeline["end_s"]),
+        "partitions": partitions_section(
+            run_dir, timeline["faults"], timeline["end_s"], truncation_marks(run_dir)
+        ),
+        "replicas": replicas_section(run_dir),
+        "answer": answer(results),
         "checks": checks,
         "anomalies": sorted(
             (c for c in checks if c["anomalous"]),

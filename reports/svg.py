@@ -321,19 +321,30 @@ def leader_color(leader: int | None) -> str:
     return PALETTE[leader % len(PALETTE)]
 
 
+@dataclass(frozen=True)
+class Mark:
+    """A moment on one row of the partition timeline, e.g. a broker truncating its log."""
+
+    row: str  # the row's label
+    t: float  # seconds on the timeline's axis
+    tip: str
+
+
 def partition_timeline(
     rows: Sequence[tuple[str, Sequence[Segment]]],
     *,
     title: str,
     x_range: tuple[float, float],
     bands: Sequence[Band] = (),
+    marks: Sequence[Mark] = (),
     width: int = 960,
 ) -> Markup:
     """One row per partition, colored by leader; ISR size written in each segment.
 
     Segments whose ISR is smaller than the replica set get a red underline, and
     a leaderless stretch is dark grey, so under-replication and unavailability
-    stand out without reading numbers.
+    stand out without reading numbers.  ``marks`` (truncations) are drawn as
+    a red triangle over their row's moment, with the event as tooltip.
     """
     row_h = 18
     height = MARGIN_TOP + MARGIN_BOTTOM + row_h * max(len(rows), 1)
@@ -386,6 +397,26 @@ def partition_timeline(
                     )
                 )
     body.extend(_bands(frame, bands))  # over the segments: translucent, so both stay visible
+    row_of = {label: r for r, (label, _) in enumerate(rows)}
+    for m in marks:
+        if m.row not in row_of:
+            continue
+        x, y = frame.x(m.t), MARGIN_TOP + row_of[m.row] * row_h
+        body.append(
+            tag(
+                "polygon",
+                {
+                    "points": " ".join(
+                        f"{_num(px)},{_num(py)}" for px, py in ((x - 5, y), (x + 5, y), (x, y + 9))
+                    ),
+                    "class": "truncation",
+                    "fill": FAULT_FILL,
+                    "stroke": "#000",
+                    "stroke-width": 0.5,
+                },
+                tag("title", None, m.tip),
+            )
+        )
     return _svg(frame, title, body)
 
 

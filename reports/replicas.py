@@ -1,0 +1,86 @@
+"""The report's replica verification section, from replicas.json (harness/replica_verify.py).
+
+Says in words whether the replicas agree, and where a deposed leader's log
+differed from what the cluster holds now: the divergence the checkers infer
+from the clients, confirmed from a broker's disk.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from reports.inputs import as_dict, as_list, load_json
+
+
+def spans(ranges: list[Any]) -> str:
+    """[[980, 4090], [5000, 5000]] -> "980–4090, 5000"."""
+    out = []
+    for r in as_list(ranges):
+        if isinstance(r, list) and len(r) == 2:
+            out.append(f"{r[0]}–{r[1]}" if r[0] != r[1] else f"{r[0]}")
+    return ", ".join(out)
+
+
+def sentence(partition: int, c: dict[str, Any]) -> str:
+    """One comparison that disagreed, in words."""
+    where = f"offsets {spans(c.get('diverged_ranges'))} of partition {partition}"
+    if c.get("source") == "before-rejoin":
+        return (
+            f"{c.get('node')}'s log before it rejoined held other values than the cluster holds "
+            f"now at {where} ({c.get('lost_values', 0):,} of its values are now on no "
+            "replica): the divergence the checker inferred from the clients, confirmed from "
+            "the broker's disk."
+        )
+    return (
+        f"{c.get('node')}'s log differs from the leader's below the high watermark at {where}: "
+        "in-sync replicas disagree on committed data."
+    )
+
+
+def replicas_section(run_dir: Path) -> dict[str, Any]:
+    loaded = load_json(run_dir / "replicas.json")
+    if loaded.missing:
+        return {"missing": f"replica verification was not run ({loaded.missing})"}
+    data = as_dict(loaded.data)
+    if data.get("error"):
+        return {"missing": f"replica verification could not run: {data['error']}"}
+    parts = [as_dict(p) for p in as_list(data.get("partitions"))]
+    findings = [
+        sentence(p.get("partition"), as_dict(c))
+        for p in parts
+        for c in as_list(p.get("compared"))
+        if as_dict(c).get("agree") is False
+    ]
+    live_agree = all(p.get("agree") is True for p in parts)
+    return {
+        "topic": data.get("topic"),
+        "complete": data.get("complete"),
+        "partitions": parts,
+        "findings": findings,
+        "headline": (
+            f"All {len(parts)} partitions: every in-sync replica holds the same log below the "
+            "high watermark."
+            if live_agree
+            else "Some replicas could not be compared, or disagree: see the table."
+        ),
+        "truncations": [as_dict(t) for t in as_list(data.get("truncations"))],
+    }
+
+
+def truncation_marks(run_dir: Path) -> list[tuple[int, float, str]]:
+    """(partition, seconds on the history's axis, tooltip) of every truncation with a time."""
+    data = as_dict(load_json(run_dir / "replicas.json").data)
+    marks = []
+    for t in as_list(data.get("truncations")):
+        t = as_dict(t)
+        if not isinstance(t.get("history_s"), (int, float)):
+            continue
+        below = t.get("high_watermark")
+        tip = (
+            f"{t.get('node')} truncated partition {t.get('partition')} to offset {t.get('offset')}"
+        )
+        if below is not None:
+            tip += f" (below high watermark {below})"
+        marks.append((t.get("partition"), float(t["history_s"]), tip))
+    return marks
