@@ -30,8 +30,10 @@ from checkers.results import (
     build_checks,
     check_result,
     is_ctp,
+    is_share,
     is_txn,
     severities,
+    share_results,
     summary,
     unknown_reasons,
     verdict,
@@ -39,6 +41,7 @@ from checkers.results import (
 )
 from checkers.send_checks import send_checks
 from checkers.session import get_spark
+from checkers.share_checks import judge_share
 from checkers.tables import TP, Tables, local_table, read_committed
 from checkers.txn_checks import txn_checks
 
@@ -371,6 +374,16 @@ def add_statistics(
             )
 
 
+def add_share_checks(
+    spark: SparkSession, history: Path, config: dict[str, Any], res: dict[str, Any], examples: int
+) -> None:
+    """Judge a share-group run's share lines (checkers/share_checks.py) and redo the verdict."""
+    found, tallies, incomplete = judge_share(spark, history, examples)
+    share_results(res["checks"], found, tallies, incomplete, config)
+    res["unknown_reasons"] = unknown_reasons(res["checks"], res["evidence"])
+    res["verdict"] = verdict(res["checks"], res["unknown_reasons"])
+
+
 def check_history(
     history: Path,
     config: dict[str, Any],
@@ -388,9 +401,12 @@ def check_history(
         rows = rows_dir(history)
         spark = starting.result()
     ops = read_rows(spark, rows)
-    results = analyse(spark, ops, config, examples=int(checker.get("examples", 10)))
+    examples = int(checker.get("examples", 10))
+    results = analyse(spark, ops, config, examples=examples)
     res = results.get(0) or next(iter(results.values()))
     res["history"] = history.name
+    if is_share(config):
+        add_share_checks(spark, history, config, res, examples)
     if out is not None:
         write_results(res, Path(out))
     return res

@@ -39,17 +39,32 @@ TXN_CHECKS = (
     "int-send-skip",
 )
 CTP_CHECKS = ("exactly-once",)
+# Share groups, KIP-932 (checkers/share_checks.py, reference: checkers/reference_share.py).
+SHARE_CHECKS = (
+    "share-lost",
+    "share-double-acquire",
+    "share-redelivered-after-accept",
+    "share-redelivered-after-reject",
+    "share-delivery-count",
+    "share-missing-redelivery",
+)
+NEEDS_SHARE_DRAIN = ("share-lost", "share-missing-redelivery")
 # Elle's dependency cycles between transactions (checkers/cycle_checks.py).
 CYCLE_CHECKS = ("G0", "G1c", "G0-process", "G1c-process", "G0-realtime", "G1c-realtime")
 
 
 def checks_for(config: dict[str, Any]) -> tuple[str, ...]:
     """The checks a run's workload is judged by: a queue history keeps exactly
-    the queue checks (results.json unchanged), a transactional one adds its own."""
+    the queue checks (results.json unchanged), a transactional one adds its own,
+    and a share-group run the share checks."""
     if not is_txn(config):
-        return CHECKS
+        return CHECKS + SHARE_CHECKS if is_share(config) else CHECKS
     ctp = config.get("txn", {}).get("mode") == "ctp"
     return CHECKS + TXN_CHECKS + (CTP_CHECKS if ctp else ()) + CYCLE_CHECKS
+
+
+def is_share(config: dict[str, Any]) -> bool:
+    return (config.get("consumer") or {}).get("mode") == "share"
 
 
 def is_txn(config: dict[str, Any]) -> bool:
@@ -61,6 +76,22 @@ def is_ctp(config: dict[str, Any]) -> bool:
 
 
 EXPLANATIONS = {
+    "share-lost": "The broker acknowledged these sends, yet no member of the share group ever "
+    "had an accept or reject of them committed, though their delivery count stayed below the "
+    "limit and the group's share drain went quiet: the queue dropped them. Values whose "
+    "accept or reject has an unknown outcome are counted apart (undecided).",
+    "share-double-acquire": "Two members held the same record at once: two deliveries with "
+    "the same delivery count (one acquisition handed out twice), or a member's "
+    "acknowledgement applied after another member had already received the record.",
+    "share-redelivered-after-accept": "A record was delivered again after a member's accept "
+    "of it had been committed: the broker forgot an acknowledgement.",
+    "share-redelivered-after-reject": "A record was delivered again after a member's reject "
+    "(archive) of it had been committed.",
+    "share-delivery-count": "A record's delivery count went backwards between two deliveries, "
+    "or exceeded the group's delivery limit.",
+    "share-missing-redelivery": "A record released by a member, or held by one that crashed or "
+    "never acknowledged it, was never delivered again although its delivery limit was not "
+    "reached and the share drain went quiet.",
     "lost-write": "The broker acknowledged these sends, yet no consumer ever read them, although "
     "later offsets of the same partition were read: the acknowledged data vanished from the log.",
     "unseen": "The broker acknowledged these sends but nobody read them, and nothing beyond them "
@@ -135,7 +166,7 @@ def severities(config: dict[str, Any]) -> dict[str, str]:
     producer = config.get("producer", {})
     acks = str(producer.get("acks", "all"))
     idempotent = bool(producer.get("enable_idempotence", True)) and acks in ("all", "-1")
-    sev = {name: "error" for name in CHECKS + TXN_CHECKS + CTP_CHECKS + CYCLE_CHECKS}
+    sev = {name: "error" for name in CHECKS + TXN_CHECKS + CTP_CHECKS + CYCLE_CHECKS + SHARE_CHECKS}
     sev["availability"] = "error"
     # Concurrent producers interleave in a partition: never a broken promise.
     sev["int-send-skip"] = "info"
@@ -331,7 +362,33 @@ def build_checks(
         valid = unseen_validity(n, proven) if name in NEEDS_DRAIN else None
         checks[name] = check_result(name, n, sev[name], examples.get(name, []), valid)
     acked_lost_result(checks["acked-lost"], losses or LossTally(), final_drain)
+    for name in SHARE_CHECKS:
+        if name in checks:  # judged from the history file by check_history (share_results)
+            checks[name].update(valid="unknown", reason="the share checks did not run")
     return checks
+
+
+def share_results(
+    checks: dict[str, dict[str, Any]],
+    found: dict[str, tuple[int, list]],
+    tallies: dict[str, int],
+    incomplete: list[str],
+    config: dict[str, Any],
+) -> None:
+    """Fill the share checks in place: counts, examples, and ``unknown`` where a
+    group's share drain did not complete and nothing was found."""
+    sev = severities(config)
+    for name in SHARE_CHECKS:
+        count, examples = found.get(name, (0, []))
+        valid: Any = None
+        reason = None
+        if name in NEEDS_SHARE_DRAIN and incomplete and not count:
+            valid = "unknown"
+            reason = f"the share drain of {', '.join(incomplete)} did not complete"
+        checks[name] = check_result(name, count, sev[name], examples, valid)
+        checks[name]["reason"] = reason
+    checks["share-lost"]["undecided"] = tallies.get("undecided", 0)
+    checks["share-lost"]["at_delivery_limit"] = tallies.get("at-limit", 0)
 
 
 def write_results(results: dict[str, Any], out: Path) -> None:

@@ -1,0 +1,183 @@
+"""The share-group checks in plain Python: the reference the Spark checks must agree with.
+
+Definitions (docs/results.md, "Share-group checks"); every check is per share
+group, and a *committed* ack is one whose ``share-ack`` completed ``ok`` with
+its partition not listed as failed.
+
+- share-lost: an acknowledged send no member of the group ever committed an
+  accept or reject of, and whose deliveries stayed below the delivery limit.
+- share-double-acquire: two deliveries of one record with the same delivery
+  count, or a member's committed ack of a record invoked after another member
+  had received it again.
+- share-redelivered-after-accept / -reject: a delivery whose poll began after
+  a committed accept / reject of the record had completed.
+- share-delivery-count: a delivery whose count is lower than an earlier,
+  non-overlapping delivery's, or above the limit.
+- share-missing-redelivery: a record whose last delivery ended without a
+  committed accept or reject (released, held by a member that crashed, closed
+  or never acknowledged), below the limit, and never delivered again.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from checkers.results import SHARE_CHECKS
+from checkers.share_events import Ack, Delivery, ShareEvents
+
+FINAL_ACKS = ("accept", "reject")
+
+
+@dataclass
+class ShareFindings:
+    anomalies: dict[str, list[dict[str, Any]]] = field(
+        default_factory=lambda: {c: [] for c in SHARE_CHECKS}
+    )
+    undecided: int = 0  # acked values whose accept/reject has an unknown outcome
+    at_limit: int = 0  # acked values the broker archived at the delivery limit
+    incomplete_drains: list[str] = field(default_factory=list)
+
+
+def _delivery(d: Delivery) -> dict[str, Any]:
+    return {"process": d.process, "time": d.time, "delivery_count": d.count, "index": d.index}
+
+
+def _place(group: str, record: tuple, value: Any) -> dict[str, Any]:
+    topic, partition, offset = record
+    return {"group": group, "topic": topic, "partition": partition, "offset": offset,
+            "value": value}  # fmt: skip
+
+
+def judge_share(ev: ShareEvents) -> ShareFindings:
+    out = ShareFindings()
+    by_record: dict[tuple, list[Delivery]] = defaultdict(list)
+    for d in ev.deliveries:
+        by_record[(d.group, d.record)].append(d)
+    acks: dict[tuple, list[Ack]] = defaultdict(list)
+    for a in ev.acks:
+        acks[(a.group, a.record)].append(a)
+    for key in by_record:
+        by_record[key].sort(key=lambda d: (d.time, d.index))
+    limit = {g: s["delivery_limit"] for g, s in ev.groups.items()}
+    out.incomplete_drains = sorted(g for g in ev.groups if not ev.drains.get(g, False))
+
+    for (group, record), ds in by_record.items():
+        value = ds[0].value
+        found = out.anomalies
+        committed = [a for a in acks[(group, record)] if a.outcome == "committed"]
+        # double acquisition (a): one acquisition handed out twice
+        seen: dict[int, Delivery] = {}
+        for d in ds:
+            if d.count in seen:
+                found["share-double-acquire"].append(
+                    {
+                        **_place(group, record, value),
+                        "how": "same delivery count",
+                        "deliveries": [_delivery(seen[d.count]), _delivery(d)],
+                        "indices": [seen[d.count].index, d.index],
+                    }  # fmt: skip
+                )
+            seen.setdefault(d.count, d)
+        # double acquisition (b): a holder's ack applied after someone else got the record
+        for a in committed:
+            mine = [d for d in ds if d.process == a.process and d.time <= a.invoke_time]
+            if not mine:
+                continue
+            held_from = mine[-1].time
+            crashed = ev.crashes.get(a.process)
+            if crashed is not None and crashed < a.invoke_time:
+                continue
+            for d in ds:
+                if d.process != a.process and held_from < d.time < a.invoke_time:
+                    found["share-double-acquire"].append(
+                        {
+                            **_place(group, record, value),
+                            "how": "ack applied after redelivery",
+                            "deliveries": [_delivery(mine[-1]), _delivery(d)],
+                            "ack_type": a.type,
+                            "indices": [mine[-1].index, d.index, a.invoke_index],
+                        }  # fmt: skip
+                    )
+                    break
+        # redelivery after a final ack
+        for a in committed:
+            if a.type not in FINAL_ACKS or a.time is None:
+                continue
+            later = [d for d in ds if d.invoke_time > a.time]
+            if later:
+                found[f"share-redelivered-after-{a.type}"].append(
+                    {
+                        **_place(group, record, value),
+                        "ack_process": a.process,
+                        "ack_time": a.time,
+                        "redelivery": _delivery(later[0]),
+                        "indices": [a.invoke_index, a.index, later[0].index],
+                    }  # fmt: skip
+                )
+        # delivery counts
+        lim = limit.get(group)
+        for i, d in enumerate(ds):
+            earlier = [e for e in ds[:i] if e.time < d.invoke_time and e.count > d.count]
+            over = lim is not None and d.count > lim
+            if earlier or over:
+                found["share-delivery-count"].append(
+                    {
+                        **_place(group, record, value),
+                        "delivery": _delivery(d),
+                        "earlier": _delivery(earlier[-1]) if earlier else None,
+                        "delivery_limit": lim,
+                        "indices": [*([earlier[-1].index] if earlier else []), d.index],
+                    }  # fmt: skip
+                )
+        # missing redelivery
+        last = ds[-1]
+        closing = [a for a in acks[(group, record)] if a.invoke_time >= last.time]
+        final = [a for a in closing if a.type in FINAL_ACKS]
+        if any(a.outcome == "committed" for a in final):
+            pass
+        elif any(a.outcome == "unknown" for a in closing):
+            pass  # the broker may have applied it: nothing is proven
+        elif lim is not None and last.count >= lim:
+            pass  # archived at the limit
+        elif group not in out.incomplete_drains:
+            why = next((a.type for a in closing if a.outcome == "committed"), None)
+            found["share-missing-redelivery"].append(
+                {
+                    **_place(group, record, value),
+                    "last_delivery": _delivery(last),
+                    "ended_by": why
+                    or ("crash" if last.process in ev.crashes else "no acknowledgement"),
+                    "indices": [last.index, *[a.invoke_index for a in closing]],
+                }  # fmt: skip
+            )
+    _lost(ev, by_record, acks, limit, out)
+    return out
+
+
+def _lost(ev, by_record, acks, limit, out: ShareFindings) -> None:
+    for group in sorted(ev.groups):
+        if group in out.incomplete_drains:
+            continue
+        for value, send in ev.sends.items():
+            v = send["value"]
+            record = (v["topic"], v["partition"], v["offset"])
+            final = [a for a in acks[(group, record)] if a.type in FINAL_ACKS]
+            if any(a.outcome == "committed" for a in final):
+                continue
+            if any(a.outcome == "unknown" for a in final):
+                out.undecided += 1
+                continue
+            ds = by_record.get((group, record), [])
+            if ds and max(d.count for d in ds) >= limit.get(group, 1 << 30):
+                out.at_limit += 1
+                continue
+            out.anomalies["share-lost"].append(
+                {
+                    **_place(group, record, value),
+                    "ack_index": send["index"],
+                    "deliveries": [_delivery(d) for d in ds[:5]],
+                    "indices": [send["index"], *[d.index for d in ds[:5]]],
+                }  # fmt: skip
+            )
