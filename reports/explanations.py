@@ -206,6 +206,48 @@ EXPLANATIONS: dict[str, Explanation] = {
         "Leader elections, min.insync.replicas blocking writes while replicas are down, or "
         "clients timing out on unreachable brokers.",
     ),
+    "share-lost": Explanation(
+        "Acknowledged message never accepted by the share group",
+        "The broker acknowledged this message, but no member of the share group ever had an "
+        "accept or reject of it committed, although it was delivered fewer times than the "
+        "group's delivery limit and the share drain went quiet: the queue dropped it.",
+        "Share-partition state lost or rolled back when its leader moved (a broker kill), "
+        "acquisition locks that never expire, or a share-group start offset past the data.",
+    ),
+    "share-double-acquire": Explanation(
+        "Record held by two share-group members at once",
+        "Two members held the same record at the same time: either two deliveries carried "
+        "the same delivery count (one acquisition handed out twice), or one member's "
+        "acknowledgement was applied after another member had already received the record.",
+        "Share-partition state lost across a leader change, lock expiry racing an "
+        "acknowledgement, or a broker-side bookkeeping bug.",
+    ),
+    "share-redelivered-after-accept": Explanation(
+        "Record delivered again after it was accepted",
+        "A member's accept of this record was committed, and the record was later delivered "
+        "again: the broker forgot the acknowledgement.",
+        "Acknowledgement state not persisted before a share-partition leader failed over.",
+    ),
+    "share-redelivered-after-reject": Explanation(
+        "Record delivered again after it was rejected",
+        "A member's reject (archive) of this record was committed, and the record was later "
+        "delivered again.",
+        "Acknowledgement state not persisted before a share-partition leader failed over.",
+    ),
+    "share-delivery-count": Explanation(
+        "Delivery count went backwards or past the limit",
+        "Between two deliveries of this record its delivery count decreased, or a delivery "
+        "carried a count above the group's delivery limit.",
+        "Share-partition state reloaded from an older snapshot after a leader change.",
+    ),
+    "share-missing-redelivery": Explanation(
+        "Released or abandoned record never delivered again",
+        "A member released this record, or held it and crashed or never acknowledged it, and "
+        "no member ever got it again, although its delivery limit was not reached and the "
+        "share drain waited longer than a lock for it.",
+        "Acquisition locks that never expire, or released records lost from the "
+        "share-partition's state.",
+    ),
 }
 
 

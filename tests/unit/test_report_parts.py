@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from markupsafe import Markup
 from report_fixtures import NS, XSS, build_run
 
-from checkers.results import CHECKS, CTP_CHECKS, CYCLE_CHECKS, TXN_CHECKS
+from checkers.results import CHECKS, CTP_CHECKS, CYCLE_CHECKS, SHARE_CHECKS, TXN_CHECKS
 from reports import svg
 from reports.cluster_state import read_cluster_state
 from reports.explanations import EXPLANATIONS, explain, hints
@@ -153,7 +153,7 @@ def test_partition_timeline_marks_under_replication() -> None:
 
 
 def test_every_checker_check_has_an_explanation() -> None:
-    assert set(CHECKS + TXN_CHECKS + CTP_CHECKS + CYCLE_CHECKS) <= set(EXPLANATIONS)
+    assert set(CHECKS + TXN_CHECKS + CTP_CHECKS + CYCLE_CHECKS + SHARE_CHECKS) <= set(EXPLANATIONS)
     assert explain("made-up", "from the checker").meaning == "from the checker"
 
 
