@@ -162,6 +162,8 @@ def _lost(ev, by_record, acks, limit, out: ShareFindings) -> None:
             continue
         for value, send in ev.sends.items():
             v = send["value"]
+            if v["topic"] not in ev.groups[group]["topics"]:
+                continue
             record = (v["topic"], v["partition"], v["offset"])
             final = [a for a in acks[(group, record)] if a.type in FINAL_ACKS]
             if any(a.outcome == "committed" for a in final):

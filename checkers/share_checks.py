@@ -36,12 +36,18 @@ class ShareTables:
     def __init__(self, spark: SparkSession, history: Path) -> None:
         lines = spark.read.schema(LINE).json(str(history)).where(F.col("f").isin(*SHARE_LINES))
         self.lines = lines.where(F.col("index").isNotNull()).cache()
-        sub = F.from_json("value", "group string, lock_ms long, delivery_limit int")
+        sub = F.from_json(
+            "value", "group string, topics array<string>, lock_ms long, delivery_limit int"
+        )
         self.groups = (
             self.lines.where((F.col("f") == "share-subscribe") & (F.col("type") == "ok"))
-            .select(sub["group"].alias("group"), sub["delivery_limit"].alias("limit"))
+            .select(
+                sub["group"].alias("group"),
+                sub["delivery_limit"].alias("limit"),
+                F.explode(sub["topics"]).alias("subscribed"),
+            )
             .groupBy("group")
-            .agg(F.max("limit").alias("limit"))
+            .agg(F.max("limit").alias("limit"), F.collect_set("subscribed").alias("topics"))
         )
         drain = F.from_json("value", "group string, complete boolean")
         self.drains = (
@@ -284,7 +290,7 @@ def missing_redelivery(t: ShareTables) -> DataFrame:
 def lost(t: ShareTables) -> tuple[DataFrame, DataFrame]:
     """(the share-lost anomalies, per-value tallies: undecided / at the limit)."""
     complete = t.groups.join(t.drains.where(F.col("complete") == 1), "group")
-    candidates = complete.crossJoin(t.sends)
+    candidates = complete.join(t.sends, F.array_contains("topics", F.col("topic")))
     flags = t.acks.groupBy(*REC).agg(*_final_flags())
     counts = t.deliveries.groupBy(*REC).agg(F.max("count").alias("max_count"))
     judged = (

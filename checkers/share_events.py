@@ -65,7 +65,11 @@ def share_events(ops: Iterable[dict[str, Any]]) -> ShareEvents:
         if f == "send" and t == "ok":
             ev.sends[v["value"]] = op
         elif f == "share-subscribe" and t == "ok":
-            ev.groups[v["group"]] = {"lock_ms": v["lock_ms"], "delivery_limit": v["delivery_limit"]}
+            ev.groups[v["group"]] = {
+                "lock_ms": v["lock_ms"],
+                "delivery_limit": v["delivery_limit"],
+                "topics": v["topics"],
+            }
         elif f == "share-poll" and t == "invoke":
             poll_invoked[p] = op["time"]
         elif f == "share-poll" and t == "ok":

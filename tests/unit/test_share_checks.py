@@ -1,0 +1,97 @@
+"""Property tests of the share-group checks: on generated share-group histories the
+reference finds exactly the injected anomaly and nothing in valid ones, and the Spark
+checks agree with the reference on every history, judged together in one Spark job."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+
+import pytest
+from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import strategies as st
+
+from checkers.builder import write_histories
+from checkers.reference_share import judge_share as reference
+from checkers.share_checks import judge_share
+from checkers.share_events import share_events
+from checkers.synthetic_share import KINDS, generate
+
+SEED = int(os.environ.get("CHECKER_PROPERTY_SEED", "20261125"))
+EXAMPLES = int(os.environ.get("SHARE_PROPERTY_EXAMPLES", "25"))
+EXPECTED = {
+    "valid": {},
+    "unknown-drain-incomplete": {},
+    "share-lost": {"share-lost": 1},
+    "share-double-acquire": {"share-double-acquire": 1},
+    "share-redelivered-after-accept": {"share-redelivered-after-accept": 1},
+    "share-redelivered-after-reject": {"share-redelivered-after-reject": 1},
+    "share-delivery-count": {"share-delivery-count": 1},
+    # a release never redelivered is also never accepted
+    "share-missing-redelivery": {"share-missing-redelivery": 1, "share-lost": 1},
+}
+COLLECTED: list[tuple[str, int]] = []  # (kind, seed), in history-id order
+
+
+def found(ops: list[dict]) -> dict[str, int]:
+    return {k: len(v) for k, v in reference(share_events(ops)).anomalies.items() if v}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@seed(SEED)
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(history_seed=st.integers(0, 2**63))
+def test_reference_finds_exactly_the_injected_anomaly(kind: str, history_seed: int) -> None:
+    ops = generate(0, kind, history_seed).ops
+    assert found(ops) == EXPECTED[kind]
+    judged = reference(share_events(ops))
+    assert judged.incomplete_drains == (["g0"] if kind == "unknown-drain-incomplete" else [])
+    COLLECTED.append((kind, history_seed))
+
+
+def test_spark_agrees_with_the_reference_on_every_history(spark, tmp_path) -> None:
+    if not COLLECTED:
+        pytest.skip("run together with the reference property test")
+    histories = [generate(hid, kind, s).ops for hid, (kind, s) in enumerate(COLLECTED)]
+    path = write_histories(tmp_path / "share.jsonl", histories)
+    anomalies, tallies, incomplete = judge_share(spark, path, examples=None)
+    by_history: dict[int, Counter] = {hid: Counter() for hid in range(len(COLLECTED))}
+    for check, (count, examples) in anomalies.items():
+        assert count == len(examples)
+        for ex in examples:
+            by_history[int(ex["group"][1:])][check] += 1
+    mismatches = [
+        (hid, kind, dict(by_history[hid]), found(ops))
+        for hid, ((kind, _), ops) in enumerate(zip(COLLECTED, histories, strict=True))
+        if dict(by_history[hid]) != found(ops)
+    ]
+    assert not mismatches, mismatches[:5]
+    expected_incomplete = sorted(
+        f"g{hid}" for hid, (kind, _) in enumerate(COLLECTED) if kind == "unknown-drain-incomplete"
+    )
+    assert incomplete == expected_incomplete
+    refs = [reference(share_events(ops)) for ops in histories]
+    assert tallies.get("undecided", 0) == sum(r.undecided for r in refs) > 0
+    assert tallies.get("at-limit", 0) == sum(r.at_limit for r in refs) > 0
+
+
+@pytest.mark.parametrize(
+    "kind,verdict",
+    [("valid", "valid"), ("unknown-drain-incomplete", "unknown"), ("share-lost", "invalid"),
+     ("share-double-acquire", "invalid")],
+)  # fmt: skip
+def test_a_share_run_is_judged_by_its_share_checks(spark, tmp_path, kind, verdict) -> None:
+    from checkers.api import check_history
+    from harness.options import build_spec
+
+    history = generate(0, kind, 7).write(tmp_path / "history.jsonl")
+    config = build_spec({"consumer": {"mode": "share"}}).to_dict()
+    results = check_history(history, config)
+    checks = results["checks"]
+    assert results["verdict"] == verdict, results["unknown_reasons"]
+    assert {n for n, c in checks.items() if c["count"]} == set(EXPECTED[kind])
+    if kind == "unknown-drain-incomplete":
+        assert checks["share-lost"]["valid"] == "unknown"
+        assert "share drain of g0 did not complete" in results["unknown_reasons"][0]
+    if kind == "valid":
+        assert checks["acked-lost"]["valid"] is True and checks["share-lost"]["valid"] is True
