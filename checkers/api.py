@@ -378,8 +378,9 @@ def add_share_checks(
     spark: SparkSession, history: Path, config: dict[str, Any], res: dict[str, Any], examples: int
 ) -> None:
     """Judge a share-group run's share lines (checkers/share_checks.py) and redo the verdict."""
-    found, tallies, incomplete = judge_share(spark, history, examples)
+    found, tallies, incomplete, stats = judge_share(spark, history, examples)
     share_results(res["checks"], found, tallies, incomplete, config)
+    res["stats"]["share"] = stats
     res["unknown_reasons"] = unknown_reasons(res["checks"], res["evidence"])
     res["verdict"] = verdict(res["checks"], res["unknown_reasons"])
 

@@ -68,6 +68,7 @@ class ShareTables:
             sent["offset"].alias("offset"),
             sent["value"].alias("value"),
             F.col("index").alias("ack_index"),
+            F.col("time").alias("ack_time"),
         )
         self.deliveries = self._deliveries().cache()
         self.acks = self._acks().cache()
@@ -319,11 +320,64 @@ def share_frames(t: ShareTables) -> tuple[list[DataFrame], DataFrame]:
     return frames, tallies
 
 
+def share_stats(t: ShareTables) -> dict[str, Any]:
+    """Per group: how long acknowledged records waited for their first delivery, and
+    per crash, how long until the records the crashed member held were delivered again."""
+    ms = 1e-6
+    first = t.deliveries.groupBy(*REC).agg(F.min("time").alias("first_time"))
+    wait = (
+        first.join(t.sends.select("topic", "partition", "offset", "ack_time"), REC[1:])
+        .select("group", ((F.col("first_time") - F.col("ack_time")) * ms).alias("ms"))
+        .groupBy("group")
+        .agg(
+            F.count(F.lit(1)).alias("records"),
+            F.percentile_approx("ms", 0.5).alias("p50_ms"),
+            F.percentile_approx("ms", 0.99).alias("p99_ms"),
+            F.max("ms").alias("max_ms"),
+        )
+    )
+    acked_by = t.acks.select(*REC, "process", F.col("invoke_time").alias("acked_at"))
+    held = (
+        t.deliveries.join(t.crashes, "process")
+        .where(F.col("time") <= F.col("crash_time"))
+        .join(acked_by, [*REC, "process"], "left_anti")  # never acknowledged by its holder
+        .select(*REC, "process", "crash_time")
+    )
+    later = t.deliveries.select(*REC, F.col("time").alias("again"))
+    back = (
+        held.join(later, REC, "left")
+        .where(F.col("again").isNull() | (F.col("again") > F.col("crash_time")))
+        .groupBy(*REC, "process", "crash_time")
+        .agg(F.min("again").alias("again"))
+        .groupBy("group", "process", "crash_time")
+        .agg(
+            F.count(F.lit(1)).alias("held"),
+            F.count("again").alias("delivered_again"),
+            F.max((F.col("again") - F.col("crash_time")) * ms).alias("max_ms"),
+        )
+    )
+    out: dict[str, Any] = {}
+    for r in wait.collect():
+        out[r["group"]] = {"wait_for_first_delivery": r.asDict(), "crashes": []}
+        del out[r["group"]]["wait_for_first_delivery"]["group"]
+    for r in back.orderBy("crash_time").collect():
+        entry = out.setdefault(r["group"], {"wait_for_first_delivery": None, "crashes": []})
+        entry["crashes"].append(
+            {
+                "process": r["process"],
+                "held": r["held"],
+                "delivered_again": r["delivered_again"],
+                "redelivered_within_ms": r["max_ms"],
+            }  # fmt: skip
+        )
+    return out
+
+
 def judge_share(
     spark: SparkSession, history: Path, examples: int | None
-) -> tuple[dict[str, tuple[int, list]], dict[str, int], list[str]]:
+) -> tuple[dict[str, tuple[int, list]], dict[str, int], list[str], dict[str, Any]]:
     """({check: (count, examples)}, tallies {undecided, at-limit}, groups without a
-    complete share drain), in a few Spark jobs."""
+    complete share drain, statistics), in a few Spark jobs."""
     from checkers.api import collect_anomalies
 
     t = ShareTables(spark, history)
@@ -336,6 +390,6 @@ def judge_share(
             for r in t.groups.join(t.drains, "group", "left").collect()
             if not r["complete"]
         )
-        return found, counts, incomplete
+        return found, counts, incomplete, share_stats(t)
     finally:
         t.release()

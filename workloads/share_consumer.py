@@ -167,10 +167,10 @@ class ShareWorker(ClientSlot):
         try:
             self._subscribe(consumer)
             while not self.stop_event.is_set():
-                if self._crash_reason is not None:
+                records = self._poll(consumer)
+                if self._crash_reason is not None:  # between the poll and its acks: it holds them
                     self._crash(consumer, self._crash_reason)
                     return
-                records = self._poll(consumer)
                 if records:
                     self._acknowledge(consumer, records)
         except BaseException:

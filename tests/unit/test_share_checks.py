@@ -54,7 +54,7 @@ def test_spark_agrees_with_the_reference_on_every_history(spark, tmp_path) -> No
         pytest.skip("run together with the reference property test")
     histories = [generate(hid, kind, s).ops for hid, (kind, s) in enumerate(COLLECTED)]
     path = write_histories(tmp_path / "share.jsonl", histories)
-    anomalies, tallies, incomplete = judge_share(spark, path, examples=None)
+    anomalies, tallies, incomplete, _ = judge_share(spark, path, examples=None)
     by_history: dict[int, Counter] = {hid: Counter() for hid in range(len(COLLECTED))}
     for check, (count, examples) in anomalies.items():
         assert count == len(examples)
@@ -95,3 +95,8 @@ def test_a_share_run_is_judged_by_its_share_checks(spark, tmp_path, kind, verdic
         assert "share drain of g0 did not complete" in results["unknown_reasons"][0]
     if kind == "valid":
         assert checks["acked-lost"]["valid"] is True and checks["share-lost"]["valid"] is True
+        stats = results["stats"]["share"]["g0"]
+        assert stats["wait_for_first_delivery"]["records"] > 0
+        assert (
+            stats["wait_for_first_delivery"]["max_ms"] >= stats["wait_for_first_delivery"]["p50_ms"]
+        )
