@@ -151,8 +151,10 @@ def acked_lost(ops: list[dict[str, Any]]) -> tuple[Anomalies, LossTally]:
             bounds[(v["topic"], v["partition"])] = v  # the last line of a partition wins
 
     def complete(b: dict[str, Any] | None) -> bool:
-        return b is not None and b["high_watermark"] is not None and (
-            b["reached"] >= b["high_watermark"]
+        return (
+            b is not None
+            and b["high_watermark"] is not None
+            and (b["reached"] >= b["high_watermark"])
         )
 
     whole = bool(bounds) and all(complete(b) for b in bounds.values())

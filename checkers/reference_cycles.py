@@ -183,7 +183,8 @@ def _present(edges: Edges) -> set[str]:
         # One cycle through an edge of each required kind: e1, then a path to
         # e2, then a path back (e1 and e2 may be one edge of both kinds).
         if any(
-            (e1 == e2) and a1 in reach.get(b1, ())
+            (e1 == e2)
+            and a1 in reach.get(b1, ())
             or (e1 != e2 and a2 in reach.get(b1, ()) and a1 in reach.get(b2, ()))
             for e1 in first
             for e2 in second

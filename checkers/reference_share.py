@@ -7,8 +7,11 @@ its partition not listed as failed.
 - share-lost: an acknowledged send no member of the group ever committed an
   accept or reject of, and whose deliveries stayed below the delivery limit.
 - share-double-acquire: two deliveries of one record with the same delivery
-  count, or a member's committed ack of a record invoked after another member
-  had received it again.
+  count to different members, or a member's committed ack of a record
+  invoked after another member had received it again.
+- share-delivery-count-stalled: the same member got a record again with the
+  same delivery count: the acquisition was not counted (a warning: seen after
+  share-partition leader failover, where acquisitions are not persisted).
 - share-redelivered-after-accept / -reject: a delivery whose poll began after
   a committed accept / reject of the record had completed.
 - share-delivery-count: a delivery whose count is lower than an earlier,
@@ -67,19 +70,26 @@ def judge_share(ev: ShareEvents) -> ShareFindings:
         value = ds[0].value
         found = out.anomalies
         committed = [a for a in acks[(group, record)] if a.outcome == "committed"]
-        # double acquisition (a): one acquisition handed out twice
+        # one acquisition handed out twice: to another member (double acquisition), or
+        # to the same member again without the count advancing (stalled count)
         seen: dict[int, Delivery] = {}
         for d in ds:
-            if d.count in seen:
-                found["share-double-acquire"].append(
-                    {
-                        **_place(group, record, value),
-                        "how": "same delivery count",
-                        "deliveries": [_delivery(seen[d.count]), _delivery(d)],
-                        "indices": [seen[d.count].index, d.index],
-                    }  # fmt: skip
-                )
-            seen.setdefault(d.count, d)
+            first = seen.setdefault(d.count, d)
+            if first is d:
+                continue
+            check = (
+                "share-delivery-count-stalled"
+                if first.process == d.process
+                else ("share-double-acquire")
+            )
+            found[check].append(
+                {
+                    **_place(group, record, value),
+                    "how": "same delivery count",
+                    "deliveries": [_delivery(first), _delivery(d)],
+                    "indices": [first.index, d.index],
+                }  # fmt: skip
+            )
         # double acquisition (b): a holder's ack applied after someone else got the record
         for a in committed:
             mine = [d for d in ds if d.process == a.process and d.time <= a.invoke_time]

@@ -46,6 +46,7 @@ SHARE_CHECKS = (
     "share-redelivered-after-accept",
     "share-redelivered-after-reject",
     "share-delivery-count",
+    "share-delivery-count-stalled",
     "share-missing-redelivery",
 )
 NEEDS_SHARE_DRAIN = ("share-lost", "share-missing-redelivery")
@@ -89,6 +90,10 @@ EXPLANATIONS = {
     "(archive) of it had been committed.",
     "share-delivery-count": "A record's delivery count went backwards between two deliveries, "
     "or exceeded the group's delivery limit.",
+    "share-delivery-count-stalled": "The same member got a record again with the same "
+    "delivery count: that acquisition was not counted, so the record can be delivered more "
+    "often than the delivery limit allows. Seen after a share-partition leader failover, "
+    "whose in-flight acquisitions Kafka does not persist; a warning, not lost data.",
     "share-missing-redelivery": "A record released by a member, or held by one that crashed or "
     "never acknowledged it, was never delivered again although its delivery limit was not "
     "reached and the share drain went quiet.",
@@ -168,6 +173,7 @@ def severities(config: dict[str, Any]) -> dict[str, str]:
     idempotent = bool(producer.get("enable_idempotence", True)) and acks in ("all", "-1")
     sev = {name: "error" for name in CHECKS + TXN_CHECKS + CTP_CHECKS + CYCLE_CHECKS + SHARE_CHECKS}
     sev["availability"] = "error"
+    sev["share-delivery-count-stalled"] = "warning"
     # Concurrent producers interleave in a partition: never a broken promise.
     sev["int-send-skip"] = "info"
     if config.get("txn", {}).get("isolation_level", "read_committed") != "read_committed":

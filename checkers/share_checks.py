@@ -161,11 +161,22 @@ def _hid(df: DataFrame) -> DataFrame:
 def double_acquire(t: ShareTables) -> list[DataFrame]:
     d = t.deliveries
     same = Window.partitionBy(*REC, "count").orderBy("time", "index")
-    twice = d.withColumn("rn", F.row_number().over(same)).where(F.col("rn") > 1)
+    twice = d.select(
+        "*",
+        F.row_number().over(same).alias("rn"),
+        F.first("process").over(same).alias("first_process"),
+        F.first("index").over(same).alias("first_index"),
+    ).where(F.col("rn") > 1)
+    fields = [*_place(), F.lit("same delivery count").alias("how"),
+              F.col("count").alias("delivery_count"),
+              F.array("first_index", "index").alias("indices")]  # fmt: skip
     same_count = anomaly(
-        _hid(twice), "share-double-acquire", F.col("index"), *_place(),
-        F.lit("same delivery count").alias("how"), F.col("count").alias("delivery_count"),
-        F.array("index").alias("indices"),
+        _hid(twice.where(F.col("process") != F.col("first_process"))),
+        "share-double-acquire", F.col("index"), *fields,
+    )  # fmt: skip
+    stalled = anomaly(
+        _hid(twice.where(F.col("process") == F.col("first_process"))),
+        "share-delivery-count-stalled", F.col("index"), *fields,
     )  # fmt: skip
     committed = t.acks.where(F.col("outcome") == "committed").alias("a")
     mine = d.alias("m")
@@ -198,7 +209,7 @@ def double_acquire(t: ShareTables) -> list[DataFrame]:
         F.lit("ack applied after redelivery").alias("how"), F.col("ack_type"),
         F.array("q_index", "invoke_index").alias("indices"),
     )  # fmt: skip
-    return [same_count, applied_late]
+    return [same_count, stalled, applied_late]
 
 
 def redelivered_after(t: ShareTables) -> list[DataFrame]:

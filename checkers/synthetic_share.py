@@ -25,6 +25,7 @@ KINDS = (
     "share-redelivered-after-accept",
     "share-redelivered-after-reject",
     "share-delivery-count",
+    "share-delivery-count-stalled",
     "share-missing-redelivery",
 )
 LOCK_MS = 15000
@@ -190,6 +191,13 @@ def inject(h: ShareHistory, kind: str, records: list[dict]) -> None:
         h.b.advance(1)
         h.deliver(q, [(r, 1)])  # the count went backwards
         h.ack(q, [(r, "accept")])
+    elif kind == "share-delivery-count-stalled":
+        r = fresh(5)
+        h.deliver(p, [(r, 1)])
+        h.ack(p, [(r, "accept")], "failed-partition")  # the leader died under the ack
+        h.b.advance(5)
+        h.deliver(p, [(r, 1)])  # the new leader hands it out again, uncounted
+        h.ack(p, [(r, "accept")])
     elif kind == "share-missing-redelivery":
         r = fresh(4)
         h.deliver(p, [(r, 1)])

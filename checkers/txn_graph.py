@@ -100,9 +100,16 @@ def ww_edges(t: Tables) -> DataFrame:
     ).where(F.col("dst").isNotNull() & (F.col("dst") != F.col("txn")))
     return _first_per_pair(
         pairs.select(
-            "hid", F.col("txn").alias("src"), "dst", F.lit("ww").alias("kind"),
-            F.col("val").alias("value"), "topic", "partition", "offset",
-            "next_value", "next_offset",
+            "hid",
+            F.col("txn").alias("src"),
+            "dst",
+            F.lit("ww").alias("kind"),
+            F.col("val").alias("value"),
+            "topic",
+            "partition",
+            "offset",
+            "next_value",
+            "next_offset",
         )  # fmt: skip
     )
 
@@ -115,8 +122,14 @@ def wr_edges(t: Tables) -> DataFrame:
     pairs = reads.join(writers(t), ["hid", "val"]).where(F.col("src") != F.col("dst"))
     return _first_per_pair(
         pairs.select(
-            "hid", "src", "dst", F.lit("wr").alias("kind"), F.col("val").alias("value"),
-            "topic", "partition", "offset",
+            "hid",
+            "src",
+            "dst",
+            F.lit("wr").alias("kind"),
+            F.col("val").alias("value"),
+            "topic",
+            "partition",
+            "offset",
             F.lit(None).cast("long").alias("next_value"),
             F.lit(None).cast("long").alias("next_offset"),
         )  # fmt: skip
@@ -134,9 +147,11 @@ def order_edges(txns: DataFrame) -> DataFrame:
     Commit vertices get negative ids (-1 - the completion's index)."""
     # Elle orders only a process's committed (ok) operations (elle.core process-graph).
     by_process = Window.partitionBy("hid", "process").orderBy("txn")
-    process = txns.where(F.col("type") == "ok").select(
-        "hid", F.col("txn").alias("src"), F.lead("txn").over(by_process).alias("dst")
-    ).where(F.col("dst").isNotNull())
+    process = (
+        txns.where(F.col("type") == "ok")
+        .select("hid", F.col("txn").alias("src"), F.lead("txn").over(by_process).alias("dst"))
+        .where(F.col("dst").isNotNull())
+    )
     commits = txns.where(F.col("type") == "ok").select(
         "hid", F.col("done_time").alias("time"), (-1 - F.col("done_index")).alias("commit"),
         F.col("txn").alias("src"),
@@ -154,8 +169,10 @@ def order_edges(txns: DataFrame) -> DataFrame:
         F.col("txn").alias("src"), F.lit(-1).alias("order"),
     )  # fmt: skip
     events = commits.unionByName(starts)
-    timeline = Window.partitionBy("hid").orderBy("time", "order").rowsBetween(
-        Window.unboundedPreceding, Window.currentRow
+    timeline = (
+        Window.partitionBy("hid")
+        .orderBy("time", "order")
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
     )
     last_commit = events.select(
         "hid", "src", "commit", F.last("commit", ignorenulls=True).over(timeline).alias("before")
@@ -247,6 +264,4 @@ def component_data(
     links: list[list[dict[str, Any]]] = [[] for _ in found]
     for r in inside.toArrow().to_pylist():
         links[r.pop("part")].append(r)
-    return [
-        (c, sorted(ops[k], key=lambda o: o["txn"]), links[k]) for k, c in enumerate(found)
-    ]
+    return [(c, sorted(ops[k], key=lambda o: o["txn"]), links[k]) for k, c in enumerate(found)]

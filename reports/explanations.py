@@ -240,6 +240,15 @@ EXPLANATIONS: dict[str, Explanation] = {
         "carried a count above the group's delivery limit.",
         "Share-partition state reloaded from an older snapshot after a leader change.",
     ),
+    "share-delivery-count-stalled": Explanation(
+        "Redelivered without its delivery count advancing",
+        "The same member received this record twice with the same delivery count: the first "
+        "acquisition was not counted, so the record could be delivered more often than the "
+        "group's delivery limit allows.",
+        "A share-partition leader failover (a broker kill): the old leader's in-flight "
+        "acquisitions are not persisted, so the new leader hands the record out again with "
+        "the last persisted count.",
+    ),
     "share-missing-redelivery": Explanation(
         "Released or abandoned record never delivered again",
         "A member released this record, or held it and crashed or never acknowledged it, and "

@@ -27,6 +27,7 @@ EXPECTED = {
     "share-redelivered-after-accept": {"share-redelivered-after-accept": 1},
     "share-redelivered-after-reject": {"share-redelivered-after-reject": 1},
     "share-delivery-count": {"share-delivery-count": 1},
+    "share-delivery-count-stalled": {"share-delivery-count-stalled": 1},
     # a release never redelivered is also never accepted
     "share-missing-redelivery": {"share-missing-redelivery": 1, "share-lost": 1},
 }
