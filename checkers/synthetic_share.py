@@ -16,18 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from checkers.builder import HistoryBuilder
+from checkers.results import SHARE_CHECKS
 
-KINDS = (
-    "valid",
-    "unknown-drain-incomplete",
-    "share-lost",
-    "share-double-acquire",
-    "share-redelivered-after-accept",
-    "share-redelivered-after-reject",
-    "share-delivery-count",
-    "share-delivery-count-stalled",
-    "share-missing-redelivery",
-)
+KINDS = ("valid", "unknown-drain-incomplete", *SHARE_CHECKS)
 LOCK_MS = 15000
 
 

@@ -37,9 +37,10 @@ from workloads.consumer import (
     CallTimedOut,
     bounded_call,
 )
+from workloads.consumer import record_of as consumer_record
 from workloads.delivery_errors import error_name
 from workloads.history import HistoryWriter
-from workloads.values import CLIENT_LOGGER, Counter, decode_key, decode_payload
+from workloads.values import CLIENT_LOGGER, Counter
 from workloads.worker import ClientSlot
 
 log = logging.getLogger(__name__)
@@ -123,14 +124,8 @@ class GroupProgress:
 
 
 def record_of(msg: Any) -> dict[str, Any]:
-    return {
-        "topic": msg.topic(),
-        "partition": msg.partition(),
-        "offset": msg.offset(),
-        "key": decode_key(msg.key()),
-        "value": decode_payload(msg.value()),
-        "delivery_count": msg.delivery_count(),
-    }
+    """A delivered record as a poll's records are written, plus its delivery count."""
+    return {**consumer_record(msg), "delivery_count": msg.delivery_count()}
 
 
 class ShareWorker(ClientSlot):
