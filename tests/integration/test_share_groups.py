@@ -17,14 +17,17 @@ pytestmark = pytest.mark.integration
 
 
 def accepted_by_group(history: list[dict]) -> dict[str, dict[int, list[int]]]:
-    """Per share group, each value's committed accepts (the processes that made them)."""
+    """Per share group, each value's committed accepts and rejects (who made them)."""
     out: dict[str, dict[int, list[int]]] = defaultdict(lambda: defaultdict(list))
     for op in history:
         if op["f"] != "share-ack" or op["type"] != "ok":
             continue
         failed = {(f["topic"], f["partition"]) for f in op["value"]["failed"]}
         for ack in op["value"]["acks"]:
-            if ack["type"] == "accept" and (ack["topic"], ack["partition"]) not in failed:
+            if (
+                ack["type"] in ("accept", "reject")
+                and (ack["topic"], ack["partition"]) not in failed
+            ):
                 out[op["value"]["group"]][ack["value"]].append(op["process"])
     return out
 
@@ -39,8 +42,9 @@ def test_two_share_groups_each_accept_everything_load_shared(kafka_cluster: Clus
     accepted = accepted_by_group(history)
     assert len(accepted) == 2
     acked = acked_values(history)
-    for group, values in accepted.items():
+    for group, values in accepted.items():  # each group saw everything, once
         assert acked <= set(values), f"{group} missed {len(acked - set(values))} values"
+        assert all(len(procs) == 1 for procs in values.values()), group
         members = {p for procs in values.values() for p in procs}
         assert len(members) >= 2, f"{group}: one member took everything"
     results = json.loads((run / "results.json").read_text())
