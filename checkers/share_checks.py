@@ -347,19 +347,30 @@ def share_stats(t: ShareTables) -> dict[str, Any]:
             F.max("ms").alias("max_ms"),
         )
     )
-    acked_by = t.acks.select(*REC, "process", F.col("invoke_time").alias("acked_at"))
+    acked_by = t.acks.select(*REC, "process")
+    # What a member held when it crashed: records whose latest delivery before the
+    # crash was to it and that it never acknowledged (one row per record and crash).
     held = (
         t.deliveries.join(t.crashes, "process")
         .where(F.col("time") <= F.col("crash_time"))
-        .join(acked_by, [*REC, "process"], "left_anti")  # never acknowledged by its holder
-        .select(*REC, "process", "crash_time")
-    )
-    later = t.deliveries.select(*REC, F.col("time").alias("again"))
-    back = (
-        held.join(later, REC, "left")
-        .where(F.col("again").isNull() | (F.col("again") > F.col("crash_time")))
+        .join(acked_by, [*REC, "process"], "left_anti")
         .groupBy(*REC, "process", "crash_time")
-        .agg(F.min("again").alias("again"))
+        .agg(F.max("time").alias("held_since"))
+    )
+    others = t.deliveries.select(*REC, F.col("process").alias("to"), F.col("time").alias("at"))
+    taken_before_crash = (
+        (F.col("at") > F.col("held_since"))
+        & (F.col("at") <= F.col("crash_time"))
+        & (F.col("to") != F.col("process"))
+    )
+    back = (
+        held.join(others, REC)
+        .groupBy(*REC, "process", "crash_time")
+        .agg(
+            F.max(F.when(taken_before_crash, 1)).alias("taken_before_crash"),
+            F.min(F.when(F.col("at") > F.col("crash_time"), F.col("at"))).alias("again"),
+        )
+        .where(F.col("taken_before_crash").isNull())
         .groupBy("group", "process", "crash_time")
         .agg(
             F.count(F.lit(1)).alias("held"),

@@ -101,3 +101,33 @@ def test_a_share_run_is_judged_by_its_share_checks(spark, tmp_path, kind, verdic
         assert (
             stats["wait_for_first_delivery"]["max_ms"] >= stats["wait_for_first_delivery"]["p50_ms"]
         )
+
+
+def test_crash_statistics_count_held_records_that_never_came_back(spark, tmp_path) -> None:
+    """A crashed member held two records (a third it had accepted): one came back
+    15 s later, one never did. Both count as held, one as delivered again."""
+    import random
+
+    from checkers.builder import HistoryBuilder
+    from checkers.synthetic_share import LOCK_MS, Namespace, ShareHistory, final_drain
+
+    b = HistoryBuilder(step_ms=5)
+    h = ShareHistory(b, Namespace(0), random.Random(0), limit=5)
+    p, q = h.member(), h.member()
+    back, never, accepted = h.send(1), h.send(2), h.send(3)
+    h.deliver(p, [(back, 1), (never, 1), (accepted, 1)])
+    h.ack(p, [(accepted, "accept")])
+    h.deliver(p, [(back, 1)])  # handed out again to the same member: still one held record
+    h.crash(p)
+    b.advance(LOCK_MS / 1000)
+    h.deliver(q, [(back, 2)])
+    h.ack(q, [(back, "accept")])
+    final_drain(h)
+    drained = {"group": "g0", "final": True, "complete": True, "quiet_s": 18, "delivered": 0}
+    b.op(h.ns.process(999), "ok", "share-drain", drained)
+    path = write_histories(tmp_path / "share.jsonl", [b.ops])
+    *_, stats = judge_share(spark, path, examples=None)
+    [crash] = stats["g0"]["crashes"]
+    assert crash["process"] == p
+    assert (crash["held"], crash["delivered_again"]) == (2, 1)
+    assert LOCK_MS <= crash["redelivered_within_ms"] < LOCK_MS + 1000
