@@ -149,8 +149,8 @@ def judge_share(ev: ShareEvents) -> ShareFindings:
             pass
         elif any(a.outcome == "unknown" for a in closing):
             pass  # the broker may have applied it: nothing is proven
-        elif lim is not None and last.count >= lim:
-            pass  # archived at the limit
+        elif lim is None or last.count >= lim:
+            pass  # archived at the limit, or no subscribe line said what the limit is
         elif group not in out.incomplete_drains:
             why = next((a.type for a in closing if a.outcome == "committed"), None)
             found["share-missing-redelivery"].append(
