@@ -50,6 +50,28 @@ def compare_live(replica: ReplicaLog, leader: ReplicaLog, high_watermark: int) -
     return _compare(offsets, replica, leader, held_now=set())
 
 
+def compare_follower(
+    replica: ReplicaLog, leader: ReplicaLog, high_watermark: int, in_isr: bool
+) -> dict[str, Any]:
+    """A live follower, as replicas.json records it.
+
+    Kafka promises agreement below the high watermark only of the in-sync
+    replicas.  A follower outside the ISR (it timed out catching up, or a
+    deposed leader not yet truncated) is compared below its own log end, its
+    missing tail is counted as ``lagging_offsets``, and a difference is not
+    yet a broken promise, so ``agree`` is then None (undecided), never False.
+    """
+    if in_isr:
+        return {**compare_live(replica, leader, high_watermark).as_dict(), "in_isr": True}
+    bound = min(high_watermark, replica.log_end or 0)
+    result = compare_live(replica, leader, bound).as_dict()
+    result.update(in_isr=False, lagging_offsets=high_watermark - bound)
+    if result["agree"] is False:
+        result["agree"] = None
+        result["unreconciled"] = True  # differs, but its broker has not caught up yet
+    return result
+
+
 def compare_before_rejoin(
     copy: ReplicaLog, leader: ReplicaLog, held_now: set[str], committed: int | None
 ) -> Comparison:

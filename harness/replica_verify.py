@@ -37,7 +37,7 @@ from harness.log_dump import (
     truncations,
 )
 from harness.node import Node
-from harness.replica_compare import compare_before_rejoin, compare_live
+from harness.replica_compare import compare_before_rejoin, compare_follower
 
 log = logging.getLogger(__name__)
 
@@ -145,9 +145,13 @@ def summary(result: dict[str, Any]) -> str:
             )
     if said:
         return "replicas: " + "; ".join(said)
+    behind = sorted(
+        {p["partition"] for p in parts for c in p.get("compared", []) if c.get("in_isr") is False}
+    )
     unread = [p["partition"] for p in parts if p.get("agree") is None]
     if unread:
-        return f"replicas: could not compare partitions {unread}"
+        why = f" (a follower outside the ISR in {behind})" if behind else ""
+        return f"replicas: could not compare partitions {unread}{why}"
     return f"replicas: all {len(parts)} partitions agree below the high watermark"
 
 
@@ -178,6 +182,7 @@ def high_watermarks(bootstrap: str, topic: str, partitions: list[int]) -> dict[i
     """Each partition's high watermark from its leader (None when it would not say)."""
     from confluent_kafka import Consumer, TopicPartition
 
+    from workloads.consumer import close_quietly
     from workloads.values import CLIENT_LOGGER
 
     consumer = Consumer(
@@ -200,7 +205,7 @@ def high_watermarks(bootstrap: str, topic: str, partitions: list[int]) -> dict[i
                 log.warning("high watermark of %s-%d: %s", topic, p, e)
                 out[p] = None
     finally:
-        consumer.close()
+        close_quietly(consumer, "close the replica verification's consumer")
     return out
 
 
@@ -334,7 +339,7 @@ def _partition_result(
         compared = _compared(dump, "live", None, replica)
         compared["high_watermark"] = hw
         if replica is not None and broker != state.leader:
-            compared.update(compare_live(replica, leader_log, hw).as_dict())
+            compared.update(compare_follower(replica, leader_log, hw, broker in state.isr))
         elif broker == state.leader:
             compared["agree"] = True
         live_agree.append(compared["agree"])

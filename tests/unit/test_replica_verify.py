@@ -13,7 +13,7 @@ from harness.log_dump import (
     record_value,
     truncations,
 )
-from harness.replica_compare import compare_before_rejoin, compare_live, ranges
+from harness.replica_compare import compare_before_rejoin, compare_follower, compare_live, ranges
 from harness.replica_verify import summary
 
 TOPIC = "chaos-20261125t042811z"
@@ -90,6 +90,19 @@ def test_a_follower_missing_records_below_the_watermark_disagrees() -> None:
     got = compare_live(log_of({0: 0, 1: 1}), leader, high_watermark=6)
     assert got.agree is False and got.diverged_ranges == [[2, 5]]
     assert got.first_divergence == {"offset": 2, "here": None, "leader": "2"}
+
+
+def test_a_follower_outside_the_isr_is_compared_below_its_own_log_end() -> None:
+    """Replication timed out before it caught up: its missing tail is lag, and even a
+    different value is undecided (Kafka promises agreement only of in-sync replicas)."""
+    leader = log_of({o: o for o in range(10)})
+    behind = compare_follower(log_of({o: o for o in range(6)}), leader, 10, in_isr=False)
+    assert behind["agree"] is True and behind["lagging_offsets"] == 4
+    stale = compare_follower(log_of({0: 0, 1: 1, 2: 77}), leader, 10, in_isr=False)
+    assert stale["agree"] is None and stale["unreconciled"] and stale["lagging_offsets"] == 7
+    assert stale["first_divergence"] == {"offset": 2, "here": "77", "leader": "2"}
+    in_sync = compare_follower(log_of({o: o for o in range(6)}), leader, 10, in_isr=True)
+    assert in_sync["agree"] is False and in_sync["diverged_ranges"] == [[6, 9]]
 
 
 def test_a_deposed_leaders_copy_shows_the_truncated_tail_and_what_is_gone() -> None:
