@@ -32,6 +32,8 @@ MAX_ATTEMPTS = 3
 # Idle connections kept per node; more are opened while many threads act on
 # one node at once, and closed again when they are handed back.
 IDLE_CONNECTIONS = 4
+# An SFTP read or write that waits longer than this fails its transfer.
+TRANSFER_STALL_S = 60
 
 log = logging.getLogger(__name__)
 
@@ -261,11 +263,21 @@ class Node:
 
     def put(self, local: str | Path, remote: str) -> None:
         """Upload a file over SFTP (whole-file writes may be repeated)."""
-        self._attempts(f"upload of {local}", True, lambda c: c.put(str(local), remote))
+        self._transfer(f"upload of {local}", lambda c: c.put(str(local), remote))
 
     def get(self, remote: str, local: str | Path) -> None:
         """Download a file over SFTP."""
-        self._attempts(f"download of {remote}", True, lambda c: c.get(remote, str(local)))
+        self._transfer(f"download of {remote}", lambda c: c.get(remote, str(local)))
+
+    def _transfer(self, step: str, fn: Any) -> None:
+        """An SFTP transfer whose every read and write is bounded: a node that stops
+        answering mid-transfer (paused, partitioned) fails it instead of hanging."""
+
+        def bounded(conn: Any) -> Any:
+            conn.sftp().get_channel().settimeout(TRANSFER_STALL_S)
+            return fn(conn)
+
+        self._attempts(step, True, bounded)
 
     def path(self, *parts: str) -> str:
         """A path below this cluster's directory on the node."""

@@ -69,6 +69,8 @@ def busiest_partition(bootstrap: str, topic: str, partitions: list[int]) -> tupl
     """The partition with the highest high watermark (most writes so far)."""
     from confluent_kafka import Consumer, TopicPartition
 
+    from workloads.consumer import close_quietly
+
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -92,7 +94,7 @@ def busiest_partition(bootstrap: str, topic: str, partitions: list[int]) -> tupl
                 best, best_high = p, high
         return best, f"busiest (high watermark {best_high})"
     finally:
-        consumer.close()
+        close_quietly(consumer, "close the targeting consumer")
 
 
 def active_controller(cluster: Cluster) -> dict[str, Any]:

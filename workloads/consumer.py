@@ -181,7 +181,8 @@ def _exc_name(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}"
 
 
-def close_quietly(consumer: Consumer, what: str) -> None:
+def close_quietly(consumer: Any, what: str) -> None:
+    """Close a client (consumer, share consumer) within CLOSE_TIMEOUT_S, logging any failure."""
     try:
         bounded_call(consumer.close, CLOSE_TIMEOUT_S, what)
     except Exception as e:

@@ -36,6 +36,7 @@ from workloads.consumer import (
     SOCKET_TIMEOUT_MS,
     CallTimedOut,
     bounded_call,
+    close_quietly,
 )
 from workloads.consumer import record_of as consumer_record
 from workloads.delivery_errors import error_name
@@ -169,7 +170,7 @@ class ShareWorker(ClientSlot):
                 if records:
                     self._acknowledge(consumer, records)
         except BaseException:
-            _close_quietly(consumer, f"close failed share member {self.process}")
+            close_quietly(consumer, f"close failed share member {self.process}")
             raise
         self._close(consumer)
 
@@ -266,7 +267,7 @@ class ShareWorker(ClientSlot):
 
     def _close(self, consumer: ShareConsumer) -> None:
         """Leave cleanly: everything this member held was acknowledged after its last poll."""
-        _close_quietly(consumer, f"close share member {self.process}")
+        close_quietly(consumer, f"close share member {self.process}")
         self.history.append(self.process, "ok", "share-close", {"group": self.group})
 
     def _crash(self, consumer: ShareConsumer, reason: str) -> None:
@@ -274,14 +275,7 @@ class ShareWorker(ClientSlot):
         self._record_crash(reason)
         hold_s = self.spec.consumer.share_lock_ms / 1000 + CRASH_HOLD_MARGIN_S
         self.stop_event.wait(hold_s)
-        _close_quietly(consumer, f"close crashed share member {self.process}")
-
-
-def _close_quietly(consumer: ShareConsumer, what: str) -> None:
-    try:
-        bounded_call(consumer.close, CLOSE_TIMEOUT_S, what)
-    except Exception as e:
-        log.debug("%s: %s", what, e)
+        close_quietly(consumer, f"close crashed share member {self.process}")
 
 
 @dataclass
