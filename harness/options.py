@@ -307,10 +307,7 @@ def _validate_group_protocol(spec: TestSpec) -> None:
             "consumer.group_protocol consumer needs consumer.mode subscribe: the new "
             "protocol assigns partitions on the broker and has no assign()"
         )
-    if (
-        not spec.cluster.kafka_version.split(".")[0].isdigit()
-        or int(spec.cluster.kafka_version.split(".")[0]) < 4
-    ):
+    if not _kafka_at_least(spec.cluster.kafka_version, (4, 0)):
         raise ConfigError(
             f"consumer.group_protocol consumer needs Kafka 4.0 or later (KIP-848 is GA "
             f"there), not {spec.cluster.kafka_version}"
