@@ -44,6 +44,7 @@ class RunEntry:
     expectation: dict[str, Any] | None
     anomalies: dict[str, int] = field(default_factory=dict)  # check -> count, count > 0 only
     error_checks: set[str] = field(default_factory=set)  # anomalous checks of error severity
+    summary: dict[str, Any] = field(default_factory=dict)  # results.json's answer (acked, lost)
 
     @property
     def total(self) -> int:
@@ -80,6 +81,7 @@ def read_run(store_dir: Path, run_dir: Path) -> RunEntry:
         verdict_reason=reason,
         head=headline(config),
         expectation=expectation(config, verdict),
+        summary=as_dict(results.get("summary")),
     )
     for name, check in as_dict(results.get("checks")).items():
         count = as_dict(check).get("count")
@@ -126,6 +128,28 @@ def trends(runs: list[RunEntry]) -> list[dict[str, Any]]:
     return out
 
 
+def side_by_side(runs: list[RunEntry]) -> list[dict[str, Any]]:
+    """One row per test, its newest run first: a suite's cells (versions, modes,
+    consumer protocols) compared at a glance, with how its earlier runs ended."""
+    by_test: dict[str, list[RunEntry]] = defaultdict(list)
+    for r in runs:  # newest first
+        by_test[r.test].append(r)
+    rows = []
+    for test, series in by_test.items():
+        rows.append(
+            {
+                "test": test,
+                "latest": series[0],
+                "verdicts": {
+                    v: sum(1 for r in series if r.verdict == v)
+                    for v in ("valid", "invalid", "unknown")
+                },
+            }
+        )
+    return sorted(rows, key=lambda row: (row["latest"].head["kafka"], row["latest"].head["mode"],
+                                         row["test"]))  # fmt: skip
+
+
 def write_index(store_dir: Path) -> Path:
     """Write ``store_dir/index.html`` listing every run; return its path."""
     store_dir = Path(store_dir)
@@ -140,6 +164,7 @@ def write_index(store_dir: Path) -> Path:
             runs=runs,
             counts=counts,
             trends=trends(runs),
+            cells=side_by_side(runs),
             store=str(store_dir),
             css=stylesheet(),
             generated_at=dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),

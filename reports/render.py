@@ -158,7 +158,22 @@ def headline(config: dict[str, Any]) -> dict[str, Any]:
         "min_isr": topic.get("min_insync_replicas", "?"),
         "seed": config.get("seed", "?"),
         "started_at": config.get("started_at"),
+        "consumers": consumers(config),
     }
+
+
+def consumers(config: dict[str, Any]) -> str:
+    """How the run consumed, in a few words: the cell of a version/protocol matrix."""
+    consumer = as_dict(config.get("consumer"))
+    mode = consumer.get("mode") or "?"
+    if config.get("workload") == "txn":
+        return f"transactional, {as_dict(config.get('txn')).get('isolation_level', '?')}"
+    if mode == "share":
+        return "share groups (KIP-932)"
+    if mode == "subscribe":
+        protocol = consumer.get("group_protocol") or "classic"
+        return "consumer protocol (KIP-848)" if protocol == "consumer" else "classic groups"
+    return f"{mode} (no group)" if mode == "assign" else str(mode)
 
 
 # --- timeline --------------------------------------------------------------------

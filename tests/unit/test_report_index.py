@@ -58,6 +58,16 @@ def test_index_page_links_reports_and_filters_by_verdict(store: Path) -> None:
     assert_self_contained(page)
 
 
+def test_scenarios_side_by_side_show_each_tests_newest_verdict(store: Path) -> None:
+    page = write_index(store).read_text()
+    cells = page[page.index('id="side-by-side"') : page.index('id="runs"')]
+    assert re.findall(r'<tr class="cell v-(\w+)">', cells) == ["unknown", "invalid"]
+    assert "kill-leader" in cells and "lost-ack" in cells
+    assert "1 valid · 0 invalid · 1 unknown" in cells  # kill-leader's two runs
+    assert "1 valid · 2 invalid · 0 unknown" in cells  # lost-ack's three
+    assert "assign (no group)" in cells
+
+
 def test_trends_show_anomaly_counts_per_run_oldest_first(store: Path) -> None:
     page = write_index(store).read_text()
     trends = page[page.index('id="trends"') :]
