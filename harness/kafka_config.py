@@ -241,7 +241,9 @@ def jvm_flags(root_dir: str, heap_mb: int) -> list[str]:
 
     ``-Dkafka.chaos.root`` tags the process with its node so pid-file checks
     can verify a pid is ours.  Serial GC and C1-only JIT keep CPU use low on
-    small shared machines and shorten startup.
+    small shared machines and shorten startup.  UTC makes the logs' timestamps
+    mean the same instant on every node, whatever its time zone (the replica
+    verification reads truncation times from them).
     """
     return [
         f"-Dkafka.chaos.root={root_dir}",
@@ -252,6 +254,7 @@ def jvm_flags(root_dir: str, heap_mb: int) -> list[str]:
         "-XX:-UsePerfData",
         "-XX:+ExitOnOutOfMemoryError",
         "-Djava.awt.headless=true",
+        "-Duser.timezone=UTC",
     ]
 
 

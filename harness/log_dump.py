@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 
 _DUMPING = re.compile(r"^Dumping (?P<path>\S+)")
 _RECORD = re.compile(r"^\| offset: (?P<offset>\d+) ")
@@ -137,9 +137,10 @@ def merge_truncations(found: Iterable[Truncation]) -> list[Truncation]:
 
 
 def _log_time_ms(line: str) -> int | None:
-    """log4j's ``[yyyy-mm-dd hh:mm:ss,mmm]`` in the broker's local time, as epoch ms."""
+    """log4j's ``[yyyy-mm-dd hh:mm:ss,mmm]`` as epoch ms: brokers log in UTC
+    (``kafka_config.jvm_flags``), so the harness's own time zone plays no part."""
     m = _TIME.match(line)
     if not m:
         return None
     stamp = datetime.strptime(m.group("time"), "%Y-%m-%d %H:%M:%S,%f")
-    return int(stamp.astimezone().timestamp() * 1000)
+    return int(stamp.replace(tzinfo=UTC).timestamp() * 1000)

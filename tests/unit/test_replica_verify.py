@@ -3,7 +3,7 @@ lines (formats as Kafka 3.9 and 4.4 print them), and comparing copies of a log."
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 from harness.log_dump import (
     ReplicaLog,
@@ -176,7 +176,7 @@ def test_truncations_are_read_from_the_broker_log_one_per_event() -> None:
         (10, 5, 7),
     ]
     first = found[0]
-    expected = datetime(2026, 11, 25, 4, 29, 7, 225000).astimezone().timestamp() * 1000
+    expected = datetime(2026, 11, 25, 4, 29, 7, 225000, tzinfo=UTC).timestamp() * 1000
     assert first.time_ms == int(expected)  # the earliest line of the event
     assert "below high watermark 4091" in first.line
 
