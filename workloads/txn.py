@@ -35,14 +35,14 @@ from workloads.queue import rate_verdict
 from workloads.sampler import CLUSTER_STATE, ClusterSampler, Probe, admin_probe
 from workloads.txn_client import CTP, Teardown, TxnClient, TxnStats, output_topic, validate
 from workloads.values import Counter
+from workloads.worker import RESTART_PAUSE_S, Slot
 
 log = logging.getLogger(__name__)
 
-RESTART_PAUSE_S = 1.0  # between a crashed client and its successor
 
-
-class TxnWorker:
-    """One transactional slot: incarnations of ``TxnClient`` until stopped."""
+class TxnWorker(Slot):
+    """One transactional slot: incarnations of ``TxnClient`` until stopped; a crash
+    asked for lands at the next micro-op boundary (within one poll timeout)."""
 
     def __init__(
         self,
@@ -55,34 +55,15 @@ class TxnWorker:
         rate: float,
         stop: threading.Event,
     ) -> None:
+        super().__init__(history, stop, f"txn-{slot}")
         self.spec = spec
         self.bootstrap = bootstrap
-        self.history = history
         self.processes = processes
         self.values = values
         self.slot = slot
         self.rate = rate
-        self.stop_event = stop
         self.stats = TxnStats()
-        self.process = -1
         self.rng = random.Random(f"{spec.seed}-txn-{slot}")
-        self._crash_reason: str | None = None
-        self.thread = threading.Thread(target=self._run, name=f"txn-{slot}", daemon=True)
-
-    def start(self) -> None:
-        self.thread.start()
-
-    def join(self, timeout: float) -> bool:
-        self.thread.join(timeout)
-        return not self.thread.is_alive()
-
-    def request_crash(self, reason: str) -> None:
-        """Crash at the next micro-op boundary (within one poll timeout)."""
-        self._crash_reason = reason
-
-    def _take_crash(self) -> str | None:
-        reason, self._crash_reason = self._crash_reason, None
-        return reason
 
     def _run(self) -> None:
         pacer = Pacer(self.rate)

@@ -1,6 +1,6 @@
 """A consumer slot that runs client incarnations on its own thread until stopped.
 
-Consumer-group and share-group members share this lifecycle: one
+Consumer-group, share-group and transactional slots share this lifecycle: one
 incarnation is one client under one process number; a crash (asked for by
 the failover schedule, or an unexpected exception) records ``crash`` and the
 slot goes on under a new process number.
@@ -30,13 +30,12 @@ class ConsumerStats:
     crashes: int = 0
 
 
-class ClientSlot:
-    """Subclasses implement ``_incarnation``: run one client until stopped or crashed."""
+class Slot:
+    """A client slot on its own thread: started, joined, and asked to crash."""
 
     def __init__(self, history: HistoryWriter, stop: threading.Event, name: str) -> None:
         self.history = history
         self.stop_event = stop
-        self.stats = ConsumerStats()
         self.process = -1
         self._crash_reason: str | None = None
         self.thread = threading.Thread(target=self._run, name=name, daemon=True)
@@ -51,6 +50,22 @@ class ClientSlot:
     def request_crash(self, reason: str) -> None:
         """Ask the slot to crash at its next loop turn (within one poll timeout)."""
         self._crash_reason = reason
+
+    def _take_crash(self) -> str | None:
+        """The crash asked for, if any, now handled."""
+        reason, self._crash_reason = self._crash_reason, None
+        return reason
+
+    def _run(self) -> None:
+        raise NotImplementedError
+
+
+class ClientSlot(Slot):
+    """Subclasses implement ``_incarnation``: run one client until stopped or crashed."""
+
+    def __init__(self, history: HistoryWriter, stop: threading.Event, name: str) -> None:
+        super().__init__(history, stop, name)
+        self.stats = ConsumerStats()
 
     def _incarnation(self) -> None:
         raise NotImplementedError
