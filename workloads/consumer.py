@@ -182,9 +182,15 @@ def _exc_name(e: BaseException) -> str:
 
 
 def close_quietly(consumer: Any, what: str) -> None:
-    """Close a client (consumer, share consumer) within CLOSE_TIMEOUT_S, logging any failure."""
+    """Close a client (consumer, share consumer) within CLOSE_TIMEOUT_S, logging any failure.
+
+    A close that does not return leaves the client alive in a daemon thread: it may
+    stay a group member (heartbeating, owning partitions) until the process ends,
+    so that is a warning, not a debug line."""
     try:
         bounded_call(consumer.close, CLOSE_TIMEOUT_S, what)
+    except CallTimedOut as e:
+        log.warning("%s: %s; the client may still be a member of its group", what, e)
     except Exception as e:
         log.debug("%s: %s", what, e)
 
