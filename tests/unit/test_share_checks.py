@@ -128,6 +128,6 @@ def test_crash_statistics_count_held_records_that_never_came_back(spark, tmp_pat
     path = write_histories(tmp_path / "share.jsonl", [b.ops])
     *_, stats = judge_share(spark, path, examples=None)
     [crash] = stats["g0"]["crashes"]
-    assert crash["process"] == p
+    assert crash["process"] == str(p)  # process ids are strings in the share tables
     assert (crash["held"], crash["delivered_again"]) == (2, 1)
     assert LOCK_MS <= crash["redelivered_within_ms"] < LOCK_MS + 1000
