@@ -105,11 +105,21 @@ def scan_store(store_dir: Path) -> list[RunEntry]:
     return runs
 
 
-def trends(runs: list[RunEntry]) -> list[dict[str, Any]]:
-    """Per test name: its newest runs oldest-first with anomaly counts per check."""
+def runs_by_test(runs: list[RunEntry]) -> dict[str, list[RunEntry]]:
+    """Runs grouped by test name, each group in the order given (newest first)."""
     by_test: dict[str, list[RunEntry]] = defaultdict(list)
     for r in runs:
         by_test[r.test].append(r)
+    return by_test
+
+
+def verdict_counts(runs: list[RunEntry]) -> dict[str, int]:
+    return {v: sum(1 for r in runs if r.verdict == v) for v in ("valid", "invalid", "unknown")}
+
+
+def trends(runs: list[RunEntry]) -> list[dict[str, Any]]:
+    """Per test name: its newest runs oldest-first with anomaly counts per check."""
+    by_test = runs_by_test(runs)
     out = []
     for test in sorted(by_test):
         series = list(reversed(by_test[test][:TREND_RUNS]))
@@ -131,21 +141,10 @@ def trends(runs: list[RunEntry]) -> list[dict[str, Any]]:
 def side_by_side(runs: list[RunEntry]) -> list[dict[str, Any]]:
     """One row per test, its newest run first: a suite's cells (versions, modes,
     consumer protocols) compared at a glance, with how its earlier runs ended."""
-    by_test: dict[str, list[RunEntry]] = defaultdict(list)
-    for r in runs:  # newest first
-        by_test[r.test].append(r)
-    rows = []
-    for test, series in by_test.items():
-        rows.append(
-            {
-                "test": test,
-                "latest": series[0],
-                "verdicts": {
-                    v: sum(1 for r in series if r.verdict == v)
-                    for v in ("valid", "invalid", "unknown")
-                },
-            }
-        )
+    rows = [
+        {"test": test, "latest": series[0], "verdicts": verdict_counts(series)}
+        for test, series in runs_by_test(runs).items()
+    ]
     return sorted(rows, key=lambda row: (row["latest"].head["kafka"], row["latest"].head["mode"],
                                          row["test"]))  # fmt: skip
 
@@ -156,7 +155,7 @@ def write_index(store_dir: Path) -> Path:
     if not store_dir.is_dir():
         raise ReportError(f"{store_dir}: not a run store (no such directory)")
     runs = scan_store(store_dir)
-    counts = {v: sum(1 for r in runs if r.verdict == v) for v in ("valid", "invalid", "unknown")}
+    counts = verdict_counts(runs)
     html = (
         environment()
         .get_template("index.j2")
