@@ -2,7 +2,12 @@
 
 After faults are healed, a fresh consumer outside every test group assigns
 all partitions at the beginning and polls until each partition's position
-reaches the high watermark.  Whatever the checkers call "lost" must survive
+reaches the high watermark.  The watermarks come from a second, read_uncommitted
+client: a read_committed query answers with the last stable offset, which stops
+short of the high watermark while any transaction is open (a crashed
+transactional client's, until the coordinator aborts it), and a drain that
+stopped there would call the committed records behind it unseen.
+Whatever the checkers call "lost" must survive
 this read, so the drain reports any partition it could not finish instead of
 pretending.  Its polls carry ``"final": true``, and it ends with one ``drain``
 line per partition stating the log start offset, the high watermark and how
@@ -53,9 +58,20 @@ def drain_config(bootstrap: str, topic: str) -> dict[str, object]:
         "enable.auto.commit": False,
         "enable.auto.offset.store": False,
         "auto.offset.reset": "earliest",
+        "isolation.level": "read_committed",  # librdkafka's default, said out loud
         "enable.partition.eof": False,
         "socket.timeout.ms": SOCKET_TIMEOUT_MS,
         "logger": CLIENT_LOGGER,
+    }
+
+
+def watermark_config(drain: dict[str, object]) -> dict[str, object]:
+    """The drain's watermark client: read_uncommitted, so "latest" is the high watermark."""
+    return {
+        **drain,
+        "group.id": f"{drain['group.id']}-watermarks",
+        "client.id": f"{drain['client.id']}-watermarks",
+        "isolation.level": "read_uncommitted",
     }
 
 
@@ -72,6 +88,7 @@ def final_drain(
     deadline = started + timeout_s
     conf = drain_config(bootstrap, topic)
     consumer = Consumer(conf)
+    watermarks = Consumer(watermark_config(conf))
     reached = dict.fromkeys(range(partitions), 0)
     hw: dict[int, int | None] = dict.fromkeys(range(partitions))
     starts: dict[int, int | None] = dict.fromkeys(range(partitions))
@@ -91,7 +108,7 @@ def final_drain(
             pending = [p for p in range(partitions) if hw[p] is None or reached[p] < hw[p]]
             now = time.monotonic()
             if pending and now - last_query >= REQUERY_EVERY_S:
-                _query_watermarks(consumer, topic, pending, hw, starts, reached, errors, deadline)
+                _query_watermarks(watermarks, topic, pending, hw, starts, reached, errors, deadline)
                 last_query = time.monotonic()
                 pending = [p for p in range(partitions) if hw[p] is None or reached[p] < hw[p]]
             if not pending or time.monotonic() >= deadline:
@@ -108,6 +125,7 @@ def final_drain(
             _advance_to_positions(consumer, topic, reached)
     finally:
         close_quietly(consumer, "close drain consumer")
+        close_quietly(watermarks, "close drain watermark client")
         _record_bounds(history, process, topic, starts, hw, reached)
     unreached = [p for p in range(partitions) if hw[p] is None or reached[p] < hw[p]]
     return DrainResult(
