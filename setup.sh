@@ -3,15 +3,26 @@
 # system packages, the Python package and its dependencies, and the Kafka
 # distributions from Maven Central. Needs root (the local backend creates
 # network namespaces, bridges and iptables rules).
+#
+# Usage: ./setup.sh [--vagrant]
+#   --vagrant  also install Vagrant, libvirt and QEMU, start libvirtd and build
+#              the node box (vagrant/build-box.sh): only the vagrant backend
+#              needs them, so the default path stays fast.
 set -euo pipefail
 cd "$(dirname "$0")"
+with_vagrant=0
+[ "${1:-}" = "--vagrant" ] && with_vagrant=1
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "setup.sh: must run as root (network namespaces, bridges, iptables need it)" >&2
   exit 1
 fi
 
-APT_PACKAGES=(openssh-server iptables iproute2 procps libfaketime chromium vagrant default-jre-headless maven)
+APT_PACKAGES=(openssh-server iptables iproute2 procps libfaketime chromium default-jre-headless maven)
+if [ "$with_vagrant" -eq 1 ]; then
+  APT_PACKAGES+=(vagrant vagrant-libvirt libvirt-daemon-system libvirt-clients qemu-system-x86
+    qemu-utils dnsmasq-base debootstrap extlinux)
+fi
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   # java and mvn may come from elsewhere (e.g. a preinstalled JDK); only install what is absent.
@@ -43,3 +54,9 @@ fi
 # Archive the JVM classes a check loads, once, so every later check's JVM
 # starts faster (checkers/class_archive.py; kept per Spark version).
 python3 -m checkers.class_archive >/dev/null
+
+if [ "$with_vagrant" -eq 1 ]; then
+  # libvirtd is started here when no init system did it (containers, CI).
+  python3 -c 'from harness.backends.libvirt_host import ensure_daemon; ensure_daemon()'
+  vagrant/build-box.sh
+fi

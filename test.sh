@@ -1,8 +1,18 @@
 #!/usr/bin/env bash
 # Runs every test: unit, property, integration (real local Kafka clusters)
 # and browser tests. pytest's "no tests collected" (exit 5) counts as failure.
+#
+# ./test.sh --vagrant runs the tests on real VMs instead (tests/vagrant):
+# it installs Vagrant, libvirt and QEMU and builds the box first.
 set -uo pipefail
 cd "$(dirname "$0")"
+suite=(tests --ignore=tests/vagrant)
+setup_args=()
+if [ "${1:-}" = "--vagrant" ]; then
+  shift
+  suite=(tests/vagrant)
+  setup_args=(--vagrant)
+fi
 # A Maven mirror of Clojars beside the repository (machines that cannot reach
 # Clojars have one): Elle is resolved from it (harness/elle_classpath.py).
 if [ -d ../shared/maven ]; then
@@ -12,9 +22,9 @@ if [ -d ../shared/maven ]; then
     *) export KC_EXTRA_MAVEN_REPOS="${KC_EXTRA_MAVEN_REPOS:+$KC_EXTRA_MAVEN_REPOS }$mirror" ;;
   esac
 fi
-./setup.sh || exit 1
+./setup.sh "${setup_args[@]}" || exit 1
 ruff check . || exit 1
-python3 -m pytest -p no:cacheprovider --timeout=900 "$@" tests
+python3 -m pytest -p no:cacheprovider --timeout=900 "$@" "${suite[@]}"
 rc=$?
 # Never leave a cluster behind, whatever happened: this removes EVERY
 # kafka-chaos cluster on the machine, not only the tests' own.

@@ -58,6 +58,15 @@ class Cluster:
         """
         return "faketime" if self.backend in SHARED_CLOCK_BACKENDS else "system"
 
+    @property
+    def time_scale(self) -> float:
+        """How much slower than the host the slowest node runs (1.0: as fast).
+
+        Cluster-wide waits (brokers healthy, a node back after a restart)
+        stretch by it, as each node's own commands do by its own.
+        """
+        return max((n.time_scale for n in self.nodes), default=1.0)
+
     def bootstrap_servers(self) -> str:
         return ",".join(f"{n.address}:{BROKER_PORT}" for n in self.nodes)
 

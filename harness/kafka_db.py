@@ -172,6 +172,7 @@ def _stop(service: Service, node: Node, timeout_s: float, slow_ok: bool = False)
     if not _signal(service, node, "TERM"):
         return False
     _signal(service, node, "CONT")
+    timeout_s *= node.time_scale
     try:
         _signal(service, node, "0", wait_exit_s=timeout_s)
     except CommandFailed:
@@ -610,6 +611,7 @@ def recover_cluster(cluster: Cluster, timeout_s: float = HEALTHY_TIMEOUT_S) -> N
 
 def wait_zookeeper(cluster: Cluster, timeout_s: float) -> None:
     """Until every ZooKeeper answers ``srvr`` as leader or follower."""
+    timeout_s *= cluster.time_scale
     deadline = time.monotonic() + timeout_s
     while True:
         modes = {n.name: _zk_mode(n.address) for n in cluster.nodes}
@@ -698,6 +700,7 @@ def wait_healthy(
 ) -> None:
     """Until all brokers are registered, a controller exists and (with ``topic``)
     every partition of it has a leader and a full ISR."""
+    timeout_s *= cluster.time_scale
     deadline = time.monotonic() + timeout_s
     while True:
         problems = health_problems(cluster, topic, timeout_s=min(10.0, timeout_s))

@@ -55,7 +55,9 @@ class CommandTimeout(Exception):
     """The command outlived its time bound (its channel has been closed)."""
 
 
-def _exec(transport: Any, command: str, timeout: float) -> RunResult:
+def _exec(
+    transport: Any, command: str, timeout: float, connect_s: float = CONNECT_TIMEOUT_S
+) -> RunResult:
     """Run ``command`` on one channel of ``transport``, all within ``timeout``.
 
     Written on paramiko rather than with invoke's runner: invoke enforces its
@@ -66,7 +68,7 @@ def _exec(transport: Any, command: str, timeout: float) -> RunResult:
     a traceback.  Here one thread owns the channel and the clock.
     """
     deadline = time.monotonic() + timeout
-    chan = transport.open_session(timeout=min(CONNECT_TIMEOUT_S, timeout))
+    chan = transport.open_session(timeout=min(connect_s, timeout))
     out: list[bytes] = []
     err: list[bytes] = []
     try:
@@ -126,6 +128,7 @@ class Node:
     address: str
     ssh: SSHTarget
     root_dir: str
+    time_scale: float = 1.0
     _idle: list[Any] = field(default_factory=list, init=False, repr=False, compare=False)
     _generation: int = field(default=0, init=False, repr=False, compare=False)
     _lock: threading.Lock = field(
@@ -142,10 +145,11 @@ class Node:
         """
         from fabric import Config, Connection
 
+        wait = CONNECT_TIMEOUT_S * self.time_scale
         connect_kwargs: dict[str, Any] = {
-            "banner_timeout": CONNECT_TIMEOUT_S,
-            "auth_timeout": CONNECT_TIMEOUT_S,
-            "channel_timeout": CONNECT_TIMEOUT_S,
+            "banner_timeout": wait,
+            "auth_timeout": wait,
+            "channel_timeout": wait,
             "allow_agent": False,
             "look_for_keys": self.ssh.key_file is None,
         }
@@ -155,7 +159,7 @@ class Node:
             self.ssh.host,
             user=self.ssh.user,
             port=self.ssh.port,
-            connect_timeout=CONNECT_TIMEOUT_S,
+            connect_timeout=wait,
             connect_kwargs=connect_kwargs,
             config=Config(overrides={"load_ssh_configs": False}),
         )
@@ -244,10 +248,11 @@ class Node:
         non-zero exit when ``check``.
         """
         step = f"`{_short(command)}`"
+        timeout = timeout * self.time_scale
 
         def once(conn: Any) -> RunResult:
             try:
-                return _exec(conn.transport, command, timeout)
+                return _exec(conn.transport, command, timeout, CONNECT_TIMEOUT_S * self.time_scale)
             except CommandTimeout as e:
                 raise NodeUnreachable(
                     f"{self.where()}: command timed out after {timeout}s: {_short(command)}"
@@ -274,7 +279,7 @@ class Node:
         answering mid-transfer (paused, partitioned) fails it instead of hanging."""
 
         def bounded(conn: Any) -> Any:
-            conn.sftp().get_channel().settimeout(TRANSFER_STALL_S)
+            conn.sftp().get_channel().settimeout(TRANSFER_STALL_S * self.time_scale)
             return fn(conn)
 
         self._attempts(step, True, bounded)
@@ -298,6 +303,7 @@ class Node:
             "address": self.address,
             "ssh": asdict(self.ssh),
             "root_dir": self.root_dir,
+            **({"time_scale": self.time_scale} if self.time_scale != 1.0 else {}),
         }
 
     @classmethod
@@ -308,6 +314,7 @@ class Node:
             address=data["address"],
             ssh=SSHTarget(**data["ssh"]),
             root_dir=data["root_dir"],
+            time_scale=float(data.get("time_scale", 1.0)),
         )
 
 

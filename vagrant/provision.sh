@@ -7,9 +7,12 @@ set -euo pipefail
 subnet="$1"
 nodes="$2"
 
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -q
-apt-get install -y -q --no-install-recommends openjdk-17-jre-headless iptables procps
+# The locally built box (build-box.sh) has them all; a stock box needs apt.
+if ! command -v java >/dev/null || ! command -v iptables >/dev/null || ! command -v pgrep >/dev/null; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends openjdk-17-jre-headless iptables procps
+fi
 
 install -d -m 700 /root/.ssh
 install -m 600 /home/vagrant/.ssh/authorized_keys /root/.ssh/authorized_keys

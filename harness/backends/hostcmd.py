@@ -17,13 +17,21 @@ DEFAULT_TIMEOUT_S = 20.0
 
 
 def host_run(
-    args: list[str], timeout: float = DEFAULT_TIMEOUT_S, check: bool = True
+    args: list[str],
+    timeout: float = DEFAULT_TIMEOUT_S,
+    check: bool = True,
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``args`` on the host; raise ``HarnessError`` on timeout or, if ``check``, failure."""
     log.debug("host: %s", " ".join(args))
     try:
         proc = subprocess.run(
-            args, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+            args,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            env=env,
         )
     except subprocess.TimeoutExpired as e:
         raise HarnessError(f"`{' '.join(args)}` timed out after {timeout}s") from e

@@ -8,6 +8,7 @@ or it lives in a network namespace this cluster created.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -105,3 +106,54 @@ def _signal(pid: int, sig: signal.Signals) -> None:
         os.kill(pid, sig)
     except ProcessLookupError:
         pass
+
+
+# --- host commands the harness started (vagrant up) ----------------------------------
+
+
+def start_time(pid: int) -> str | None:
+    """The kernel's start time of ``pid`` (clock ticks since boot), or None if it is gone.
+
+    A pid with the recorded start time is the process we started, not a later
+    one that reused the number.
+    """
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return None
+
+
+def write_pid_record(path: Path, pid: int) -> None:
+    """``pid start_time``: enough for ``stop_recorded`` to prove the process is ours."""
+    path.write_text(f"{pid} {start_time(pid) or '?'}\n")
+
+
+def stop_recorded(path: Path, grace_s: float = TERM_GRACE_S) -> int | None:
+    """Stop the process group a pid record names, if that process still runs.
+
+    The group is the one the harness started with ``start_new_session``, so
+    its children (ssh, qemu-img) go too.  Returns the pid it stopped.
+    """
+    try:
+        pid_text, recorded = path.read_text().split()
+        pid = int(pid_text)
+    except (OSError, ValueError):
+        return None
+    if pid <= 1 or start_time(pid) != recorded or not alive(pid):
+        path.unlink(missing_ok=True)
+        return None
+    stop_group(pid, grace_s)
+    path.unlink(missing_ok=True)
+    return pid
+
+
+def stop_group(pid: int, grace_s: float = TERM_GRACE_S) -> None:
+    """SIGTERM the process group led by ``pid``; SIGKILL it after ``grace_s``."""
+    for sig in (signal.SIGCONT, signal.SIGTERM):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, sig)
+    deadline = time.monotonic() + grace_s
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)

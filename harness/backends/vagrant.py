@@ -12,24 +12,35 @@ vagrant command so the two sides cannot disagree.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shlex
 import shutil
+import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from harness.backends import remote
+from harness.backends import guest_speed, libvirt_host, procs, remote
 from harness.backends.hostcmd import host_run
 from harness.cluster import Cluster, cluster_dir
 from harness.errors import ConfigError, HarnessError
 from harness.node import Node, SSHTarget
 from harness.spec import ClusterSpec
 
+log = logging.getLogger(__name__)
+
 REMOTE_ROOT = "/var/lib/kafka-chaos"
 DEFAULT_SUBNET = "192.168.56"
+DEFAULT_VAGRANT_DIR = Path(__file__).resolve().parents[2] / "vagrant"
+LOCAL_BOX = "kafka-chaos/bookworm"  # built by vagrant/build-box.sh
 STATUS_TIMEOUT_S = 180.0
-UP_TIMEOUT_S = 3600.0
+UP_TIMEOUT_S = 600.0  # per cluster with hardware acceleration
+TCG_SLOWDOWN = 4  # a software-emulated `vagrant up` gets this many times longer
+BOX_BUILD_TIMEOUT_S = 1800.0
+DESTROY_TIMEOUT_S = 300.0
 _MACHINE = re.compile(r"^n(\d+)$")
 
 
@@ -138,15 +149,29 @@ def nodes_from_ssh_config(
     ]
 
 
-def _vagrant(vagrant_dir: Path, nodes: int, args: list[str], timeout: float) -> str:
-    env_args = [
-        "env",
-        f"KC_NODES={nodes}",
-        f"KC_SUBNET={_subnet()}",
-        f"VAGRANT_CWD={vagrant_dir}",
-        "vagrant",
-    ]
-    return host_run([*env_args, *args], timeout=timeout).stdout
+def vagrant_env(spec: ClusterSpec, vagrant_dir: Path, driver: str | None = None) -> dict[str, str]:
+    """What every vagrant command of this cluster runs with, so the harness and
+    the Vagrantfile agree on names and addresses, and each cluster keeps its
+    own machine records (``VAGRANT_DOTFILE_PATH`` in the cluster's state dir)."""
+    env = {
+        **os.environ,
+        "KC_NODES": str(spec.nodes),
+        "KC_SUBNET": _subnet(),
+        "KC_CLUSTER": spec.name,
+        "KC_BOX": box_name(),
+        "VAGRANT_CWD": str(vagrant_dir),
+        "VAGRANT_DOTFILE_PATH": str(cluster_dir(spec.name) / "vagrant"),
+        "VAGRANT_DEFAULT_PROVIDER": os.environ.get("VAGRANT_DEFAULT_PROVIDER", "libvirt"),
+        "VAGRANT_NO_COLOR": "1",
+    }
+    if driver:
+        env["KC_LIBVIRT_DRIVER"] = driver
+    return env
+
+
+def box_name() -> str:
+    """The box: the locally built one unless ``KC_BOX`` names another (debian/bookworm64)."""
+    return os.environ.get("KC_BOX", LOCAL_BOX)
 
 
 def _subnet() -> str:
@@ -154,32 +179,141 @@ def _subnet() -> str:
 
 
 def _vagrant_dir(spec: ClusterSpec) -> Path:
-    path = Path(spec.vagrant_dir or "vagrant").expanduser().resolve()
+    path = Path(spec.vagrant_dir or DEFAULT_VAGRANT_DIR).expanduser().resolve()
     if not (path / "Vagrantfile").is_file():
         raise ConfigError(f"{path}: no Vagrantfile there; pass --vagrant-dir DIR")
     if shutil.which("vagrant") is None:
-        raise HarnessError("`vagrant` is not installed (apt-get install vagrant)")
+        raise HarnessError("`vagrant` is not installed: run `./setup.sh --vagrant`")
     return path
 
 
+def _libvirt(env: dict[str, str]) -> bool:
+    return env["VAGRANT_DEFAULT_PROVIDER"] == "libvirt"
+
+
 def create(spec: ClusterSpec) -> Cluster:
-    """Bring the VMs up if needed, then connect to them as ``vagrant ssh-config`` says."""
+    """Build the box if needed, bring the VMs up, connect as ``vagrant ssh-config`` says.
+
+    cluster.json is written before ``vagrant up`` starts, so a ``cluster down``
+    after the harness was killed mid-boot knows the cluster is a vagrant one
+    and removes what libvirt already holds.
+    """
     vagrant_dir = _vagrant_dir(spec)
-    wanted = {f"n{i}" for i in range(1, spec.nodes + 1)}
-    states = parse_status(
-        _vagrant(vagrant_dir, spec.nodes, ["status", "--machine-readable"], STATUS_TIMEOUT_S)
-    )
-    if any(states.get(m) != "running" for m in wanted):
-        _vagrant(vagrant_dir, spec.nodes, ["up"], UP_TIMEOUT_S)
+    Cluster(
+        name=spec.name,
+        backend=spec.backend,
+        nodes=[],
+        kafka_version=spec.kafka_version,
+        mode=spec.mode,
+        backend_state={"vagrant_dir": str(vagrant_dir), "phase": "vagrant up"},
+    ).save()
+    try:
+        return _create(spec, vagrant_dir)
+    except BaseException:
+        log.warning("cluster %s: vagrant up failed; `cluster down` removes what it made", spec.name)
+        raise
+
+
+def _create(spec: ClusterSpec, vagrant_dir: Path) -> Cluster:
+    env = vagrant_env(spec, vagrant_dir)
+    driver = None
+    if _libvirt(env):
+        libvirt_host.ensure_daemon()
+        if box_name() == LOCAL_BOX:
+            _timed("box build", lambda: build_box(vagrant_dir))
+        driver = libvirt_host.choose_driver()
+        env = vagrant_env(spec, vagrant_dir, driver)
+    wanted = [f"n{i}" for i in range(1, spec.nodes + 1)]
+    up = UP_TIMEOUT_S * (TCG_SLOWDOWN if driver == "qemu" else 1)
+    _timed("vagrant up", lambda: run_logged(spec.name, ["vagrant", "up", *wanted], env, up))
     hosts = parse_ssh_config(
-        _vagrant(vagrant_dir, spec.nodes, ["ssh-config", *sorted(wanted)], STATUS_TIMEOUT_S)
+        host_run(["vagrant", "ssh-config", *wanted], timeout=STATUS_TIMEOUT_S, env=env).stdout
     )
     known_hosts = str(cluster_dir(spec.name) / "known_hosts")
     nodes = nodes_from_ssh_config(hosts, spec.name, _subnet(), known_hosts)
-    state = {"vagrant_dir": str(vagrant_dir), "subnet": _subnet()}
-    return remote.provision(spec, nodes, pin_to=known_hosts, state=state)
+    state = {"vagrant_dir": str(vagrant_dir), "subnet": _subnet(), "driver": driver}
+    cluster = remote.provision(spec, nodes, pin_to=known_hosts, state=state)
+    scale = guest_speed.measure(cluster)
+    for n in cluster.nodes:
+        n.time_scale = scale
+    cluster.backend_state["time_scale"] = scale
+    cluster.save()
+    log.info("cluster %s: guests run %.1fx slower than the host; timeouts scaled", spec.name, scale)
+    return cluster
+
+
+def build_box(vagrant_dir: Path) -> None:
+    """Build and register the local box (a no-op when this version is registered)."""
+    script = vagrant_dir / "build-box.sh"
+    if not script.is_file():
+        script = DEFAULT_VAGRANT_DIR / "build-box.sh"
+    out = host_run(["bash", str(script)], timeout=BOX_BUILD_TIMEOUT_S)
+    log.info("%s", out.stdout.strip().splitlines()[-1] if out.stdout.strip() else "box ready")
+
+
+def run_logged(cluster: str, args: list[str], env: dict[str, str], timeout: float) -> None:
+    """Run a long vagrant command with its output in the cluster's vagrant.log and
+    its pid in vagrant.pid, so ``cluster down`` can stop it if the harness dies."""
+    state = cluster_dir(cluster)
+    state.mkdir(parents=True, exist_ok=True)
+    with open(state / "vagrant.log", "ab") as out:
+        proc = subprocess.Popen(
+            args, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+        procs.write_pid_record(state / "vagrant.pid", proc.pid)
+        try:
+            code = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            procs.stop_group(proc.pid)
+            raise HarnessError(
+                f"`{' '.join(args)}` did not finish within {timeout:.0f}s; see {state}/vagrant.log"
+            ) from None
+        finally:
+            (state / "vagrant.pid").unlink(missing_ok=True)
+    if code != 0:
+        raise HarnessError(f"`{' '.join(args)}` exited {code}: {_tail(state / 'vagrant.log')}")
+
+
+def _tail(path: Path, lines: int = 5) -> str:
+    text = path.read_text(errors="replace").replace("\r", "\n")
+    return " | ".join(line.strip() for line in text.splitlines()[-lines:] if line.strip())
+
+
+def _timed(what: str, fn: Any) -> None:
+    started = time.monotonic()
+    fn()
+    log.info("%s: %.0fs", what, time.monotonic() - started)
 
 
 def destroy(cluster: Cluster) -> list[str]:
-    """Clean root_dir on the VMs; the VMs stay (``vagrant destroy`` removes them)."""
-    return remote.teardown(cluster)
+    """Stop a running ``vagrant up``, clean the nodes, destroy the VMs and every
+    libvirt object of the cluster, then forget it."""
+    removed = []
+    pid_file = cluster.state_dir / "vagrant.pid"
+    stopped = procs.stop_recorded(pid_file)
+    if stopped:
+        removed.append(f"vagrant process {stopped}")
+    if cluster.nodes:
+        try:
+            removed.extend(remote.teardown_nodes(cluster))
+        except HarnessError as e:  # the VMs go anyway; their root_dir with them
+            log.warning("%s", e)
+    vagrant_dir = Path(cluster.backend_state.get("vagrant_dir") or DEFAULT_VAGRANT_DIR)
+    spec = ClusterSpec(name=cluster.name, backend="vagrant", nodes=max(1, len(cluster.nodes)))
+    if (cluster.state_dir / "vagrant").is_dir() and (vagrant_dir / "Vagrantfile").is_file():
+        env = vagrant_env(spec, vagrant_dir)
+        env["KC_NODES"] = "9"  # every machine this dot dir may know of
+        res = host_run(
+            ["vagrant", "destroy", "-f"], timeout=DESTROY_TIMEOUT_S, env=env, check=False
+        )
+        if res.returncode == 0:
+            removed.append("vagrant machines")
+        else:
+            log.warning("vagrant destroy exited %d: %s", res.returncode, res.stderr.strip()[-300:])
+    if shutil.which("virsh"):
+        removed.extend(libvirt_host.remove(libvirt_host.cluster_names(cluster.name)))
+    cluster.close()
+    shutil.rmtree(cluster.state_dir, ignore_errors=True)
+    removed.append(f"cluster dir {cluster.state_dir}")
+    return removed

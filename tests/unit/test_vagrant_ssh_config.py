@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-from pathlib import Path
-
 import pytest
 
 from harness.backends.vagrant import (
@@ -164,23 +159,3 @@ def test_machines_must_follow_the_vagrantfile_naming() -> None:
 def test_status_states() -> None:
     assert parse_status(STATUS) == {"n1": "running", "n2": "shutoff"}
 
-
-VAGRANT_DIR = Path(__file__).resolve().parents[2] / "vagrant"
-
-
-@pytest.mark.parametrize(("nodes", "ok"), [("3", True), ("5", True), ("0", False)])
-def test_vagrantfile_validates(nodes: str, ok: bool) -> None:
-    if shutil.which("vagrant") is None:
-        pytest.skip("vagrant is not installed (apt-get install vagrant)")
-    out = subprocess.run(
-        ["vagrant", "validate"],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env={**os.environ, "VAGRANT_CWD": str(VAGRANT_DIR), "KC_NODES": nodes},
-    )
-    if ok:
-        assert out.returncode == 0 and "validated successfully" in out.stdout, out.stderr
-    else:
-        assert out.returncode != 0
-        assert "KC_NODES must be between 1 and 9, got 0" in out.stdout + out.stderr
