@@ -262,7 +262,7 @@ def _execute(spec: TestSpec, run: RunDir) -> bool:
                     while not stop.is_set() and time.monotonic() < deadline:
                         stop.wait(min(1.0, max(0.0, deadline - time.monotonic())))
                 finally:
-                    _end_phase(nemesis, workload, hurry=stop.is_set())
+                    _end_phase(nemesis, workload, stop.is_set(), cluster.time_scale)
                     signals.watched = False
                 if stop.is_set():
                     return True
@@ -291,7 +291,7 @@ def _execute(spec: TestSpec, run: RunDir) -> bool:
     return False
 
 
-def _end_phase(nemesis: Any, workload: Any, hurry: bool) -> None:
+def _end_phase(nemesis: Any, workload: Any, hurry: bool, time_scale: float = 1.0) -> None:
     """End faults and workload together, each bounded.
 
     The heal runs beside the workload's stop, not after it: sends stop at the
@@ -308,9 +308,10 @@ def _end_phase(nemesis: Any, workload: Any, hurry: bool) -> None:
     summary = _guarded("stop workload", workload.stop, hurry=hurry)
     if summary is not None:
         log.info("workload summary: %s", summary)
-    healer.join(HEAL_WATCHDOG_S)
+    watchdog_s = HEAL_WATCHDOG_S * time_scale  # slow guests heal slowly
+    healer.join(watchdog_s)
     if healer.is_alive():
-        log.error("healing still running after %.0fs; going on without it", HEAL_WATCHDOG_S)
+        log.error("healing still running after %.0fs; going on without it", watchdog_s)
 
 
 def _collect_logs(cluster: Cluster, run: RunDir) -> None:

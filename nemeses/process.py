@@ -104,6 +104,7 @@ def wait_back_in_isr(cluster: Cluster, node: Node, timeout_s: float) -> None:
     from harness import admin
 
     bootstrap = cluster.bootstrap_servers()
+    timeout_s *= cluster.time_scale  # a broker under emulation starts many times slower
     deadline = time.monotonic() + timeout_s
     last = "not checked yet"
     while time.monotonic() < deadline:

@@ -161,7 +161,7 @@ class NemesisRunner:
         extra: dict[str, Any] = {}
         try:
             outcome = retry_until(
-                HEAL_DEADLINE_S,
+                HEAL_DEADLINE_S * self.cluster.time_scale,
                 f"heal of {op.f} #{op.id}",
                 self._stop_heal,
                 lambda: heal(self.cluster, op),
@@ -289,6 +289,7 @@ def heal_cluster(
     none goes unnoticed.
     """
     matcher = partition.tag_matcher(None if every_tag else cluster.name)
+    deadline_s *= cluster.time_scale  # slow guests (VMs under emulation) take longer
 
     def heal_node(node: Node) -> tuple[list[str], list[str]]:
         done: list[str] = []

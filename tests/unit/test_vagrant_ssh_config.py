@@ -158,4 +158,3 @@ def test_machines_must_follow_the_vagrantfile_naming() -> None:
 
 def test_status_states() -> None:
     assert parse_status(STATUS) == {"n1": "running", "n2": "shutoff"}
-

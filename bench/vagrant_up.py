@@ -1,0 +1,114 @@
+"""Vagrant VMs against local namespaces, side by side in one run.
+
+Prints, for each backend: the time to bring up 3 nodes, the time from nodes
+to 3 healthy brokers, a whole default chaos run on them (``kafka-chaos run``
+with its default workload and faults), and ``cluster down``; for Vagrant also
+the box build from scratch (debootstrap into a fresh cache) and the measured
+guest slowdown.  Ratios are VM time over local time.
+
+    python bench/vagrant_up.py [--time-limit 60] [--keep-box-cache]
+
+Needs ``./setup.sh --vagrant`` first.  Creates and destroys its own clusters
+(``bench-vm``, ``bench-local``); runs go to ``store-bench/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from harness import distribution, kafka_db
+from harness.backends import create_cluster, destroy_cluster
+from harness.errors import HarnessError
+from harness.options import build_spec
+from harness.run import run_test
+from harness.spec import NEWEST_KAFKA, ClusterSpec
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def box_build_s(keep_cache: bool) -> float:
+    """Build the box from scratch (a fresh cache) and register it; seconds."""
+    env = dict(os.environ)
+    with tempfile.TemporaryDirectory(prefix="kc-box-") as cache:
+        if not keep_cache:
+            env["KC_BOX_CACHE"] = cache
+        t0 = time.monotonic()
+        subprocess.run(
+            ["bash", str(ROOT / "vagrant" / "build-box.sh"), "--force"], env=env, check=True
+        )
+        return time.monotonic() - t0
+
+
+def measure(backend: str, name: str, time_limit: float, store: Path) -> dict[str, float]:
+    """Seconds for nodes up, Kafka healthy, a default run and cluster down."""
+    spec = ClusterSpec(name=name, backend=backend, nodes=3, kafka_version=NEWEST_KAFKA)
+    destroy_cluster(name)
+    figures: dict[str, float] = {}
+    t0 = time.monotonic()
+    cluster = create_cluster(spec)
+    try:
+        figures["nodes"] = time.monotonic() - t0
+        figures["scale"] = cluster.time_scale
+        t1 = time.monotonic()
+        kafka_db.start_cluster(cluster, spec)
+        figures["kafka"] = time.monotonic() - t1
+        run_spec = build_spec(
+            {"cluster": {"name": name, "backend": backend}, "time_limit_s": time_limit}
+        )
+        t2 = time.monotonic()
+        outcome = run_test(run_spec, store=store)
+        figures["run"] = time.monotonic() - t2
+        print(f"{backend}: run verdict {outcome.verdict}, report {outcome.report}", flush=True)
+    finally:
+        cluster.close()
+        t3 = time.monotonic()
+        destroy_cluster(name)
+        figures["down"] = time.monotonic() - t3
+    return figures
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--time-limit", type=float, default=60.0)
+    parser.add_argument("--store", type=Path, default=Path("store-bench"))
+    parser.add_argument(
+        "--keep-box-cache", action="store_true", help="time a rebuild from the cached tree"
+    )
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    for noisy in ("harness.backends.vagrant", "harness.backends.libvirt_host"):
+        logging.getLogger(noisy).setLevel(logging.INFO)
+    distribution.fetch(NEWEST_KAFKA)  # warm cache: not part of the measurement
+    build = box_build_s(args.keep_box_cache)
+    print(f"box build ({'cached tree' if args.keep_box_cache else 'from scratch'}): {build:.0f}s")
+    try:
+        vm = measure("vagrant", "bench-vm", args.time_limit, args.store)
+        local = measure("local", "bench-local", args.time_limit, args.store)
+    except HarnessError as e:
+        print(f"vagrant_up: {e}", file=sys.stderr)
+        return 1
+    print(f"guest slowdown measured by the harness: {vm['scale']:.1f}x")
+    print(f"{'step':<28}{'vagrant':>10}{'local':>10}{'ratio':>8}")
+    for key, label in (
+        ("nodes", "3 nodes up"),
+        ("kafka", "3 brokers healthy"),
+        ("run", f"default run ({args.time_limit:.0f} s)"),
+        ("down", "cluster down"),
+    ):
+        ratio = vm[key] / local[key] if local[key] > 0 else float("nan")
+        print(f"{label:<28}{vm[key]:>9.0f}s{local[key]:>9.1f}s{ratio:>7.1f}x")
+    total_vm = sum(vm[k] for k in ("nodes", "kafka", "run", "down"))
+    total_local = sum(local[k] for k in ("nodes", "kafka", "run", "down"))
+    print(f"{'total':<28}{total_vm:>9.0f}s{total_local:>9.1f}s{total_vm / total_local:>7.1f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
