@@ -91,11 +91,56 @@ def kernel_runs(accel: str, kernel: str, timeout_s: float = PROBE_TIMEOUT_S) -> 
 
 
 def choose_driver() -> str:
-    """``kvm`` when a guest kernel really runs under KVM here, else ``qemu`` (TCG)."""
+    """``kvm`` when a guest kernel really runs under KVM here, else ``qemu`` (TCG).
+
+    The answer is kept until the host reboots (its boot id changes): the
+    trial costs up to ``PROBE_TIMEOUT_S`` when KVM does not work.
+    """
     forced = os.environ.get("KC_LIBVIRT_DRIVER")
     if forced:
         log.info("libvirt driver %s (KC_LIBVIRT_DRIVER)", forced)
         return forced
+    remembered = _remembered_driver()
+    if remembered:
+        log.info("libvirt driver %s (tried since the host booted)", remembered)
+        return remembered
+    driver = _try_drivers()
+    if driver == "qemu" or probe_kernel() is not None:  # "kvm" untried is only a guess
+        _remember_driver(driver)
+    return driver
+
+
+def _boot_id() -> str:
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
+    except OSError:
+        return "unknown"
+
+
+def _driver_file() -> str:
+    return os.path.join(BOX_CACHE, "driver")
+
+
+def _remembered_driver() -> str | None:
+    try:
+        with open(_driver_file()) as f:
+            boot, driver = f.read().split()
+    except (OSError, ValueError):
+        return None
+    return driver if boot == _boot_id() and driver in ("kvm", "qemu") else None
+
+
+def _remember_driver(driver: str) -> None:
+    try:
+        os.makedirs(BOX_CACHE, exist_ok=True)
+        with open(_driver_file(), "w") as f:
+            f.write(f"{_boot_id()} {driver}\n")
+    except OSError as e:
+        log.debug("could not remember the libvirt driver: %s", e)
+
+
+def _try_drivers() -> str:
     if not os.path.exists("/dev/kvm"):
         log.info("libvirt driver qemu: no /dev/kvm, guests run under software emulation (TCG)")
         return "qemu"
