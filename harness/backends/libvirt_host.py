@@ -19,6 +19,7 @@ The names are matched whole: cluster ``a`` never claims cluster ``a-n1``'s.
 from __future__ import annotations
 
 import glob
+import ipaddress
 import logging
 import os
 import re
@@ -34,6 +35,7 @@ log = logging.getLogger(__name__)
 URI = "qemu:///system"
 DAEMON_START_S = 30.0
 PROBE_TIMEOUT_S = 20.0
+GUARD_METRIC = "4000"
 BOX_CACHE = os.environ.get("KC_BOX_CACHE", "/var/cache/kafka-chaos/box")
 # What a kernel prints once it runs, under any accelerator.
 _KERNEL_RAN = (b"Kernel panic", b"Linux version")
@@ -203,6 +205,45 @@ def remove(names: re.Pattern[str]) -> list[str]:
     if still:
         raise HarnessError(f"libvirt objects remain after removal: {still}")
     return removed
+
+
+def guard_prefix(subnet: str) -> str:
+    """The blackhole that covers a guest network's /24 ``subnet`` (``a.b.c``).
+
+    It is one bit wider than the network: libvirt refuses to create a network
+    whose exact prefix already has a route ("already in use by interface *"),
+    and the network's own /24 route beats a /23 while the network exists.
+    """
+    return str(ipaddress.ip_network(f"{subnet}.0/24").supernet(new_prefix=23))
+
+
+def add_guard_routes(subnets: list[str]) -> list[str]:
+    """Make each guest network unreachable except through its libvirt bridge.
+
+    Without this, a packet for a VM address sent while the bridge is down (before
+    ``vagrant up`` made it, or after ``cluster down`` removed it) would follow the
+    default route off this machine.  Returns the guards, for ``remove_guard_routes``.
+    """
+    guards = sorted({guard_prefix(s) for s in subnets})
+    for guard in guards:
+        if not _guard_present(guard):
+            host_run(["ip", "route", "add", "unreachable", guard, "metric", GUARD_METRIC])
+    return guards
+
+
+def remove_guard_routes(guards: list[str], keep: set[str] = frozenset()) -> list[str]:
+    """Remove the guards not in ``keep`` (another cluster's); what was removed."""
+    removed = []
+    for guard in guards:
+        if guard not in keep and _guard_present(guard):
+            host_run(["ip", "route", "del", "unreachable", guard, "metric", GUARD_METRIC])
+            removed.append(f"guard route {guard}")
+    return removed
+
+
+def _guard_present(guard: str) -> bool:
+    out = host_run(["ip", "route", "show", "table", "main", "exact", guard]).stdout
+    return any(line.startswith("unreachable") for line in out.splitlines())
 
 
 def _names(text: str) -> list[str]:

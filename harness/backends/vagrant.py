@@ -12,6 +12,7 @@ vagrant command so the two sides cannot disagree.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -34,6 +35,7 @@ log = logging.getLogger(__name__)
 
 REMOTE_ROOT = "/var/lib/kafka-chaos"
 DEFAULT_SUBNET = "192.168.56"
+DEFAULT_MGMT_SUBNET = "192.168.121"  # Vagrant's management network (DHCP)
 DEFAULT_VAGRANT_DIR = Path(__file__).resolve().parents[2] / "vagrant"
 LOCAL_BOX = "kafka-chaos/bookworm"  # built by vagrant/build-box.sh
 STATUS_TIMEOUT_S = 180.0
@@ -157,6 +159,7 @@ def vagrant_env(spec: ClusterSpec, vagrant_dir: Path, driver: str | None = None)
         **os.environ,
         "KC_NODES": str(spec.nodes),
         "KC_SUBNET": _subnet(),
+        "KC_MGMT_SUBNET": _mgmt_subnet(),
         "KC_CLUSTER": spec.name,
         "KC_BOX": box_name(),
         "VAGRANT_CWD": str(vagrant_dir),
@@ -176,6 +179,15 @@ def box_name() -> str:
 
 def _subnet() -> str:
     return os.environ.get("KC_SUBNET", DEFAULT_SUBNET)
+
+
+def _mgmt_subnet() -> str:
+    return os.environ.get("KC_MGMT_SUBNET", DEFAULT_MGMT_SUBNET)
+
+
+def _guards() -> list[str]:
+    """The blackhole routes that keep both guest networks on this machine."""
+    return sorted({libvirt_host.guard_prefix(s) for s in (_subnet(), _mgmt_subnet())})
 
 
 def _vagrant_dir(spec: ClusterSpec) -> Path:
@@ -199,15 +211,19 @@ def create(spec: ClusterSpec) -> Cluster:
     and removes what libvirt already holds.
     """
     vagrant_dir = _vagrant_dir(spec)
+    libvirt = _libvirt(vagrant_env(spec, vagrant_dir))
+    guards = _guards() if libvirt else []
     Cluster(
         name=spec.name,
         backend=spec.backend,
         nodes=[],
         kafka_version=spec.kafka_version,
         mode=spec.mode,
-        backend_state={"vagrant_dir": str(vagrant_dir), "phase": "vagrant up"},
+        backend_state={"vagrant_dir": str(vagrant_dir), "phase": "vagrant up", "guards": guards},
     ).save()
     try:
+        if libvirt:
+            libvirt_host.add_guard_routes([_subnet(), _mgmt_subnet()])
         return _create(spec, vagrant_dir)
     except BaseException:
         log.warning("cluster %s: vagrant up failed; `cluster down` removes what it made", spec.name)
@@ -231,7 +247,12 @@ def _create(spec: ClusterSpec, vagrant_dir: Path) -> Cluster:
     )
     known_hosts = str(cluster_dir(spec.name) / "known_hosts")
     nodes = nodes_from_ssh_config(hosts, spec.name, _subnet(), known_hosts)
-    state = {"vagrant_dir": str(vagrant_dir), "subnet": _subnet(), "driver": driver}
+    state = {
+        "vagrant_dir": str(vagrant_dir),
+        "subnet": _subnet(),
+        "driver": driver,
+        "guards": _guards() if _libvirt(env) else [],
+    }
     cluster = remote.provision(spec, nodes, pin_to=known_hosts, state=state)
     scale = guest_speed.measure(cluster)
     for n in cluster.nodes:
@@ -313,7 +334,27 @@ def destroy(cluster: Cluster) -> list[str]:
             log.warning("vagrant destroy exited %d: %s", res.returncode, res.stderr.strip()[-300:])
     if shutil.which("virsh"):
         removed.extend(libvirt_host.remove(libvirt_host.cluster_names(cluster.name)))
+    removed.extend(
+        libvirt_host.remove_guard_routes(
+            cluster.backend_state.get("guards", []), keep=_guards_of_other_clusters(cluster.name)
+        )
+    )
     cluster.close()
     shutil.rmtree(cluster.state_dir, ignore_errors=True)
     removed.append(f"cluster dir {cluster.state_dir}")
     return removed
+
+
+def _guards_of_other_clusters(name: str) -> set[str]:
+    """Guard routes another vagrant cluster still relies on (two clusters' subnets
+    may share one /23)."""
+    keep: set[str] = set()
+    for other in cluster_dir(name).parent.glob("*/cluster.json"):
+        if other.parent.name == name:
+            continue
+        try:
+            state = json.loads(other.read_text()).get("backend_state", {})
+        except (OSError, json.JSONDecodeError):
+            continue
+        keep.update(state.get("guards", []))
+    return keep

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.backends import guest_speed, procs
+from harness.backends import guest_speed, libvirt_host, procs
 from harness.backends.libvirt_host import cluster_names
 from harness.backends.vagrant import vagrant_env
 from harness.node import Node, SSHTarget
@@ -107,3 +107,29 @@ def test_vagrant_runs_with_the_clusters_names_and_its_own_machine_records(
     assert env["KC_CLUSTER"] == "vm1" and env["KC_NODES"] == "3"
     assert env["KC_LIBVIRT_DRIVER"] == "qemu" and env["KC_BOX"] == "kafka-chaos/bookworm"
     assert env["VAGRANT_DOTFILE_PATH"] == str(tmp_path / "clusters" / "vm1" / "vagrant")
+
+
+@pytest.mark.parametrize(
+    ("subnet", "guard"),
+    [("192.168.56", "192.168.56.0/23"), ("192.168.121", "192.168.120.0/23")],
+)
+def test_a_guard_covers_its_network_one_bit_wider(subnet: str, guard: str) -> None:
+    assert libvirt_host.guard_prefix(subnet) == guard
+
+
+def _reachable(address: str) -> bool:
+    return subprocess.run(["ip", "route", "get", address], capture_output=True).returncode == 0
+
+
+def test_guard_routes_blackhole_a_guest_network_until_removed() -> None:
+    guards = libvirt_host.add_guard_routes(["192.168.250", "192.168.251"])
+    try:
+        assert guards == ["192.168.250.0/23"]  # both /24s share one guard, added once
+        assert libvirt_host.add_guard_routes(["192.168.250"]) == guards  # idempotent
+        assert not _reachable("192.168.251.7")  # never off this machine
+        assert libvirt_host.remove_guard_routes(guards, keep=set(guards)) == []
+        assert not _reachable("192.168.250.7")  # another cluster still relies on it
+    finally:
+        removed = libvirt_host.remove_guard_routes(guards)
+    assert removed == ["guard route 192.168.250.0/23"]
+    assert libvirt_host.remove_guard_routes(guards) == []

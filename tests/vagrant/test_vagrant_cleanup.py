@@ -47,6 +47,8 @@ def test_cluster_down_after_sigkill_during_vagrant_up_leaves_nothing() -> None:
     assert not os.path.exists(f"/proc/{vagrant_pid}") or _zombie(vagrant_pid)
     assert libvirt_host.leftovers(names) == {"domains": [], "volumes": [], "networks": []}
     assert not cluster_dir(NAME).exists()
+    routes = subprocess.run(["ip", "route"], capture_output=True, text=True).stdout
+    assert "192.168.58.0/23" not in routes and "192.168.122.0/23" not in routes, routes
 
 
 def _zombie(pid: int) -> bool:
