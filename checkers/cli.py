@@ -84,8 +84,8 @@ def print_summary(results: dict[str, Any]) -> None:
             f"send rate {avail['send_rate']}/s, poll rate {avail['poll_rate']}/s, "
             f"longest gap {avail['longest_gap_s']} s at {avail['longest_gap_start_s']} s"
         )
-    for line in summary_lines(results):
-        console.print(line, markup=False)
+    for line in summary_lines(results):  # unwrapped: one reason, one line, even on a narrow tty
+        console.print(line, markup=False, soft_wrap=True)
     console.print(answer_line(results), markup=False)
     console.print(f"final drain: {results['final_drain']}   verdict: [bold]{results['verdict']}")
 

@@ -324,18 +324,27 @@ def unknown_reasons(checks: dict[str, dict[str, Any]], evidence: dict[str, int])
                 f"all {n} fault(s) failed to take effect (each carries an error): "
                 "the run never tested the faults it planned"
             )
-    undecided = sorted(n for n, c in checks.items() if c["valid"] == "unknown")
-    for name in undecided:
-        reasons.append(
-            f"{name}: {checks[name]['count']} acknowledged value(s) never read and no "
-            "complete final drain to prove them gone"
-            if name == "unseen"
-            else f"{name}: {checks[name]['count']} input(s) not seen exactly once in the output "
-            "and no final drain to prove it"
-            if name == "exactly-once"
-            else f"{name}: {checks[name].get('reason') or 'the check could not decide'}"
-        )
+    # Checks undecided for one shared reason (the six cycle checks when Elle is
+    # missing) make one line naming them all, not one line each.
+    by_reason: dict[str, list[str]] = {}
+    for name in sorted(n for n, c in checks.items() if c["valid"] == "unknown"):
+        by_reason.setdefault(_undecided_reason(name, checks[name]), []).append(name)
+    reasons.extend(f"{', '.join(names)}: {reason}" for reason, names in by_reason.items())
     return reasons
+
+
+def _undecided_reason(name: str, check: dict[str, Any]) -> str:
+    if name == "unseen":
+        return (
+            f"{check['count']} acknowledged value(s) never read and no complete final drain "
+            "to prove them gone"
+        )
+    if name == "exactly-once":
+        return (
+            f"{check['count']} input(s) not seen exactly once in the output and no final "
+            "drain to prove it"
+        )
+    return check.get("reason") or "the check could not decide"
 
 
 def verdict(checks: dict[str, dict[str, Any]], reasons: list[str] | tuple[str, ...] = ()) -> str:

@@ -177,3 +177,31 @@ def test_cut_short_last_line_is_skipped(spark, tmp_path, capsys):
 def test_missing_run_dir_history_is_a_harness_error(tmp_path, capsys):
     assert main(["check", str(tmp_path)]) == 3
     assert "no history.jsonl" in capsys.readouterr().err
+
+
+def test_without_elle_a_txn_history_is_never_valid_and_says_why_in_one_line(
+    spark, tmp_path, capsys, monkeypatch
+):
+    """A machine that cannot resolve Elle (here: an empty cache and no `mvn` on
+    PATH) still runs every other check, but the cycle checks are unknown, so the
+    verdict is unknown, and the reason is one line naming all six checks."""
+    from checkers.builder import history_lines
+    from checkers.results import CYCLE_CHECKS
+    from checkers.synthetic_txn import generate
+
+    h = generate(seed=11, txns=40)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "history.jsonl").write_text("".join(line + "\n" for line in history_lines(h.ops)))
+    (run / "config.json").write_text(json.dumps(h.config))
+    monkeypatch.setenv("KAFKA_CHAOS_CACHE", str(tmp_path / "empty-cache"))
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert main(["check", str(run)]) == 2
+    out = capsys.readouterr().out
+    results = json.loads((run / "results.json").read_text())
+    assert results["verdict"] == "unknown"
+    assert {results["checks"][c]["valid"] for c in CYCLE_CHECKS} == {"unknown"}
+    elle_lines = [line for line in out.splitlines() if "Elle" in line]
+    assert len(elle_lines) == 1, out
+    assert "`mvn` is not installed" in elle_lines[0]
+    assert all(c in elle_lines[0] for c in CYCLE_CHECKS), elle_lines[0]
