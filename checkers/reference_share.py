@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from checkers.results import SHARE_CHECKS
-from checkers.share_events import Ack, Delivery, ShareEvents
+from checkers.share_events import Ack, Delivery, Record, ShareEvents
 
 FINAL_ACKS = ("accept", "reject")
 
@@ -193,3 +193,64 @@ def _lost(ev, by_record, acks, limit, out: ShareFindings) -> None:
                     "indices": [send["index"], *[d.index for d in ds[:5]]],
                 }  # fmt: skip
             )
+
+
+def share_stats(ev: ShareEvents) -> dict[str, Any]:
+    """The share statistics (checkers/share_checks.share_stats), plainly: per group, how
+    long acknowledged records waited for their first delivery, and per crash how many
+    records the crashed member held (its latest delivery before the crash, never acked
+    by it, not taken by another member in between) and how soon they came back."""
+    from checkers.reference_stats import rank_percentile
+
+    ms = 1e-6
+    first: dict[tuple[str, Record], int] = {}
+    for d in ev.deliveries:
+        key = (d.group, d.record)
+        first[key] = min(first.get(key, d.time), d.time)
+    acked_at: dict[Record, list[int]] = defaultdict(list)
+    for line in ev.sends.values():
+        v = line["value"]
+        acked_at[(v["topic"], v["partition"], v["offset"])].append(line["time"])
+    waits: dict[str, list[float]] = defaultdict(list)
+    for (group, record), at in first.items():
+        for acked in acked_at.get(record, []):
+            waits[group].append((at - acked) * ms)
+    out: dict[str, Any] = {
+        group: {
+            "wait_for_first_delivery": {
+                "records": len(w),
+                "p50_ms": rank_percentile(w, 0.5),
+                "p99_ms": rank_percentile(w, 0.99),
+                "max_ms": max(w),
+            },
+            "crashes": [],
+        }
+        for group, w in waits.items()
+    }
+    by_record: dict[tuple[str, Record], list[Delivery]] = defaultdict(list)
+    for d in ev.deliveries:
+        by_record[(d.group, d.record)].append(d)
+    acked_by = {(a.group, a.record, a.process) for a in ev.acks}
+    per_crash: dict[tuple[str, int, int], list[int | None]] = defaultdict(list)
+    for (group, record), ds in by_record.items():
+        for process, crashed in ev.crashes.items():
+            mine = [d.time for d in ds if d.process == process and d.time <= crashed]
+            if not mine or (group, record, process) in acked_by:
+                continue
+            since = max(mine)
+            if any(d.process != process and since < d.time <= crashed for d in ds):
+                continue  # another member took it before the crash: not held then
+            again = [d.time for d in ds if d.time > crashed]
+            per_crash[(group, process, crashed)].append(min(again) if again else None)
+    for (group, process, crashed), agains in sorted(per_crash.items(), key=lambda kv: kv[0][2]):
+        back = [(a - crashed) * ms for a in agains if a is not None]
+        entry = out.setdefault(group, {"wait_for_first_delivery": None, "crashes": []})
+        entry["crashes"].append(
+            {
+                "process": str(process),
+                "held": len(agains),
+                "delivered_again": len(back),
+                "redelivered_within_ms": max(back, default=None),
+            }
+        )
+    return out

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from checkers.builder import write_histories
 from checkers.reference_share import judge_share as reference
+from checkers.reference_share import share_stats as reference_stats
 from checkers.share_checks import judge_share
 from checkers.share_events import share_events
 from checkers.synthetic_share import KINDS, generate
@@ -55,7 +56,7 @@ def test_spark_agrees_with_the_reference_on_every_history(spark, tmp_path) -> No
         pytest.skip("run together with the reference property test")
     histories = [generate(hid, kind, s).ops for hid, (kind, s) in enumerate(COLLECTED)]
     path = write_histories(tmp_path / "share.jsonl", histories)
-    anomalies, tallies, incomplete, _ = judge_share(spark, path, examples=None)
+    anomalies, tallies, incomplete, stats = judge_share(spark, path, examples=None)
     by_history: dict[int, Counter] = {hid: Counter() for hid in range(len(COLLECTED))}
     for check, (count, examples) in anomalies.items():
         assert count == len(examples)
@@ -74,6 +75,18 @@ def test_spark_agrees_with_the_reference_on_every_history(spark, tmp_path) -> No
     refs = [reference(share_events(ops)) for ops in histories]
     assert tallies.get("undecided", 0) == sum(r.undecided for r in refs) > 0
     assert tallies.get("at-limit", 0) == sum(r.at_limit for r in refs) > 0
+    # The statistics too: waits for a first delivery and redelivery after crashes.
+    want = reference_stats(share_events(op for ops in histories for op in ops))
+    assert _by_process(stats) == _by_process(want)
+    assert sum(len(g["crashes"]) for g in want.values()) > 0
+
+
+def _by_process(stats: dict) -> dict:
+    """Crashes at the same moment in a stable order (Spark orders them by time only)."""
+    return {
+        group: {**g, "crashes": sorted(g["crashes"], key=lambda c: c["process"])}
+        for group, g in stats.items()
+    }
 
 
 @pytest.mark.parametrize(
