@@ -35,6 +35,24 @@ FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 FAKETIME_CACHE_DURATION = 0
 FAKETIME_REFRESH_S = 1.0
 
+# Failure detection that a healthy but slow guest (a VM under software
+# emulation, 10-20x slower than the host) would trip: a quorum election every
+# second, a broker declared dead, a follower dropped from the ISR.  These are
+# multiplied by the cluster's measured slowdown (``Cluster.time_scale``), which
+# is 1 on local namespaces and real hosts, so their configs do not change.
+SCALED_WITH_GUEST_SPEED = (
+    "replica.lag.time.max.ms",
+    "broker.session.timeout.ms",
+    "broker.heartbeat.interval.ms",
+    "controller.quorum.election.timeout.ms",
+    "controller.quorum.fetch.timeout.ms",
+    "controller.quorum.request.timeout.ms",
+    "initial.broker.registration.timeout.ms",
+    "zookeeper.session.timeout.ms",
+    "zookeeper.connection.timeout.ms",
+    "tickTime",
+)
+
 KAFKA_MAIN = "kafka.Kafka"
 ZOOKEEPER_MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 
@@ -63,6 +81,16 @@ def render_properties(props: Mapping[str, object]) -> str:
             raise ConfigError(f"broker config {key!r}: values must be single-line")
         lines.append(f"{key}={text}")
     return "\n".join(lines) + "\n"
+
+
+def scaled_for_guest_speed(props: dict[str, object], scale: float) -> dict[str, object]:
+    """``props`` with the failure-detection timings multiplied by ``scale`` (>= 1)."""
+    if scale <= 1.0:
+        return props
+    return {
+        k: int(int(str(v)) * scale) if k in SCALED_WITH_GUEST_SPEED else v
+        for k, v in props.items()
+    }
 
 
 def _common_broker_props(node: Node, n_nodes: int) -> dict[str, object]:
@@ -98,7 +126,10 @@ def _common_broker_props(node: Node, n_nodes: int) -> dict[str, object]:
 
 
 def kraft_server_properties(
-    node: Node, nodes: Sequence[Node], overrides: Mapping[str, str] | None = None
+    node: Node,
+    nodes: Sequence[Node],
+    overrides: Mapping[str, str] | None = None,
+    scale: float = 1.0,
 ) -> str:
     """Combined broker+controller node with a static quorum of all nodes."""
     voters = ",".join(f"{n.node_id}@{n.address}:{CONTROLLER_PORT}" for n in nodes)
@@ -116,13 +147,22 @@ def kraft_server_properties(
         "broker.session.timeout.ms": 6000,
         "broker.heartbeat.interval.ms": 1000,
         "unclean.leader.election.interval.ms": 1000,
+        # Kafka's defaults, stated so that slow guests can scale them.
+        "controller.quorum.election.timeout.ms": 1000,
+        "controller.quorum.fetch.timeout.ms": 2000,
+        "controller.quorum.request.timeout.ms": 2000,
+        "initial.broker.registration.timeout.ms": 60000,
     }
+    props = scaled_for_guest_speed(props, scale)
     props.update(overrides or {})
     return render_properties(props)
 
 
 def zk_server_properties(
-    node: Node, nodes: Sequence[Node], overrides: Mapping[str, str] | None = None
+    node: Node,
+    nodes: Sequence[Node],
+    overrides: Mapping[str, str] | None = None,
+    scale: float = 1.0,
 ) -> str:
     """A ZooKeeper-mode broker talking to the ensemble on the same nodes."""
     props: dict[str, object] = {
@@ -132,6 +172,7 @@ def zk_server_properties(
         "zookeeper.session.timeout.ms": 6000,
         "zookeeper.connection.timeout.ms": 10000,
     }
+    props = scaled_for_guest_speed(props, scale)
     props.update(overrides or {})
     return render_properties(props)
 
@@ -148,8 +189,9 @@ def zookeeper_myid(node: Node, nodes: Sequence[Node]) -> int:
     raise ConfigError(f"node {node.name!r} is not one of the cluster's nodes")
 
 
-def zookeeper_properties(node: Node, nodes: Sequence[Node]) -> str:
-    """One member of a ZooKeeper ensemble spanning all nodes."""
+def zookeeper_properties(node: Node, nodes: Sequence[Node], scale: float = 1.0) -> str:
+    """One member of a ZooKeeper ensemble spanning all nodes (its tick, and so the
+    longest session it grants, scaled like the brokers' session timeout)."""
     props: dict[str, object] = {
         "dataDir": node.path("data", "zookeeper"),
         "clientPort": ZOOKEEPER_PORT,
@@ -163,7 +205,7 @@ def zookeeper_properties(node: Node, nodes: Sequence[Node]) -> str:
     }
     for i, n in enumerate(nodes, start=1):
         props[f"server.{i}"] = f"{n.address}:{ZK_PEER_PORT}:{ZK_ELECTION_PORT}"
-    return render_properties(props)
+    return render_properties(scaled_for_guest_speed(props, scale))
 
 
 def logging_config(version: str, log_file: str | None) -> str:

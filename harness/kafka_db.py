@@ -349,9 +349,12 @@ def node_files(
         f"{cfg}/tools-log.properties": kc.logging_config(version, None),
         f"{cfg}/kafka-log.properties": kc.logging_config(version, node.path("logs", "server.log")),
     }
+    scale = cluster.time_scale  # slow guests: Kafka's failure detection waits longer
     if cluster.mode == "zk":
-        files[f"{cfg}/server.properties"] = kc.zk_server_properties(node, nodes, spec.broker_config)
-        files[f"{cfg}/zookeeper.properties"] = kc.zookeeper_properties(node, nodes)
+        files[f"{cfg}/server.properties"] = kc.zk_server_properties(
+            node, nodes, spec.broker_config, scale
+        )
+        files[f"{cfg}/zookeeper.properties"] = kc.zookeeper_properties(node, nodes, scale)
         files[f"{cfg}/zookeeper-log.properties"] = kc.logging_config(
             version, node.path("logs", "zookeeper.log")
         )
@@ -369,7 +372,7 @@ def node_files(
         )
     else:
         files[f"{cfg}/server.properties"] = kc.kraft_server_properties(
-            node, nodes, spec.broker_config
+            node, nodes, spec.broker_config, scale
         )
     kafka_cmd = kc.java_command(
         node.root_dir,

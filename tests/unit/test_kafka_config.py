@@ -195,3 +195,37 @@ def test_cluster_ids_never_start_with_a_dash(monkeypatch):
     monkeypatch.setattr(kafka_db.uuid, "uuid4", lambda: next(drawn))
     cid = kafka_db.new_cluster_id()
     assert cid == "AAAAAAAAAAAAAAAAAAAAAQ" and len(cid) == 22
+
+
+def test_slow_guests_scale_kafkas_failure_detection_and_nothing_else():
+    """A cluster whose guests run 10x slower (VMs under emulation) gets 10x the
+    quorum, session and ISR timings; other settings and user overrides stay."""
+    cluster = _cluster("kraft", "4.4.0")
+    spec = ClusterSpec(broker_config={"replica.lag.time.max.ms": "5000"})
+    path = "/var/lib/kc/nodes/n1/config/server.properties"
+    normal = parse(node_files(cluster, cluster.nodes[0], spec, _dist("4.4.0"))[path])
+    for n in cluster.nodes:
+        n.time_scale = 10.0
+    slow = parse(node_files(cluster, cluster.nodes[0], spec, _dist("4.4.0"))[path])
+    changed = {k: (normal[k], slow[k]) for k in normal if normal[k] != slow[k]}
+    assert changed == {
+        "broker.session.timeout.ms": ("6000", "60000"),
+        "broker.heartbeat.interval.ms": ("1000", "10000"),
+        "controller.quorum.election.timeout.ms": ("1000", "10000"),
+        "controller.quorum.fetch.timeout.ms": ("2000", "20000"),
+        "controller.quorum.request.timeout.ms": ("2000", "20000"),
+        "initial.broker.registration.timeout.ms": ("60000", "600000"),
+    }
+    assert slow["replica.lag.time.max.ms"] == "5000"  # the user's value wins
+
+
+def test_slow_guests_scale_zookeeper_sessions_and_ticks():
+    cluster = _cluster("zk", "3.9.2")
+    for n in cluster.nodes:
+        n.time_scale = 4.0
+    files = node_files(cluster, cluster.nodes[0], ClusterSpec(), _dist("3.9.2"))
+    server = parse(files["/var/lib/kc/nodes/n1/config/server.properties"])
+    ensemble = parse(files["/var/lib/kc/nodes/n1/config/zookeeper.properties"])
+    assert server["zookeeper.session.timeout.ms"] == "24000"
+    assert server["replica.lag.time.max.ms"] == "40000"
+    assert ensemble["tickTime"] == "4000"  # ZooKeeper grants sessions up to 20 ticks
