@@ -220,11 +220,36 @@ def build_spec(*layers: dict[str, Any]) -> TestSpec:
     data = TestSpec().to_dict()
     for layer in layers:
         data = merge(data, layer)
+    if not any("backend" in (layer.get("cluster") or {}) for layer in layers):
+        data = merge(data, existing_cluster_layer(data["cluster"]["name"]))
     if not any("name" in layer for layer in layers):
         data["name"] = data["workload"]  # runs are stored by name: txn runs apart from queue
     spec = TestSpec.from_dict(data)
     validate(spec)
     return spec
+
+
+def existing_cluster_layer(name: str) -> dict[str, Any]:
+    """The backend of the existing cluster ``name``, for runs that name no backend.
+
+    After ``cluster up --backend vagrant``, ``run --cluster-name NAME`` must run
+    on those VMs: the default backend (local) would make the run replace them
+    with namespaces.
+    """
+    from harness.cluster import cluster_dir
+
+    try:
+        saved = json.loads((cluster_dir(name) / "cluster.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    backend = saved.get("backend")
+    if not isinstance(backend, str):
+        return {}
+    layer: dict[str, Any] = {"backend": backend}
+    inventory = (saved.get("backend_state") or {}).get("inventory")
+    if backend == "ssh" and inventory:
+        layer["inventory"] = inventory
+    return {"cluster": layer}
 
 
 def validate(spec: TestSpec) -> None:

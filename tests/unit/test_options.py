@@ -118,3 +118,27 @@ def test_the_new_group_protocol_leaves_timing_to_the_broker():
     assert conf["group.protocol"] == "consumer"
     assert "session.timeout.ms" not in conf and "heartbeat.interval.ms" not in conf
     Consumer(conf).close()  # librdkafka accepts it (it refuses the client-side keys)
+
+
+def _saved_cluster(home, name: str, backend: str, state: dict | None = None) -> None:
+    import json
+
+    d = home / "clusters" / name
+    d.mkdir(parents=True)
+    saved = {"name": name, "backend": backend, "nodes": [], "backend_state": state or {}}
+    (d / "cluster.json").write_text(json.dumps(saved))
+
+
+def test_a_run_on_an_existing_cluster_keeps_its_backend(tmp_path, monkeypatch):
+    """`cluster up --backend vagrant` then `run --cluster-name vms --scenario ...` runs on
+    the VMs; the default backend would have replaced them with namespaces."""
+    monkeypatch.setenv("KAFKA_CHAOS_HOME", str(tmp_path))
+    _saved_cluster(tmp_path, "vms", "vagrant")
+    _saved_cluster(tmp_path, "hosts", "ssh", {"inventory": "/etc/kc/hosts.toml"})
+    named = scenario_layer("unclean-leader-election")
+    assert build_spec(named, {"cluster": {"name": "vms"}}).cluster.backend == "vagrant"
+    hosts = build_spec({"cluster": {"name": "hosts"}}).cluster
+    assert (hosts.backend, hosts.inventory) == ("ssh", "/etc/kc/hosts.toml")
+    # An explicit backend still decides, and a new cluster gets the default.
+    assert build_spec({"cluster": {"name": "vms", "backend": "local"}}).cluster.backend == "local"
+    assert build_spec({"cluster": {"name": "new"}}).cluster.backend == "local"
