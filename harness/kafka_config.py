@@ -88,8 +88,7 @@ def scaled_for_guest_speed(props: dict[str, object], scale: float) -> dict[str, 
     if scale <= 1.0:
         return props
     return {
-        k: int(int(str(v)) * scale) if k in SCALED_WITH_GUEST_SPEED else v
-        for k, v in props.items()
+        k: int(int(str(v)) * scale) if k in SCALED_WITH_GUEST_SPEED else v for k, v in props.items()
     }
 
 
