@@ -20,7 +20,12 @@ RUN_TIMEOUT_S = 2400.0
 def _run(cluster: Cluster, store: Path, *extra: str) -> tuple[int, Path, str]:
     proc = kafka_chaos(*run_args(cluster, store, *extra), timeout=RUN_TIMEOUT_S)
     assert proc.returncode in (0, 1, 2), proc.stdout + proc.stderr[-3000:]
-    return proc.returncode, report_path(proc.stdout).parent, proc.stdout
+    run = report_path(proc.stdout).parent
+    # On the VMs themselves, not on a cluster the run made instead.
+    config = json.loads((run / "config.json").read_text())
+    assert config["cluster"]["backend"] == "vagrant", config["cluster"]
+    assert "recreating cluster" not in (run / "harness.log").read_text()
+    return proc.returncode, run, proc.stdout
 
 
 def test_a_chaos_run_with_kills_and_partitions_is_valid(vm_cluster: Cluster, tmp_path) -> None:
