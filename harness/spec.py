@@ -185,7 +185,14 @@ def _build(cls: type, data: Any, where: str) -> Any:
         raise ConfigError(f"{where}: {e}") from e
 
 
-RUN_METADATA_KEYS = {"versions", "started_at", "run_dir", "harness_version", "topic_name_used"}
+RUN_METADATA_KEYS = {
+    "versions",
+    "started_at",
+    "run_dir",
+    "harness_version",
+    "topic_name_used",
+    "guest_time_scale",
+}
 
 _NESTED = {
     "cluster": ClusterSpec,
