@@ -52,8 +52,8 @@ def fetch_block_commands(peer_addresses: list[str], rule_tag: str) -> list[str]:
 def apply(cluster: Cluster, op: FaultOp, topic: str) -> None:
     """Steps 1-4; details go into ``op.resolved`` as they happen."""
     params = {**DEFAULTS, **op.params}
-    # The ISR shrinks after replica.lag.time.max.ms and a new leader is elected
-    # after the broker session timeout; both scale with slow guests (kafka_config).
+    # Bounds on waits for brokers that run slower on slow guests (the election
+    # follows the broker session timeout, which scales: kafka_config).
     for wait in ("isr_timeout_s", "election_timeout_s"):
         params[wait] = float(params[wait]) * cluster.time_scale
     part = int(params.get("partition", 0))

@@ -45,7 +45,14 @@ def test_a_chaos_run_with_kills_and_partitions_is_valid(vm_cluster: Cluster, tmp
 def test_unclean_leader_election_loses_acknowledged_writes_on_vms(
     vm_cluster: Cluster, tmp_path: Path
 ) -> None:
-    code, run, out = _run(vm_cluster, tmp_path, "--scenario", "unclean-leader-election")
+    # The stale follower is elected once the controller fences the killed leader,
+    # after the broker session timeout, which scales with the guests' slowness
+    # (harness/kafka_config.py): the fault lasts that much longer than on namespaces.
+    duration = 40 + 8 * vm_cluster.time_scale
+    code, run, out = _run(
+        vm_cluster, tmp_path, "--scenario", "unclean-leader-election",
+        "--fault-duration", f"{duration:.0f}", "--time-limit", f"{duration + 35:.0f}",
+    )  # fmt: skip
     assert code == 1 and "expectation held" in out, out
     results = json.loads((run / "results.json").read_text())
     acked_lost = results["checks"]["acked-lost"]
