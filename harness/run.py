@@ -332,6 +332,11 @@ def _for_guest_speed(spec: TestSpec, scale: float, run: RunDir) -> TestSpec:
 
     if scale <= 1.0:
         return spec
+    log.info(
+        "guests run %.1fx slower than the host: client timeouts scaled (%s)",
+        scale,
+        ", ".join(key for _, key in slow_guests.CLIENT_TIMEOUTS),
+    )
     saved = run.read_json(store_mod.CONFIG)
     run.file(store_mod.CONFIG).write_text(
         json.dumps(slow_guests.scale_config(saved, scale), indent=2, sort_keys=True) + "\n"
