@@ -14,10 +14,10 @@ partition summarised in a ``kind=poll`` row (``checkers.poll_positions``).
 Rows are
 stored in Parquet partitions, ``kind=line`` (sends, polls), ``kind=record``
 (polled records), ``kind=poll`` (their summaries), ``kind=control``
-(membership, commits, crashes, faults) and ``kind=topic`` (the topic
-names), so that Spark reads only the files a
-check needs: the control lines are a tiny part of a history but are read by
-many checks.
+(membership, commits, crashes, faults), ``kind=txn`` (a transaction line's
+own row) and ``kind=topic`` (the topic names), so that Spark reads only the
+files a check needs: the control lines are a tiny part of a history but are
+read by many checks.
 
 Why not Spark's JSON reader: parsing, exploding and writing a 1e7-line
 history took it 55 s on two cores, a third of the whole check.  Arrow's JSON
@@ -71,7 +71,7 @@ from checkers.txn_rows import MOP, RECORD, SlowPath, TxnPairing, expand, txn_col
 from harness.errors import HistoryError
 from workloads.history import NEMESIS, TYPES
 
-FORMAT = "rows-14"  # bump when the rows table changes shape: older caches are rebuilt
+FORMAT = "rows-15"  # bump when the rows table changes shape: older caches are rebuilt
 FORMAT_FILE = "_KAFKA_CHAOS_FORMAT"
 CHUNK_BYTES = 32 << 20
 IN_FLIGHT = 3  # chunks parsed ahead of the writer: bounds memory
@@ -93,7 +93,11 @@ WRITTEN = {
     "line": (*_LINE_AND_RECORD, *(name for name, _ in ACK_ORDER)),
     "record": (*_LINE_AND_RECORD, "j", POSITION[0]),
     "poll": (*poll_positions.KEPT, *(name for name, _ in SUMMARY)),
-}
+    "txn": (
+        "hid", "index", "time", "process", "nemesis", "type", "f", "error", "reason",
+        "final", "group", "txn", "rebalanced",
+    ),
+}  # fmt: skip
 # What readers see: every column of every kind, and the partition column.
 ROWS_TABLE = STORED.append(pa.field("kind", pa.string()))
 
@@ -551,12 +555,16 @@ def _hot_rows(hot: pa.Table) -> Tables:
     client = pc.is_in(f, pa.array(["send", "poll"]))
     tables = {
         "line": rows.filter(client),
-        "control": rows.filter(pc.invert(client)),
+        "control": rows.filter(pc.invert(pc.or_(client, is_txn))),
+        "txn": rows.filter(is_txn),
         "record": _record_rows(rows, v["records"]),
     }
     if pc.any(is_txn).as_py():
         more = expand(rows.filter(is_txn), v["ops"].filter(is_txn), txn_offsets)
-        tables = {kind: pa.concat_tables([tables[kind], more[kind]]) for kind in tables}
+        tables = {
+            kind: pa.concat_tables([table, more[kind]]) if kind in more else table
+            for kind, table in tables.items()
+        }
     return tables
 
 

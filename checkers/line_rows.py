@@ -75,16 +75,23 @@ ROWS = pa.schema(
 TXN_PENDING = -1
 
 
-KINDS = ("line", "record", "control")  # the Parquet partitions of the rows table
+# The Parquet partitions of the rows table.  A transaction line's own row is
+# ``txn``, not ``control``: those are about half of a transactional history's
+# lines, and ``control`` is cached in one partition for the many checks that
+# read its few lines (membership, commits, faults).
+KINDS = ("line", "record", "control", "txn")
 
 
 def kind_of(row: dict[str, Any]) -> str:
-    """``record`` for a polled record, ``line`` for a send or poll line, else ``control``."""
+    """``record`` for a polled record, ``line`` for a send or poll line, ``txn`` for
+    a transaction line's own row, else ``control``."""
     if row.get("j") is not None:
         return "record"
-    if row["nemesis"] or row["f"] not in ("send", "poll"):
+    if row["nemesis"]:
         return "control"
-    return "line"
+    if row["f"] == "txn":
+        return "txn"
+    return "line" if row["f"] in ("send", "poll") else "control"
 
 
 def checked(op: Any, lineno: int, path: Path) -> dict[str, Any]:

@@ -47,7 +47,7 @@ def _resets(t: Tables) -> DataFrame:
     named = rebalances.select("hid", "process", "index", "tp.topic", "tp.partition").unionByName(
         seeks.select("hid", "process", "index", "tp.topic", "tp.partition")
     )
-    inside_txns = ops.where((F.col("f") == "txn") & (F.col("type") != "invoke")).select(
+    inside_txns = t.txn_lines.where(F.col("type") != "invoke").select(
         "hid", "process", "index", F.explode("rebalanced").alias("tp")
     )
     named = named.unionByName(

@@ -49,7 +49,7 @@ def kind(name: str) -> Column:
 def line_rows() -> Column:
     """Rows of history lines (not polled records, nor the topic names), and the
     send, poll and commit rows a transaction line gives."""
-    return F.col("kind").isin("line", "control")
+    return F.col("kind").isin("line", "control", "txn")
 
 
 def own_row() -> Column:
@@ -248,6 +248,14 @@ class Tables:
     def control(self) -> DataFrame:
         """Every line that is neither a send nor a poll: membership, commits, faults."""
         return self.keep(self.ops.where(kind("control")), small=True)
+
+    @cached_property
+    def txn_lines(self) -> DataFrame:
+        """A transaction line's own row (invoke or completion, ``f = "txn"``).
+
+        Not cached: about half the lines of a transactional history, read by
+        a few checks for a few columns each, straight from their own files."""
+        return self.ops.where(kind("txn"))
 
     @cached_property
     def drain_processes(self) -> DataFrame:

@@ -168,7 +168,7 @@ def inside_polls(t: Tables) -> list[DataFrame]:
     partition, in the order its polls returned them, except the partitions
     it lists as ``rebalanced``."""
     crooked = t.polls.where(~F.col("straight") & F.col("txn").isNotNull()).select(*POLL)
-    rebalanced = t.control.where((F.col("f") == "txn") & F.col("rebalanced").isNotNull()).select(
+    rebalanced = t.txn_lines.where(F.col("rebalanced").isNotNull()).select(
         "hid", "index", F.explode("rebalanced").alias("tp")
     )
     excused = rebalanced.select("hid", "index", "tp.topic", "tp.partition")

@@ -57,7 +57,7 @@ class Component:
 def transactions(t: Tables) -> DataFrame:
     """(hid, txn, process, invoke_time, done_index, done_time, type) of every finished
     transaction that may have committed (``ok`` or ``info``)."""
-    lines = t.control.where((F.col("f") == "txn") & ~F.col("nemesis"))
+    lines = t.txn_lines
     invokes = lines.where(F.col("type") == "invoke").select(
         "hid", F.col("index").alias("txn"), "process", F.col("time").alias("invoke_time")
     )

@@ -3,7 +3,7 @@ paired with its invoke.
 
 A ``txn`` line is one operation holding several micro-ops (docs/history.md),
 but the checks read sends, polls and commits, so ingest gives it the rows a
-queue history would have (docs/results.md, "txn rows"): its own ``control``
+queue history would have (docs/results.md, "txn rows"): its own ``txn``
 row, a ``line`` row per send micro-op, on a completion one ``line`` row for
 all its polls with a ``record`` row per record, and a ``commit`` row for the
 offsets it sent.  ``checkers.line_rows.txn_rows`` does the same line by line
@@ -253,11 +253,10 @@ class TxnPairing:
         """``tables`` with every ``TXN_PENDING`` filled, and the open transactions
         after them (apply with ``advance`` once the chunk is accepted).  SlowPath
         if a completion has no invoke, or an invoke finds one still open."""
-        control = tables.get("control")
-        if control is None:
+        own = tables.get("txn")
+        if own is None:
             return tables, {}
-        own = pc.and_(pc.equal(control["f"], "txn"), pc.is_valid(control["txn"]))
-        txns = control.filter(own.fill_null(False)).select(["hid", "process", "index", "type"])
+        txns = own.filter(pc.is_valid(own["txn"])).select(["hid", "process", "index", "type"])
         if len(txns) == 0:
             return tables, {}
         keys = [(name, "ascending") for name in ("hid", "process", "index")]

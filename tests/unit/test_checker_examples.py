@@ -241,6 +241,22 @@ def double_ownership(b):
     b.rebalance(11, "g", revoked=[("t", 0)])
 
 
+@case({"group-double-ownership": 3}, "invalid", gaps=NO_WRITES)
+def three_owners_at_once_are_three_pairs_each_counted_once(b):
+    """Overlaps that start in different 10 s time buckets and span several: the
+    range join (checkers/group_checks.py) must still find each pair once."""
+    for member in (10, 11, 12):
+        b.subscribe(member, "g", ["t"])
+    b.rebalance(10, "g", assigned=[("t", 0)])
+    b.advance(7)
+    b.rebalance(11, "g", assigned=[("t", 0)])
+    b.advance(13)
+    b.rebalance(12, "g", assigned=[("t", 0)])
+    b.advance(35)
+    b.rebalance(11, "g", revoked=[("t", 0)])
+    b.rebalance(12, "g", revoked=[("t", 0)])
+
+
 @case({}, "unknown", gaps=NO_WRITES)  # no anomaly, but no write to judge either
 def brief_double_ownership_is_a_rebalance(b):
     b.subscribe(10, "g", ["t"])

@@ -75,7 +75,7 @@ def _rows(path: Path, out: Path) -> list[dict]:
         for key in ("offsets", "rebalanced"):
             if r[key] is not None:
                 r[key] = [{**item, "topic": names[item["topic"]]} for item in r[key]]
-    order = ("control", "line", "poll", "record")
+    order = ("control", "txn", "line", "poll", "record")
     return sorted(
         rows,
         key=lambda r: (
@@ -108,13 +108,13 @@ def test_txn_lines_give_the_contracts_rows(tmp_path):
         by_index.setdefault(r["index"], []).append(_brief(r))
     # invoke of the first transaction: its own row and one per send (polls give none)
     assert by_index[3] == [
-        ("control", "txn", "invoke", 3, 3, None, None, None),
+        ("txn", "txn", "invoke", 3, 3, None, None, None),
         ("line", "send", "invoke", 3, 3, 0, None, 1),
         ("line", "send", "invoke", 3, 3, 2, None, 2),
     ]
     # committed: acked sends, one poll row, its record (mop = the poll's position)
     assert by_index[4] == [
-        ("control", "txn", "ok", 4, 3, None, None, None),
+        ("txn", "txn", "ok", 4, 3, None, None, None),
         ("line", "poll", "ok", 4, 3, None, None, None),
         ("line", "send", "ok", 4, 3, 0, None, 1),
         ("line", "send", "ok", 4, 3, 2, None, 2),
@@ -140,7 +140,7 @@ def test_txn_lines_give_the_contracts_rows(tmp_path):
     third = [_brief(r) for r in rows if r["index"] == 9]
     assert third[:2] == [
         ("control", "commit", "ok", 9, 8, None, None, None),
-        ("control", "txn", "ok", 9, 8, None, None, None),
+        ("txn", "txn", "ok", 9, 8, None, None, None),
     ]
     commit = next(r for r in rows if r["index"] == 9 and r["f"] == "commit")
     assert (commit["group"], commit["offsets"]) == (
@@ -166,7 +166,7 @@ def test_txn_lines_give_the_contracts_rows(tmp_path):
         ("t-out", 10, 9, 1, 19)
     ]
     assert [_brief(r) for r in rows if r["index"] == 21] == [
-        ("control", "txn", "invoke", 21, 21, None, None, None),
+        ("txn", "txn", "invoke", 21, 21, None, None, None),
         ("line", "send", "invoke", 21, 21, 0, None, 11),
     ]
 
