@@ -98,6 +98,15 @@ WRITTEN = {
         "final", "group", "txn", "rebalanced",
     ),
 }  # fmt: skip
+# Control rows never hold a record's or an ack's bookkeeping (``Tables.control``
+# caches just these: at 1e7 transactional ops, 2.7e6 rows cached in 10 s
+# instead of 12-20 s with every column).
+WRITTEN["control"] = (
+    "hid", "index", "time", "process", "nemesis", "type", "f", "topic", "val",
+    "partition", "offset", "error", "final", "group", "topics", "partitions",
+    "assigned", "revoked", "offsets", "phase", "fault_id", "targets", "planned_s",
+    "at_s", "reason", "txn", "log_start", "high_watermark", "reached",
+)  # fmt: skip
 # What readers see: every column of every kind, and the partition column.
 ROWS_TABLE = STORED.append(pa.field("kind", pa.string()))
 

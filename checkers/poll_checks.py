@@ -153,30 +153,18 @@ def _fields() -> list:
     ]
 
 
-def skipping(jumps: DataFrame, positions: DataFrame) -> DataFrame:
-    """The ``jumps`` (``prev_offset`` -> ``offset``) over one of ``positions``.
+def skipping(jumps: DataFrame, t: Tables, committed: bool) -> DataFrame:
+    """The ``jumps`` (``prev_offset`` -> ``offset``) over a known offset: one of
+    ``Tables.committed_positions`` if ``committed``, else any known one.
 
-    A jump may start at an offset that is not among ``positions`` (a read of
-    data the consumer need not have read, e.g. an unacknowledged record that
-    the read_committed drain must not count on), so each start goes into the
-    ordered pass as a marker that looks for the next real position above it.
-    In descending order that is the last real one before the marker: a frame
-    from the partition's start, which Spark evaluates in one pass.
+    Every jump starts at a known offset: a read's (a read is an observation)
+    or an acknowledged send's with its offset, which is where ingest pairs
+    acks (checkers/ack_order.py).  So the next offset above its start is
+    looked up in ``Tables.next_positions``, one ordered pass for all checks.
     """
-    starts = jumps.select(*TP, F.col("prev_offset").alias("offset"), F.lit(False).alias("real"))
-    known = positions.select(*TP, "offset", F.lit(True).alias("real"))
-    w = (
-        Window.partitionBy(*TP)
-        .orderBy(F.col("offset").desc(), F.col("real").asc())
-        .rowsBetween(Window.unboundedPreceding, -1)
-    )
-    above = F.last(F.when(F.col("real"), F.col("offset")), ignorenulls=True).over(w)
-    nexts = (
-        starts.distinct()
-        .unionByName(known)
-        .select(*TP, "offset", "real", above.alias("next_known"))
-        .where(~F.col("real"))
-        .select(*TP, F.col("offset").alias("prev_offset"), "next_known")
+    column = "next_committed" if committed else "next_any"
+    nexts = t.next_positions.select(
+        *TP, F.col("offset").alias("prev_offset"), F.col(column).alias("next_known")
     )
     return jumps.join(nexts, TP + ["prev_offset"]).where(F.col("next_known") < F.col("offset"))
 
@@ -196,14 +184,12 @@ def poll_checks(t: Tables, pairs: DataFrame) -> list[DataFrame]:
     if jumps.isEmpty():
         skips = jumps
     elif t.read_committed:
-        skips = skipping(jumps, t.known_positions)
+        skips = skipping(jumps, t, committed=True)
     else:  # the drain reads committed data whatever the run's consumers do
         drain = F.broadcast(t.drain_processes)
         skips = skipping(
-            jumps.join(drain, ["hid", "process"], "left_anti"), t.known_positions
-        ).unionByName(
-            skipping(jumps.join(drain, ["hid", "process"], "left_semi"), t.committed_positions)
-        )
+            jumps.join(drain, ["hid", "process"], "left_anti"), t, committed=False
+        ).unionByName(skipping(jumps.join(drain, ["hid", "process"], "left_semi"), t, True))
     return [
         anomaly(backwards, "nonmonotonic-poll", F.col("index"), *_fields()),
         anomaly(skips, "poll-skip", F.col("index"), *_fields()),
