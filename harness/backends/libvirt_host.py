@@ -27,6 +27,7 @@ import shutil
 import subprocess
 import time
 
+from harness.backends import guard_routes
 from harness.backends.hostcmd import host_ok, host_run
 from harness.errors import HarnessError
 
@@ -35,7 +36,6 @@ log = logging.getLogger(__name__)
 URI = "qemu:///system"
 DAEMON_START_S = 30.0
 PROBE_TIMEOUT_S = 20.0
-GUARD_METRIC = "4000"
 BOX_CACHE = os.environ.get("KC_BOX_CACHE", "/var/cache/kafka-chaos/box")
 # What a kernel prints once it runs, under any accelerator.
 _KERNEL_RAN = (b"Kernel panic", b"Linux version")
@@ -226,8 +226,7 @@ def add_guard_routes(subnets: list[str]) -> list[str]:
     """
     guards = sorted({guard_prefix(s) for s in subnets})
     for guard in guards:
-        if not _guard_present(guard):
-            host_run(["ip", "route", "add", "unreachable", guard, "metric", GUARD_METRIC])
+        guard_routes.add(guard)
     return guards
 
 
@@ -235,15 +234,9 @@ def remove_guard_routes(guards: list[str], keep: set[str] = frozenset()) -> list
     """Remove the guards not in ``keep`` (another cluster's); what was removed."""
     removed = []
     for guard in guards:
-        if guard not in keep and _guard_present(guard):
-            host_run(["ip", "route", "del", "unreachable", guard, "metric", GUARD_METRIC])
+        if guard not in keep and guard_routes.remove(guard):
             removed.append(f"guard route {guard}")
     return removed
-
-
-def _guard_present(guard: str) -> bool:
-    out = host_run(["ip", "route", "show", "table", "main", "exact", guard]).stdout
-    return any(line.startswith("unreachable") for line in out.splitlines())
 
 
 def _names(text: str) -> list[str]:

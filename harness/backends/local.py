@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from harness.backends import guard_routes
 from harness.backends import local_net as net
 from harness.backends.hostcmd import host_run
 from harness.backends.keys import (
@@ -142,7 +143,7 @@ def _claim_slot(spec: ClusterSpec) -> tuple[Cluster, LocalPlan]:
             backend_state={"slot": slot, "plan": plan.to_state(), "progress": []},
         )
         _record(cluster, "planned")
-        net.add_guard_route(plan)
+        guard_routes.add(plan.subnet)
         _record(cluster, "guard-route")
     return cluster, plan
 
@@ -291,7 +292,7 @@ def _teardown(plan: LocalPlan, state_dir: Path) -> list[str]:
     if not errors:
         step(f"cluster dir {state_dir}", lambda: _remove_dir(state_dir))
     if not errors:
-        step(f"route {plan.route}", lambda: net.remove_guard_route(plan))
+        step(f"route {plan.route}", lambda: guard_routes.remove(plan.subnet))
     if errors:
         raise HarnessError(
             f"cluster {plan.cluster}: teardown incomplete ({'; '.join(errors)}); "

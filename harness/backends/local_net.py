@@ -31,26 +31,6 @@ def route_lines() -> list[str]:
     return [line for line in lines if "10.251." in line]
 
 
-def add_guard_route(plan: LocalPlan) -> bool:
-    """Make the whole subnet unreachable except via the bridge; False if already there."""
-    if _guard_route_present(plan):
-        return False
-    host_run(["ip", "route", "add", *plan.route.split()])
-    return True
-
-
-def remove_guard_route(plan: LocalPlan) -> bool:
-    if not _guard_route_present(plan):
-        return False
-    host_run(["ip", "route", "del", *plan.route.split()])
-    return True
-
-
-def _guard_route_present(plan: LocalPlan) -> bool:
-    out = host_run(["ip", "route", "show", "table", "main", plan.subnet]).stdout
-    return any(line.startswith("unreachable") for line in out.splitlines())
-
-
 def add_bridge(plan: LocalPlan) -> None:
     if plan.bridge not in links():
         host_run(["ip", "link", "add", plan.bridge, "type", "bridge", "stp_state", "0"])

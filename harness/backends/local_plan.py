@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.backends import guard_routes
 from harness.errors import ConfigError, HarnessError
 
 SUBNET_PREFIX = "10.251"
@@ -20,7 +21,6 @@ MIN_SLOT = 1
 MAX_SLOT = 250
 MAX_NODES = 9
 FIRST_HOST = 10  # node i gets .<FIRST_HOST + i>
-UNREACHABLE_METRIC = 4000
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class LocalPlan:
     @property
     def route(self) -> str:
         """The unreachable guard route, as ``ip route`` arguments."""
-        return f"unreachable {self.subnet} metric {UNREACHABLE_METRIC}"
+        return f"unreachable {self.subnet} metric {guard_routes.METRIC}"
 
     @property
     def cluster_root(self) -> str:
