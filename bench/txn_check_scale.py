@@ -31,11 +31,12 @@ import sys
 import time
 from pathlib import Path
 
-from checkers.reference_txn import completions
-from checkers.synthetic_txn import Shape, config, write
-
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the checkers, run from anywhere
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from check_scale import timed_check  # noqa: E402
+
+from checkers.reference_txn import completions  # noqa: E402
+from checkers.synthetic_txn import Shape, config, write  # noqa: E402
 
 
 def inject_cycles(history: Path, n: int, seed: int = 1) -> list[tuple[int, int]]:
