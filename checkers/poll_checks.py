@@ -160,8 +160,11 @@ def skipping(jumps: DataFrame, t: Tables, committed: bool) -> DataFrame:
     Every jump starts at a known offset: a read's (a read is an observation)
     or an acknowledged send's with its offset, which is where ingest pairs
     acks (checkers/ack_order.py).  So the next offset above its start is
-    looked up in ``Tables.next_positions``, one ordered pass for all checks.
+    looked up in ``Tables.next_positions``, one ordered pass for all checks,
+    made only once some check has a jump at all.
     """
+    if jumps.isEmpty():  # the same columns as a found skip, for unions
+        return jumps.withColumn("next_known", F.lit(None).cast("long"))
     column = "next_committed" if committed else "next_any"
     nexts = t.next_positions.select(
         *TP, F.col("offset").alias("prev_offset"), F.col(column).alias("next_known")
@@ -181,9 +184,7 @@ def poll_checks(t: Tables, pairs: DataFrame) -> list[DataFrame]:
     reads = pairs.where(~F.col("send"))
     backwards = reads.where(F.col("offset") <= F.col("prev_offset"))
     jumps = reads.where(F.col("offset") > F.col("prev_offset") + 1)
-    if jumps.isEmpty():
-        skips = jumps
-    elif t.read_committed:
+    if t.read_committed:
         skips = skipping(jumps, t, committed=True)
     else:  # the drain reads committed data whatever the run's consumers do
         drain = F.broadcast(t.drain_processes)

@@ -129,12 +129,6 @@ def torn_transaction(t: Tables) -> DataFrame:
     )
 
 
-def _skips(jumps: DataFrame, t: Tables, committed: bool) -> DataFrame:
-    """The ``jumps`` over a known offset; the ordered pass over every known
-    offset that this needs runs only when something jumped at all."""
-    return jumps if jumps.isEmpty() else skipping(jumps, t, committed)
-
-
 def _int_fields() -> list:
     return [
         *INT_FIELDS,
@@ -156,7 +150,7 @@ def inside_sends(t: Tables) -> list[DataFrame]:
     ).select(*TP, "txn", "process", "index", "offset", "prev_offset")
     backwards = pairs.where(F.col("offset") <= F.col("prev_offset"))
     jumps = pairs.where(F.col("offset") > F.col("prev_offset") + 1)
-    skips = _skips(jumps, t, committed=False)
+    skips = skipping(jumps, t, committed=False)
     return [
         anomaly(backwards, "int-nonmonotonic-send", F.col("index"), *_int_fields()),
         anomaly(skips, "int-send-skip", F.col("index"), *_int_fields()),
@@ -181,7 +175,7 @@ def inside_polls(t: Tables) -> list[DataFrame]:
         .where(F.col("offset") != F.col("prev_offset") + 1)
     )
     backwards = pairs.where(F.col("offset") <= F.col("prev_offset"))
-    skips = _skips(pairs.where(F.col("offset") > F.col("prev_offset")), t, t.read_committed)
+    skips = skipping(pairs.where(F.col("offset") > F.col("prev_offset")), t, t.read_committed)
     return [
         anomaly(backwards, "int-nonmonotonic-poll", F.col("index"), *_int_fields()),
         anomaly(skips, "int-poll-skip", F.col("index"), *_int_fields()),
