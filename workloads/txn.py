@@ -70,6 +70,7 @@ class TxnWorker(Slot):
         while not self.stop_event.is_set():
             self.process = self.processes.next()
             client = None
+            crashed = True  # until the incarnation ends by the stop event
             try:
                 client = TxnClient(
                     self.spec, self.bootstrap, self.history, self.process, self.slot,
@@ -82,6 +83,7 @@ class TxnWorker(Slot):
                         break
                     pacer.sent()
                     client.run_one()
+                crashed = False
             except ValueError:  # the history was closed under us: the run is over
                 return
             except Teardown as e:
@@ -98,7 +100,7 @@ class TxnWorker(Slot):
                 self._crash(f"{type(e).__name__}: {e}")
             finally:
                 if client is not None:
-                    client.close()
+                    client.close(record_revocations=not crashed)
             self.stop_event.wait(RESTART_PAUSE_S)
 
     def _crash(self, reason: str) -> None:

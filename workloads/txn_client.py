@@ -212,13 +212,18 @@ class TxnClient:
         self.consumer.assign([TopicPartition(self.topic, p, OFFSET_STORED) for p in parts])
         self.history.append(self.process, "ok", "assign", value)
 
-    def close(self) -> None:
+    def close(self, record_revocations: bool) -> None:
         """Close the consumer cleanly (bounded); the producer is simply dropped.
+
+        After a clean stop the revocation close() delivers is recorded: it
+        ends this member's ownership, which would otherwise run on to the end
+        of the history and overlap its successors'.  After a crash it is not:
+        the crash line already ended it, and the client is gone.
 
         Dropping, not flushing: an open transaction is left for the next
         incarnation's init_transactions to abort, as after a real crash.
         """
-        self._muted = True
+        self._muted = not record_revocations
         close_quietly(self.consumer, f"close txn consumer {self.process}")
         try:
             bounded_call(lambda: self.producer.purge(), CLOSE_TIMEOUT_S, "purge")

@@ -80,6 +80,21 @@ def test_commits_aborts_and_a_client_crash_are_valid(clean_txn_run: Path) -> Non
     assert committed and all(isinstance(m["offset"], int) for m in committed)
 
 
+def test_members_give_up_their_partitions_when_the_run_stops(clean_txn_run: Path) -> None:
+    """A member closed at the end of the run records its revocation; otherwise
+    its ownership would run on through the drain and overlap a successor's
+    (a false group-double-ownership on a slow machine)."""
+    owned: dict[int, set] = collections.defaultdict(set)
+    for o in ops(clean_txn_run / "history.jsonl"):
+        v = o["value"] if isinstance(o["value"], dict) else {}
+        if o["f"] == "rebalance":
+            gone = {tuple(x) for x in v["revoked"]}
+            owned[o["process"]] = (owned[o["process"]] - gone) | {tuple(x) for x in v["assigned"]}
+        elif o["f"] == "crash":
+            owned[o["process"]] = set()
+    assert not {p: tps for p, tps in owned.items() if tps}
+
+
 def test_without_ww_edges_a_clean_run_has_no_g1c(clean_txn_run: Path) -> None:
     """With ww edges a healthy run legally shows G1c (docs/results.md); from reads
     alone (--no-ww-deps, where G1c is an error) it must show none."""
