@@ -49,7 +49,11 @@ TOPOLOGIES = ("isolate", "halves", "bridge", "majorities-ring", "grudge")
 
 # Fields a run adds to an op while executing it; they are not part of what
 # to do, so replay and comparisons ignore them.
-REALISED_FIELDS = ("started_s", "ended_s", "error", "resolved")
+# ``applied_s``: when the fault was in effect (its apply returned);
+# ``healing_s``: when its heal began.  Slow nodes (TCG guests) make both
+# differ from ``started_s`` and the planned end, and these say which edge
+# cost the time.
+REALISED_FIELDS = ("started_s", "applied_s", "healing_s", "ended_s", "error", "resolved")
 
 NEMESIS_COMMAND_TIMEOUT_S = 20.0
 
@@ -91,6 +95,8 @@ class FaultOp:
     target: str = "random"
     params: dict[str, Any] = field(default_factory=dict)
     started_s: float | None = None
+    applied_s: float | None = None
+    healing_s: float | None = None
     ended_s: float | None = None
     error: str | None = None
     resolved: dict[str, Any] | None = None

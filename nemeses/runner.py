@@ -98,7 +98,7 @@ class NemesisRunner:
         op = self._active
         if op is None:
             return ""
-        return f"{op.f} {','.join(op.targets) or op.target} (#{op.id})"
+        return _label(op)
 
     def heal_all(self) -> None:
         """Remove every partition and packet fault, resume paused and restart killed processes."""
@@ -152,6 +152,14 @@ class NemesisRunner:
         if op.error is None:
             try:
                 apply(self.cluster, op, self.spec.topic.name)
+                op.applied_s = self._now()
+                log.info(
+                    "fault %s: in effect at %.3f s (planned %.3f s; applying took %.3f s)",
+                    _label(op),
+                    op.applied_s,
+                    op.at_s,
+                    op.applied_s - op.started_s,
+                )
             except Exception as e:
                 op.error = f"{type(e).__name__}: {e}"
                 log.warning("fault %s #%s failed to start: %s", op.f, op.id, e)
@@ -159,6 +167,7 @@ class NemesisRunner:
 
     def _finish(self, op: FaultOp) -> None:
         extra: dict[str, Any] = {}
+        op.healing_s = self._now()
         try:
             outcome = retry_until(
                 HEAL_DEADLINE_S * self.cluster.time_scale,
@@ -172,6 +181,13 @@ class NemesisRunner:
             extra["heal_error"] = f"{type(e).__name__}: {e}"
             log.warning("fault %s #%s failed to heal: %s", op.f, op.id, e)
         op.ended_s = self._now()
+        log.info(
+            "fault %s: healed at %.3f s (planned %.3f s; healing took %.3f s)",
+            _label(op),
+            op.ended_s,
+            op.end_s,
+            op.ended_s - op.healing_s,
+        )
         self._record(op, "end", extra)
         with self._lock:
             self._active = None
@@ -322,3 +338,8 @@ def heal_cluster(
     for line in done:
         log.info("heal: %s", line)
     return done
+
+
+def _label(op: FaultOp) -> str:
+    """``partition n1,n2,n3 (#0)``: the fault as the progress line names it."""
+    return f"{op.f} {','.join(op.targets) or op.target} (#{op.id})"

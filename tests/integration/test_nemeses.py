@@ -244,6 +244,8 @@ def test_schedule_runs_for_real_and_replays_identically(
         assert o.error is None, o.error
         assert o.targets == [o.resolved["node"]]
         assert abs(o.started_s - o.at_s) < 2.0 and o.ended_s >= o.end_s - 0.1
+        # Each edge's realised times are kept, so a slow edge can be told apart.
+        assert o.started_s <= o.applied_s <= o.healing_s <= o.ended_s, o.to_dict()
     history = [h for h in read_history(tmp_path / "first" / "history.jsonl")]
     phases = [(h["f"], h["value"]["phase"], h["value"]["id"]) for h in history]
     assert phases == [
