@@ -26,7 +26,7 @@ from pathlib import Path
 from shlex import quote
 from typing import Any
 
-from harness import kafka_db
+from harness import host_dump, kafka_db
 from harness.cluster import Cluster
 from harness.errors import HarnessError
 from harness.log_dump import (
@@ -209,8 +209,17 @@ def high_watermarks(bootstrap: str, topic: str, partitions: list[int]) -> dict[i
     return out
 
 
-def dump_node(cluster: Cluster, node: Node, topic: str, run_dir: Path) -> NodeDump:
-    """Dump every segment of ``topic`` the node holds (live and copies), and find truncations."""
+def dump_node(
+    cluster: Cluster, node: Node, topic: str, run_dir: Path, on_host: bool | None = None
+) -> NodeDump:
+    """Dump every segment of ``topic`` the node holds (live and copies), and find truncations.
+
+    ``on_host``: run DumpLogSegments here on copies of the files rather than
+    on the node; by default only for nodes much slower than the host (VMs
+    under software emulation), where the tool itself takes minutes.
+    """
+    if on_host is None:
+        on_host = node.time_scale >= host_dump.MIN_SCALE
     result = NodeDump(node)
     try:
         result.truncations = node_truncations(node, topic)
@@ -221,24 +230,31 @@ def dump_node(cluster: Cluster, node: Node, topic: str, run_dir: Path) -> NodeDu
         raw = Path(RAW_DIR, f"{node.name}-dump-log-segments.txt.gz")
         local = run_dir / raw
         local.parent.mkdir(parents=True, exist_ok=True)
-        remote = node.path("run", f"replica-dump-{topic}.txt.gz")
-        tool = kafka_db.tool_command(
-            cluster,
-            node,
-            kafka_db.dump_log_segments_class(cluster.kafka_version),
-            ["--files", ",".join(files), "--print-data-log"],
-        )
-        try:
-            node.run(f"set -o pipefail; {tool} | gzip -1 > {quote(remote)}", timeout=DUMP_TIMEOUT_S)
-            node.get(remote, local)
-        finally:
-            node.run(f"rm -f {quote(remote)}", timeout=30, check=False)
+        if on_host:
+            host_dump.dump_on_host(cluster, node, files, local)
+        else:
+            _dump_on_node(cluster, node, topic, files, local)
         result.raw = raw.as_posix()
         with gzip.open(local, "rt", errors="replace") as lines:
             result.logs = parse_dump(lines)
     except HarnessError as e:
         result.error = str(e)
     return result
+
+
+def _dump_on_node(cluster: Cluster, node: Node, topic: str, files: list[str], local: Path) -> None:
+    remote = node.path("run", f"replica-dump-{topic}.txt.gz")
+    tool = kafka_db.tool_command(
+        cluster,
+        node,
+        kafka_db.dump_log_segments_class(cluster.kafka_version),
+        ["--files", ",".join(files), "--print-data-log"],
+    )
+    try:
+        node.run(f"set -o pipefail; {tool} | gzip -1 > {quote(remote)}", timeout=DUMP_TIMEOUT_S)
+        node.get(remote, local)
+    finally:
+        node.run(f"rm -f {quote(remote)}", timeout=30, check=False)
 
 
 def node_truncations(node: Node, topic: str) -> list[dict[str, Any]]:

@@ -18,7 +18,7 @@ import pytest
 from _kafka_clusters import running_cluster
 from _waiting import wait_for
 
-from harness import admin, kafka_db
+from harness import admin, kafka_db, replica_verify
 from harness.cluster import Cluster
 from harness.errors import ConfigError, HarnessError
 from harness.spec import KAFKA_39, ClusterSpec, TopicSpec
@@ -224,6 +224,13 @@ def test_lifecycle_verbs_on_the_shared_cluster(kafka_cluster: Cluster, tmp_path)
             ["--files", segment, "--print-data-log"],
         ).stdout
         assert f"payload: {p0[0]}" in dump and f"payload: {p0[-1]}" in dump
+        # Slow nodes have their segments dumped on the host: the same logs result.
+        here = replica_verify.dump_node(cluster, node, topic.name, tmp_path / "a", on_host=True)
+        there = replica_verify.dump_node(cluster, node, topic.name, tmp_path / "b", on_host=False)
+        assert here.error is None and there.error is None, (here.error, there.error)
+        live = node.path("data", "kafka", f"{topic.name}-0")
+        assert here.logs[live].records == there.logs[live].records
+        assert sorted(here.logs) == sorted(there.logs) and here.logs[live].records
     finally:
         assert admin.delete_topic(bootstrap, topic.name, timeout_s=30)
     assert not admin.delete_topic(bootstrap, topic.name, timeout_s=30)
