@@ -69,6 +69,15 @@ class NemesisRunner:
         self._t0 = 0.0
         if any(op.f == "netem" for op in self.schedule.ops):
             on_nodes(cluster.nodes, netem.check_available)  # refuse up front, never pretend
+        if self.schedule.ops:
+            # Connect to every node now, not on the first fault's clock: the
+            # first SSH connection to a TCG guest took 22 s, and the first
+            # partition's apply paid it (with the harness address it asks for).
+            # Best effort: a node unreachable now fails its own fault, as before.
+            try:
+                on_nodes(cluster.nodes, partition.harness_address)
+            except Exception as e:
+                log.warning("nemesis: could not reach every node before the run: %s", e)
         self.schedule.save(self.path)
 
     # --- public API ------------------------------------------------------------

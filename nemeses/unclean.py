@@ -61,7 +61,8 @@ def apply(cluster: Cluster, op: FaultOp, topic: str) -> None:
     details = op.resolved if op.resolved is not None else {}
     op.resolved = details
     peers = [n.address for n in cluster.nodes if n is not leader]
-    install = partition.idempotent(fetch_block_commands(peers, partition.tag(cluster.name, op.id)))
+    rule_tag = partition.tag(cluster.name, op.id)
+    install = partition.install_once(fetch_block_commands(peers, rule_tag), rule_tag)
     leader.run(install, timeout=NEMESIS_COMMAND_TIMEOUT_S)  # retried by Node.run if SSH fails
     start = time.monotonic()
     isr = _wait_for(
