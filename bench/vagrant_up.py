@@ -23,12 +23,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import distribution, kafka_db
-from harness.backends import create_cluster, destroy_cluster
-from harness.errors import HarnessError
-from harness.options import build_spec
-from harness.run import run_test
-from harness.spec import NEWEST_KAFKA, ClusterSpec
+# This checkout's code, not whatever copy is installed (an editable install
+# may point at another clone).
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from harness import distribution, kafka_db  # noqa: E402
+from harness.backends import create_cluster, destroy_cluster  # noqa: E402
+from harness.errors import HarnessError  # noqa: E402
+from harness.options import build_spec  # noqa: E402
+from harness.run import run_test  # noqa: E402
+from harness.spec import NEWEST_KAFKA, ClusterSpec  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
