@@ -123,16 +123,27 @@ def _jvm_output_to_log() -> Iterator[None]:
     saved = os.dup(2)
     os.dup2(write_fd, 2)
     os.close(write_fd)
-    threading.Thread(target=_log_lines, args=(read_fd,), name="spark-jvm-log", daemon=True).start()
+    restored = threading.Event()
+    threading.Thread(
+        target=_log_lines, args=(read_fd, restored), name="spark-jvm-log", daemon=True
+    ).start()
     try:
         yield
     finally:
         os.dup2(saved, 2)
         os.close(saved)
+        restored.set()
 
 
-def _log_lines(fd: int) -> None:
+def _log_lines(fd: int, restored: threading.Event) -> None:
+    """Log the JVM's lines, but only once fd 2 is the real stderr again.
+
+    While the pipe is fd 2, a log handler writing to stderr writes into it:
+    logging what arrives then would be read back and logged again, forever
+    (seen when a bench script gave the root logger a stderr handler).
+    """
     jvm_log = logging.getLogger("spark.jvm")
+    restored.wait()
     with os.fdopen(fd, "rb") as pipe:
         for raw in pipe:
             line = raw.decode("utf-8", "replace").rstrip()

@@ -78,3 +78,21 @@ def test_packed_topic_partition_round_trips_every_int32(spark) -> None:
     assert [(r["t"], r["p"]) for r in rows] == pairs
     ordered = sorted(rows, key=lambda r: r["tp"])
     assert [(r["t"], r["p"]) for r in ordered] == sorted(pairs)
+
+
+def test_a_stderr_log_handler_does_not_feed_the_jvm_log_back_into_itself() -> None:
+    """While the JVM starts, fd 2 is the pipe its output is logged from; a
+    stderr handler at INFO (as a bench script sets up) once looped there,
+    nesting "INFO:spark.jvm:" without end."""
+    script = (
+        "import logging, sys\n"
+        f"sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})\n"
+        "logging.basicConfig(level=logging.INFO)\n"
+        "from checkers import session\n"
+        "session.get_spark().stop()\n"
+        "print('done')\n"
+    )
+    proc = subprocess.run(["python3", "-c", script], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and "done" in proc.stdout, proc.stderr[-2000:]
+    assert "INFO:spark.jvm:INFO:spark.jvm" not in proc.stderr, proc.stderr[:2000]
+    assert "INFO:spark.jvm:" in proc.stderr  # the JVM's own lines are still logged
