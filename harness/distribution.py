@@ -145,8 +145,15 @@ class Distribution:
 
     def node_classpath(self, tools: bool = False) -> str:
         """The JVM ``-cp`` value on a node (the shell must not glob it)."""
-        sub = "tools" if tools and self.tools_version else "libs"
-        return f"{self.node_dir()}/{sub}/*"
+        return f"{self.node_dir()}/{self.jars_dir(tools)}/*"
+
+    def host_classpath(self, tools: bool = False) -> str:
+        """The same jars in this host's cache, for a tool run here."""
+        return f"{self.root / self.jars_dir(tools)}/*"
+
+    def jars_dir(self, tools: bool) -> str:
+        """``tools`` when a tool's jars were resolved apart from the broker's."""
+        return "tools" if tools and self.tools_version else "libs"
 
 
 def _manifest_path(root: Path) -> Path:

@@ -10,11 +10,11 @@ parsing and comparing cannot tell where the tool ran.
 from __future__ import annotations
 
 import gzip
+import shlex
 import subprocess
 import tarfile
 import tempfile
 from pathlib import Path
-from shlex import quote
 
 from harness import kafka_config as kc
 from harness import kafka_db
@@ -33,8 +33,6 @@ def dump_on_host(cluster: Cluster, node: Node, files: list[str], dest: Path) -> 
     """Copy ``files`` (absolute paths on ``node``) here and dump them into gzip ``dest``."""
     dist = kafka_db.installed_distribution(cluster)
     main = kafka_db.dump_log_segments_class(cluster.kafka_version)
-    tools = not main.startswith("kafka.")
-    libs = "tools" if tools and dist.tools_version else "libs"
     with tempfile.TemporaryDirectory(prefix="kc-host-dump-") as tmp:
         root = Path(tmp)
         fs = root / "fs"
@@ -43,22 +41,23 @@ def dump_on_host(cluster: Cluster, node: Node, files: list[str], dest: Path) -> 
             tar.extractall(fs, filter="data")  # GNU tar stored the paths without their "/"
         log_config = root / "tools-log.properties"
         log_config.write_text(kc.logging_config(dist.version, None))
-        command = [
-            "java",
-            *kc.jvm_flags(str(root), kafka_db.TOOL_HEAP_MB),
+        command = kc.java_command(
+            str(root),
+            kafka_db.TOOL_HEAP_MB,
+            dist.host_classpath(tools=kafka_db.in_tools_jars(main)),
             kc.logging_flag(dist.version, str(log_config)),
-            "-cp",
-            f"{dist.root / libs}/*",
             main,
-            "--files",
-            ",".join(f"{fs}{f}" for f in files),
-            "--print-data-log",
-        ]
+            ["--files", ",".join(f"{fs}{f}" for f in files), "--print-data-log"],
+        )
         raw = root / "dump.txt"
         try:
             with raw.open("w") as out:
                 proc = subprocess.run(
-                    command, stdout=out, stderr=subprocess.PIPE, text=True, timeout=DUMP_TIMEOUT_S
+                    shlex.split(command),  # java expands the classpath's "*" itself
+                    stdout=out,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    timeout=DUMP_TIMEOUT_S,
                 )
         except subprocess.TimeoutExpired as e:
             raise HarnessError(f"{node.name}: DumpLogSegments on the host timed out") from e
@@ -79,10 +78,10 @@ def _fetch(node: Node, files: list[str], local: Path) -> None:
     remote = node.path("run", "replica-segments.tar")
     try:
         node.run(
-            f"tar -cf {quote(remote)} -- {' '.join(quote(f) for f in files)}"
+            f"tar -cf {shlex.quote(remote)} -- {' '.join(shlex.quote(f) for f in files)}"
             " || [ $? -eq 1 ]",  # 1: a file changed while read (a live segment), still copied
             timeout=FETCH_TIMEOUT_S,
         )
         node.get(remote, local)
     finally:
-        node.run(f"rm -f {quote(remote)}", timeout=30, check=False)
+        node.run(f"rm -f {shlex.quote(remote)}", timeout=30, check=False)

@@ -489,8 +489,14 @@ def tool_command(cluster: Cluster, node: Node, main: str, args: list[str]) -> st
     Scala tools (``kafka.*``, e.g. 3.x's ``kafka.tools.DumpLogSegments``) live
     in the broker's core jar; ``org.apache.kafka.tools.*`` in the tools jars.
     """
-    tools = not main.startswith("kafka.")
-    return _tool_command(node, installed_distribution(cluster), main, args, tools=tools)
+    return _tool_command(
+        node, installed_distribution(cluster), main, args, tools=in_tools_jars(main)
+    )
+
+
+def in_tools_jars(main: str) -> bool:
+    """Whether a tool's class is in the tools jars, not the broker's core jar."""
+    return not main.startswith("kafka.")
 
 
 # --- whole-cluster operations -------------------------------------------------------

@@ -70,9 +70,10 @@ class NemesisRunner:
         if any(op.f == "netem" for op in self.schedule.ops):
             on_nodes(cluster.nodes, netem.check_available)  # refuse up front, never pretend
         if self.schedule.ops:
-            # Connect to every node now, not on the first fault's clock: the
-            # first SSH connection to a TCG guest took 22 s, and the first
-            # partition's apply paid it (with the harness address it asks for).
+            # Learn the harness's address on every node now, not on the first
+            # fault's clock: on a TCG guest the first connection took 22 s and
+            # each round trip 2.6 s.  (A fault may still open a new connection
+            # if the pooled one is busy or gone, as in one VM bench run.)
             # Best effort: a node unreachable now fails its own fault, as before.
             try:
                 on_nodes(cluster.nodes, partition.harness_address)
