@@ -22,8 +22,6 @@ from harness.cluster import Cluster
 from harness.errors import HarnessError
 from harness.node import Node
 
-# Nodes at least this much slower than the host have their segments dumped here.
-MIN_SCALE = 3.0
 FETCH_TIMEOUT_S = 300.0  # scaled by the node's speed in Node.run
 DUMP_TIMEOUT_S = 600.0
 DUMPING = "Dumping "

@@ -34,6 +34,8 @@ MAX_ATTEMPTS = 3
 IDLE_CONNECTIONS = 4
 # An SFTP read or write that waits longer than this fails its transfer.
 TRANSFER_STALL_S = 60
+# A node at least this many times slower than the host is a slow guest.
+SLOW_GUEST_SCALE = 3.0
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +136,15 @@ class Node:
     _lock: threading.Lock = field(
         default_factory=threading.Lock, init=False, repr=False, compare=False
     )
+
+    @property
+    def is_slow_guest(self) -> bool:
+        """A node many times slower than the host (a VM under software emulation).
+
+        Such a node gets work moved to the host and its brokers yield the CPU
+        to the harness's commands (``harness/kafka_db.py``).
+        """
+        return self.time_scale >= SLOW_GUEST_SCALE
 
     # --- connections ---------------------------------------------------------------
 

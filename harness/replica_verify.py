@@ -219,7 +219,7 @@ def dump_node(
     under software emulation), where the tool itself takes minutes.
     """
     if on_host is None:
-        on_host = node.time_scale >= host_dump.MIN_SCALE
+        on_host = node.is_slow_guest
     result = NodeDump(node)
     try:
         result.truncations = node_truncations(node, topic)

@@ -6,6 +6,8 @@ script that decides whether a pid may be signalled is the one nodes run.
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -14,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from harness import kafka_db
-from harness.node import Node, SSHTarget
+from harness.node import Node, RunResult, SSHTarget
 
 
 def node_at(root: Path) -> Node:
@@ -78,3 +80,39 @@ def test_a_zombie_counts_as_gone(tagged_process):
         assert time.monotonic() < deadline
         time.sleep(0.05)
     assert guarded(node, "exit 0") == 3
+
+
+class ShellNode(Node):
+    """A node whose commands run in this machine's shell instead of over SSH."""
+
+    def run(self, command, timeout=60, check=True, idempotent=True):  # type: ignore[override]
+        proc = subprocess.run(
+            ["sh", "-c", command], capture_output=True, text=True, timeout=timeout
+        )
+        return RunResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+def _niceness(pid: int) -> int:
+    # Field 19 of /proc/PID/stat, counted after the parenthesised command name.
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16])
+
+
+@pytest.mark.parametrize(
+    ("time_scale", "expected"), [(1.0, 0), (26.0, kafka_db.SLOW_GUEST_NICENESS)]
+)
+def test_a_slow_guests_jvm_yields_the_cpu_to_the_harness(tmp_path, time_scale, expected):
+    """The real start line: a slow guest's service runs niced, a host-speed one does not."""
+    root = tmp_path / "nodes" / "n1"
+    node = ShellNode("n1", 1, "127.0.0.1", SSHTarget("127.0.0.1"), str(root), time_scale)
+    launcher = Path(kafka_db.KAFKA.launcher(node))
+    launcher.parent.mkdir(parents=True)
+    launcher.write_text(
+        f"echo $$ > {kafka_db.KAFKA.pid_file(node)}\n"
+        f'exec {sys.executable} -c "import time; time.sleep(60)" -Dkafka.chaos.root={root}\n'
+    )
+    assert kafka_db._start(kafka_db.KAFKA, node) is True
+    pid = int(Path(kafka_db.KAFKA.pid_file(node)).read_text())
+    try:
+        assert _niceness(pid) == expected + os.nice(0)
+    finally:
+        os.kill(pid, signal.SIGKILL)
