@@ -14,11 +14,30 @@ from datetime import UTC, datetime
 
 _DUMPING = re.compile(r"^Dumping (?P<path>\S+)")
 _RECORD = re.compile(r"^\| offset: (?P<offset>\d+) ")
+_BATCH = re.compile(
+    r"^baseOffset: (?P<base>\d+) lastOffset: (?P<last>\d+) .*"
+    r"producerId: (?P<pid>-?\d+) producerEpoch: (?P<epoch>-?\d+) "
+)
 _PAYLOAD = re.compile(r" payload: (?P<payload>\S*)")
 _MARKER = re.compile(r" endTxnMarker: (?P<marker>\w+)")
 _TIME = re.compile(r"^\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]")
 _OFFSET = re.compile(r"(?:offset=|to offset |Truncating to )(?P<offset>\d+)")
 _BELOW_HW = re.compile(r"below high watermark (?P<hw>\d+)")
+
+
+@dataclass(frozen=True)
+class Batch:
+    """A record batch's offsets and the producer (id, epoch) that wrote it.
+
+    Tells why a value sits twice in one log: the same producer id with a
+    higher epoch is a client that bumped its epoch and sent the batch again,
+    which the broker cannot recognise as a retry.
+    """
+
+    base_offset: int
+    last_offset: int
+    producer_id: int
+    producer_epoch: int
 
 
 @dataclass
@@ -27,6 +46,11 @@ class ReplicaLog:
 
     directory: str  # the segment files' directory on the node
     records: dict[int, str] = field(default_factory=dict)
+    batches: list[Batch] = field(default_factory=list)
+
+    def batch_at(self, offset: int) -> Batch | None:
+        """The batch holding ``offset``, if this copy has it."""
+        return next((b for b in self.batches if b.base_offset <= offset <= b.last_offset), None)
 
     @property
     def log_start(self) -> int | None:
@@ -53,7 +77,7 @@ def record_value(line: str) -> str | None:
 
 
 def parse_dump(lines: Iterable[str]) -> dict[str, ReplicaLog]:
-    """Records per segment directory, from ``DumpLogSegments --print-data-log``."""
+    """Records and batches per segment directory, from ``DumpLogSegments --print-data-log``."""
     logs: dict[str, ReplicaLog] = {}
     current: ReplicaLog | None = None
     for line in lines:
@@ -62,7 +86,16 @@ def parse_dump(lines: Iterable[str]) -> dict[str, ReplicaLog]:
             directory = path.group("path").rsplit("/", 1)[0] if path else ""
             current = logs.setdefault(directory, ReplicaLog(directory))
             continue
-        if current is None or not line.startswith("| offset: "):
+        if current is None:
+            continue
+        if line.startswith("baseOffset: "):
+            b = _BATCH.match(line)
+            if b:
+                current.batches.append(
+                    Batch(int(b["base"]), int(b["last"]), int(b["pid"]), int(b["epoch"]))
+                )
+            continue
+        if not line.startswith("| offset: "):
             continue
         m = _RECORD.match(line)
         value = record_value(line)

@@ -200,3 +200,27 @@ def test_the_one_line_summary_says_where_replicas_differ_in_words() -> None:
     assert summary({"error": "cannot describe topic t"}) == (
         "replicas: not verified: cannot describe topic t"
     )
+
+
+def test_each_offset_is_traced_to_the_producer_epoch_that_wrote_it() -> None:
+    """A value stored twice by one producer id, the second time under a bumped
+    epoch (as a 4.4.0 broker printed it on a VM run): the dump says so."""
+    head = (
+        "baseOffset: {b} lastOffset: {e} count: {n} baseSequence: 0 lastSequence: {s} "
+        "producerId: 1001 producerEpoch: {epoch} partitionLeaderEpoch: 0 isTransactional: false "
+        "isControl: false deleteHorizonMs: OptionalLong.empty position: 0 CreateTime: 1 size: 9 "
+        "magic: 2 compresscodec: none crc: 1 isvalid: true"
+    )
+    path = f"/d/{TOPIC}-4/00000000000000000000.log"
+    lines = [f"Dumping {path}", "Log starting offset: 0"]
+    lines += [head.format(b=87, e=614, n=528, s=527, epoch=0), RECORD.format(o=289, v=5392)]
+    lines += [head.format(b=7738, e=10236, n=2499, s=2498, epoch=26), RECORD.format(o=7738, v=5392)]
+    log = parse_dump(lines)[f"/d/{TOPIC}-4"]
+    assert log.records == {289: "5392", 7738: "5392"}
+    first, again = log.batch_at(289), log.batch_at(7738)
+    assert first and again and first.producer_id == again.producer_id == 1001
+    assert (first.producer_epoch, again.producer_epoch) == (0, 26)
+    assert log.batch_at(7000) is None
+    # Non-transactional batches from an older client carry no producer (-1).
+    plain = parse_dump(dump({path: {0: 1}}))[f"/d/{TOPIC}-4"]
+    assert plain.batch_at(0).producer_id == -1

@@ -7,12 +7,14 @@ loses acknowledged writes there as it does on namespaces.
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
 from _cli import kafka_chaos, ops, report_path, run_args
 
 from harness.cluster import Cluster
+from harness.log_dump import parse_dump
 
 RUN_TIMEOUT_S = 2400.0
 
@@ -44,13 +46,47 @@ def _faults(run: Path) -> list[dict]:
     return faults
 
 
+def epoch_bump_duplicates(run: Path, duplicates: dict) -> list[str]:
+    """Why each example duplicate is stored twice, from the brokers' own logs.
+
+    Each line names the producer id and the epochs of the two batches; the
+    list is empty unless every example was re-sent by its producer under a
+    bumped epoch (librdkafka does this after request timeouts: see README).
+    """
+    logs: dict[str, list] = {}
+    for dump in sorted((run / "replicas").glob("*-dump-log-segments.txt.gz")):
+        with gzip.open(dump, "rt") as f:
+            for directory, log in parse_dump(f).items():
+                logs.setdefault(directory.rsplit("/", 1)[-1], []).append(log)
+    found = []
+    for example in duplicates["examples"]:
+        (topic, part, first), (_, _, again) = sorted(example["positions"], key=lambda p: p[2])[:2]
+        for log in logs.get(f"{topic}-{part}", []):
+            a, b = log.batch_at(first), log.batch_at(again)
+            if a and b and a.producer_id == b.producer_id and b.producer_epoch > a.producer_epoch:
+                found.append(f"{example['value']}: producer {a.producer_id} epochs "
+                             f"{a.producer_epoch} -> {b.producer_epoch}")  # fmt: skip
+                break
+        else:
+            return []
+    return found
+
+
 def test_a_chaos_run_with_kills_and_partitions_is_valid(vm_cluster: Cluster, tmp_path) -> None:
     code, run, out = _run(
         vm_cluster, tmp_path, "--time-limit", "60", "--faults", "kill,partition", "--seed", "7"
     )
     results = json.loads((run / "results.json").read_text())
     bad = {k: v for k, v in results["checks"].items() if v["valid"] is not True}
-    assert code == 0 and results["verdict"] == "valid", (results["unknown_reasons"], bad, out)
+    # The one anomaly these runs have shown is real, and not Kafka's: with brokers
+    # minutes slow to restart, produce requests time out, and librdkafka's
+    # idempotent producer bumps its epoch and sends batches the leader already
+    # holds again (README, "Tests on VMs").  Anything else fails the test.
+    if set(bad) == {"duplicate"}:
+        assert code == 1 and epoch_bump_duplicates(run, bad["duplicate"]), bad
+    else:
+        assert code == 0 and results["verdict"] == "valid", (results["unknown_reasons"], bad, out)
+    assert results["summary"]["acked_lost"] == 0
     # Both kinds really happened in the guests, in the run's time.
     assert {op["f"] for op in _faults(run)} == {"kill", "partition"}
     assert (run / "report.html").stat().st_size > 0
