@@ -7,6 +7,7 @@ are keyed by the directory the segment lives in (``<topic>-<partition>``).
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -47,10 +48,15 @@ class ReplicaLog:
     directory: str  # the segment files' directory on the node
     records: dict[int, str] = field(default_factory=dict)
     batches: list[Batch] = field(default_factory=list)
+    _by_base: list[Batch] = field(default_factory=list, repr=False, compare=False)
 
     def batch_at(self, offset: int) -> Batch | None:
         """The batch holding ``offset``, if this copy has it."""
-        return next((b for b in self.batches if b.base_offset <= offset <= b.last_offset), None)
+        if len(self._by_base) != len(self.batches):
+            self._by_base = sorted(self.batches, key=lambda b: b.base_offset)
+        i = bisect.bisect_right(self._by_base, offset, key=lambda b: b.base_offset) - 1
+        found = self._by_base[i] if i >= 0 else None
+        return found if found is not None and offset <= found.last_offset else None
 
     @property
     def log_start(self) -> int | None:

@@ -19,6 +19,7 @@ from typing import Any
 from harness.log_dump import ReplicaLog
 
 MAX_RANGES = 20
+MAX_EXAMPLES = 5
 
 
 @dataclass
@@ -39,6 +40,44 @@ class Comparison:
             "lost_values": self.lost_values,
             "uncommitted_offsets": self.uncommitted_offsets,
         }
+
+
+def stored_twice(leader: ReplicaLog, high_watermark: int) -> dict[str, Any] | None:
+    """Values the leader holds at more than one committed offset, and who wrote each copy.
+
+    The clients' history shows a duplicate; only the broker's log shows
+    whether its producer sent it again under a bumped epoch (an idempotent
+    client that gave up on a request and started its sequences over), which
+    the broker cannot recognise as a retry.  None when every value is held once.
+    """
+    offsets: dict[str, list[int]] = {}
+    for offset, value in leader.records.items():
+        if offset < high_watermark and not value.startswith("marker:"):
+            offsets.setdefault(value, []).append(offset)
+    twice = sorted((sorted(o), v) for v, o in offsets.items() if len(o) > 1)
+    if not twice:
+        return None
+    bumped, examples = 0, []
+    for where, value in twice:
+        first, again = leader.batch_at(where[0]), leader.batch_at(where[1])
+        bump = bool(
+            first
+            and again
+            and first.producer_id == again.producer_id >= 0
+            and again.producer_epoch > first.producer_epoch
+        )
+        bumped += bump
+        if len(examples) < MAX_EXAMPLES:
+            examples.append(
+                {
+                    "value": value,
+                    "offsets": where,
+                    "producer_ids": [b.producer_id if b else None for b in (first, again)],
+                    "producer_epochs": [b.producer_epoch if b else None for b in (first, again)],
+                    "epoch_bump": bump,
+                }
+            )
+    return {"values": len(twice), "epoch_bump": bumped, "examples": examples}
 
 
 def compare_live(replica: ReplicaLog, leader: ReplicaLog, high_watermark: int) -> Comparison:

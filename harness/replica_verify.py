@@ -37,7 +37,7 @@ from harness.log_dump import (
     truncations,
 )
 from harness.node import Node
-from harness.replica_compare import compare_before_rejoin, compare_follower
+from harness.replica_compare import compare_before_rejoin, compare_follower, stored_twice
 
 log = logging.getLogger(__name__)
 
@@ -143,16 +143,27 @@ def summary(result: dict[str, Any]) -> str:
                 f"partition {p['partition']}: {c['node']}'s log {when} differs from the "
                 f"leader's at offsets {spans} ({c['lost_values']} values now on no replica)"
             )
-    if said:
-        return "replicas: " + "; ".join(said)
+    return "replicas: " + "; ".join((said or [_agreement(parts)]) + _stored_twice(parts))
+
+
+def _stored_twice(parts: list[dict[str, Any]]) -> list[str]:
+    return [
+        f"partition {p['partition']}: {t['values']} values stored twice, {t['epoch_bump']} "
+        "of them sent again by their producer under a bumped epoch"
+        for p in parts
+        if (t := p.get("stored_twice"))
+    ]
+
+
+def _agreement(parts: list[dict[str, Any]]) -> str:
     behind = sorted(
         {p["partition"] for p in parts for c in p.get("compared", []) if c.get("in_isr") is False}
     )
     unread = [p["partition"] for p in parts if p.get("agree") is None]
     if unread:
         why = f" (a follower outside the ISR in {behind})" if behind else ""
-        return f"replicas: could not compare partitions {unread}{why}"
-    return f"replicas: all {len(parts)} partitions agree below the high watermark"
+        return f"could not compare partitions {unread}{why}"
+    return f"all {len(parts)} partitions agree below the high watermark"
 
 
 def wait_in_sync(cluster: Cluster, topic: str, timeout_s: float) -> tuple[list[Any], float]:
@@ -370,6 +381,9 @@ def _partition_result(
             compared["high_watermark"] = committed
             compared.update(compare_before_rejoin(copy, leader_log, held_now, committed).as_dict())
             entry["compared"].append(compared)
+    twice = stored_twice(leader_log, hw)
+    if twice:
+        entry["stored_twice"] = twice
     entry["agree"] = None if None in live_agree else all(live_agree)
     entry["diverged"] = any(c["agree"] is False for c in entry["compared"])
     return entry

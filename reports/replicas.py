@@ -38,6 +38,27 @@ def sentence(partition: int, c: dict[str, Any]) -> str:
     )
 
 
+def twice_sentence(partition: int, twice: dict[str, Any]) -> str:
+    """Values the leader stores at two offsets, and whether their producer sent them again."""
+    said = (
+        f"Partition {partition}'s leader stores {twice.get('values', 0):,} values at more than "
+        f"one offset; {twice.get('epoch_bump', 0):,} of them were sent again by the same "
+        "producer under a bumped epoch (its client gave up on a request and started its "
+        "sequences over, so the broker could not recognise the retry)"
+    )
+    example = next((as_dict(e) for e in as_list(twice.get("examples"))), None)
+    if example:
+        ids, epochs = as_list(example.get("producer_ids")), as_list(example.get("producer_epochs"))
+        offsets = as_list(example.get("offsets"))
+        if len(ids) == len(epochs) == 2 and len(offsets) >= 2:
+            said += (
+                f", e.g. value {example.get('value')} at offsets {offsets[0]} (producer "
+                f"{ids[0]}, epoch {epochs[0]}) and {offsets[1]} (producer {ids[1]}, "
+                f"epoch {epochs[1]})"
+            )
+    return said + "."
+
+
 def replicas_section(run_dir: Path) -> dict[str, Any]:
     loaded = load_json(run_dir / "replicas.json")
     if loaded.missing:
@@ -51,6 +72,10 @@ def replicas_section(run_dir: Path) -> dict[str, Any]:
         for p in parts
         for c in as_list(p.get("compared"))
         if as_dict(c).get("agree") is False
+    ] + [
+        twice_sentence(p.get("partition"), as_dict(p["stored_twice"]))
+        for p in parts
+        if p.get("stored_twice")
     ]
     live_agree = all(p.get("agree") is True for p in parts)
     return {

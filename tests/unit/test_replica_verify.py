@@ -13,7 +13,13 @@ from harness.log_dump import (
     record_value,
     truncations,
 )
-from harness.replica_compare import compare_before_rejoin, compare_follower, compare_live, ranges
+from harness.replica_compare import (
+    compare_before_rejoin,
+    compare_follower,
+    compare_live,
+    ranges,
+    stored_twice,
+)
 from harness.replica_verify import summary
 
 TOPIC = "chaos-20261125t042811z"
@@ -224,3 +230,34 @@ def test_each_offset_is_traced_to_the_producer_epoch_that_wrote_it() -> None:
     # Non-transactional batches from an older client carry no producer (-1).
     plain = parse_dump(dump({path: {0: 1}}))[f"/d/{TOPIC}-4"]
     assert plain.batch_at(0).producer_id == -1
+
+
+def test_values_stored_twice_are_counted_with_the_writer_of_each_copy() -> None:
+    head = (
+        "baseOffset: {b} lastOffset: {e} count: 1 baseSequence: 0 lastSequence: 0 "
+        "producerId: {pid} producerEpoch: {epoch} partitionLeaderEpoch: 0 isTransactional: false"
+    )
+    lines = [f"Dumping /d/{TOPIC}-0/00000000000000000000.log"]
+    for base, last, pid, epoch, values in [
+        (0, 1, 7, 0, [10, 11]),
+        (2, 3, 7, 3, [10, 12]),  # 10 again: producer 7, bumped epoch
+        (4, 4, 9, 0, [11]),  # 11 again: another producer (not a bump)
+        (5, 5, 7, 4, [13]),
+        (6, 6, 7, 5, [13]),  # 13 again, but above the high watermark: not counted
+    ]:
+        lines.append(head.format(b=base, e=last, pid=pid, epoch=epoch))
+        lines += [RECORD.format(o=base + i, v=v) for i, v in enumerate(values)]
+    leader = parse_dump(lines)[f"/d/{TOPIC}-0"]
+    twice = stored_twice(leader, high_watermark=6)
+    assert twice is not None and (twice["values"], twice["epoch_bump"]) == (2, 1)
+    assert twice["examples"][0] == {
+        "value": "10", "offsets": [0, 2], "producer_ids": [7, 7],
+        "producer_epochs": [0, 3], "epoch_bump": True,
+    }  # fmt: skip
+    assert twice["examples"][1]["epoch_bump"] is False
+    assert stored_twice(leader, high_watermark=2) is None
+    part = {"partition": 0, "agree": True, "compared": [], "stored_twice": twice}
+    assert summary({"partitions": [part]}) == (
+        "replicas: all 1 partitions agree below the high watermark; partition 0: 2 values "
+        "stored twice, 1 of them sent again by their producer under a bumped epoch"
+    )

@@ -97,3 +97,20 @@ def test_replica_findings_are_said_in_words(tmp_path: Path) -> None:
     assert truncation_marks(tmp_path) == [
         (0, 41.5, "n3 truncated partition 0 to offset 980 (below high watermark 4091)")
     ]
+
+
+def test_values_stored_twice_are_said_with_their_writers(tmp_path: Path) -> None:
+    twice = {"values": 5656, "epoch_bump": 5656, "examples": [
+        {"value": "5392", "offsets": [289, 7738], "producer_ids": [1001, 1001],
+         "producer_epochs": [0, 26], "epoch_bump": True}]}  # fmt: skip
+    (tmp_path / "replicas.json").write_text(json.dumps({
+        "topic": "t", "complete": True, "error": None,
+        "partitions": [{"partition": 4, "agree": True, "compared": [], "stored_twice": twice}],
+    }))  # fmt: skip
+    (finding,) = replicas_section(tmp_path)["findings"]
+    assert finding == (
+        "Partition 4's leader stores 5,656 values at more than one offset; 5,656 of them were "
+        "sent again by the same producer under a bumped epoch (its client gave up on a request "
+        "and started its sequences over, so the broker could not recognise the retry), e.g. "
+        "value 5392 at offsets 289 (producer 1001, epoch 0) and 7738 (producer 1001, epoch 26)."
+    )
