@@ -54,27 +54,34 @@ def stored_twice_by_epoch_bumps(run: Path) -> int:
     return sum(t["values"] for t in twice)
 
 
+def _judged_valid(code: int, run: Path, out: str) -> None:
+    """Valid, but for librdkafka's epoch-bump duplicates; nothing acknowledged lost.
+
+    The one anomaly VM runs have shown is real and not Kafka's: with brokers
+    minutes slow to restart, produce requests time out, and librdkafka's
+    idempotent producer bumps its epoch and sends batches the leader already
+    holds again (README, "Tests on VMs").  The brokers' logs must attribute
+    every duplicate to such a bump; anything else fails the test.
+    """
+    results = json.loads((run / "results.json").read_text())
+    bad = {k: v for k, v in results["checks"].items() if v["valid"] is not True}
+    if set(bad) == {"duplicate"}:
+        assert code == 1 and stored_twice_by_epoch_bumps(run) == bad["duplicate"]["count"], bad
+    else:
+        assert code == 0 and results["verdict"] == "valid", (results["unknown_reasons"], bad, out)
+    assert results["summary"]["acked"] > 0 and results["summary"]["acked_lost"] == 0
+    assert (run / "report.html").stat().st_size > 0
+
+
 def test_kills_and_partitions_lose_nothing_and_any_duplicate_is_an_epoch_bump(
     vm_cluster: Cluster, tmp_path
 ) -> None:
     code, run, out = _run(
         vm_cluster, tmp_path, "--time-limit", "60", "--faults", "kill,partition", "--seed", "7"
     )
-    results = json.loads((run / "results.json").read_text())
-    bad = {k: v for k, v in results["checks"].items() if v["valid"] is not True}
-    # The one anomaly these runs have shown is real, and not Kafka's: with brokers
-    # minutes slow to restart, produce requests time out, and librdkafka's
-    # idempotent producer bumps its epoch and sends batches the leader already
-    # holds again (README, "Tests on VMs").  Anything else fails the test.
-    if set(bad) == {"duplicate"}:
-        assert code == 1 and stored_twice_by_epoch_bumps(run) == bad["duplicate"]["count"], bad
-    else:
-        assert code == 0 and results["verdict"] == "valid", (results["unknown_reasons"], bad, out)
-    assert results["summary"]["acked_lost"] == 0
+    _judged_valid(code, run, out)
     # Both kinds really happened in the guests, in the run's time.
     assert {op["f"] for op in _faults(run)} == {"kill", "partition"}
-    assert (run / "report.html").stat().st_size > 0
-    assert results["summary"]["acked"] > 0
 
 
 def test_unclean_leader_election_loses_acknowledged_writes_on_vms(
@@ -103,9 +110,7 @@ def test_pauses_clock_bumps_and_kills_of_the_leader_act_in_the_guests(
         vm_cluster, tmp_path, "--time-limit", "90", "--faults", "pause,clock-bump,kill",
         "--targets", "leader", "--seed", "11",
     )  # fmt: skip
-    results = json.loads((run / "results.json").read_text())
-    bad = {k: v for k, v in results["checks"].items() if v["valid"] is not True}
-    assert code == 0 and results["verdict"] == "valid", (results["unknown_reasons"], bad, out)
+    _judged_valid(code, run, out)
     faults = _faults(run)
     assert {op["f"] for op in faults} == {"pause", "clock-bump", "kill"}, faults
     for op in faults:
