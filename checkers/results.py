@@ -108,7 +108,9 @@ EXPLANATIONS = {
     "vanished (an unclean leader election truncates exactly those). Values below the log start "
     "(retention) are excused.",
     "duplicate": "One sent value sits at more than one offset, i.e. it was written twice. "
-    "Legal for a non-idempotent producer that retries; a broken promise when idempotence is on.",
+    "Legal for a non-idempotent producer that retries; a broken promise when idempotence is on. "
+    "The replica verification says whether the broker's log shows its producer sending it again "
+    "under a bumped epoch (a client-side retry the broker could not recognise).",
     "inconsistent-offsets": "Two different values were seen at the same partition offset (by acks "
     "or reads): the log was rewritten, typically truncated after an unclean leader election.",
     "failed-write-read": "A send the client was told definitely failed was nevertheless read: the "
