@@ -15,6 +15,7 @@ Needs ``./setup.sh --vagrant`` first.  Creates and destroys its own clusters
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import subprocess
@@ -50,6 +51,20 @@ def box_build_s(keep_cache: bool) -> float:
         return time.monotonic() - t0
 
 
+def fault_costs(run: Path) -> str:
+    """How long the run's faults took to apply and to heal (schedule.json), in words."""
+    ops = json.loads((run / "schedule.json").read_text())["ops"]
+    started = [op for op in ops if "applied_s" in op and "ended_s" in op]
+    if not started:
+        return f"faults: none of {len(ops)} planned started"
+    apply = [op["applied_s"] - op["started_s"] for op in started]
+    heal = [op["ended_s"] - op["healing_s"] for op in started]
+    return (
+        f"faults: {len(started)} of {len(ops)} planned started; applying took "
+        f"{min(apply):.1f}-{max(apply):.1f} s, healing {min(heal):.1f}-{max(heal):.1f} s"
+    )
+
+
 def measure(backend: str, name: str, time_limit: float, store: Path) -> dict[str, float]:
     """Seconds for nodes up, Kafka healthy, a default run and cluster down."""
     spec = ClusterSpec(name=name, backend=backend, nodes=3, kafka_version=NEWEST_KAFKA)
@@ -70,6 +85,7 @@ def measure(backend: str, name: str, time_limit: float, store: Path) -> dict[str
         outcome = run_test(run_spec, store=store)
         figures["run"] = time.monotonic() - t2
         print(f"{backend}: run verdict {outcome.verdict}, report {outcome.report}", flush=True)
+        print(f"{backend}: {fault_costs(Path(outcome.report).parent)}", flush=True)
     finally:
         cluster.close()
         t3 = time.monotonic()
