@@ -182,6 +182,26 @@ class Node:
             raise
         return conn
 
+    def warm(self, connections: int) -> None:
+        """Open connections until ``connections`` are idle (at most ``IDLE_CONNECTIONS``).
+
+        For commands that must run on a schedule while other threads use the
+        node: on a slow guest opening a connection took 10-28 s, which the
+        first fault of a run paid whenever the cluster sampler held the only
+        pooled one.
+        """
+        with self._lock:
+            missing = min(connections, IDLE_CONNECTIONS) - len(self._idle)
+            generation = self._generation
+        opened = [self._open() for _ in range(max(0, missing))]
+        with self._lock:
+            keep = generation == self._generation
+            for conn in opened:
+                if keep and len(self._idle) < IDLE_CONNECTIONS:
+                    self._idle.append(conn)
+                else:
+                    _quietly_close(conn)
+
     @contextlib.contextmanager
     def _lease(self) -> Iterator[Any]:
         """Lend a connection to one command; drop it if the command broke it."""

@@ -70,13 +70,13 @@ class NemesisRunner:
         if any(op.f == "netem" for op in self.schedule.ops):
             on_nodes(cluster.nodes, netem.check_available)  # refuse up front, never pretend
         if self.schedule.ops:
-            # Learn the harness's address on every node now, not on the first
-            # fault's clock: on a TCG guest the first connection took 22 s and
-            # each round trip 2.6 s.  (A fault may still open a new connection
-            # if the pooled one is busy or gone, as in one VM bench run.)
-            # Best effort: a node unreachable now fails its own fault, as before.
+            # Connect and learn the harness's address on every node now, not on
+            # a fault's clock: on a TCG guest a new connection took 10-28 s.
+            # Two connections each, because the cluster sampler reads the
+            # controller over SSH every second and may hold one when a fault
+            # comes.  Best effort: a node unreachable now fails its own fault.
             try:
-                on_nodes(cluster.nodes, partition.harness_address)
+                on_nodes(cluster.nodes, lambda n: (n.warm(2), partition.harness_address(n)))
             except Exception as e:
                 log.warning("nemesis: could not reach every node before the run: %s", e)
         self.schedule.save(self.path)

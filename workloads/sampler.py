@@ -11,16 +11,18 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 log = logging.getLogger(__name__)
 
 QUERY_TIMEOUT_S = 3.0
 CLUSTER_STATE = "cluster-state.jsonl"
 
+T = TypeVar("T")
 Probe = Callable[[], tuple[int | None, list[dict[str, Any]]]]
 
 
@@ -41,18 +43,40 @@ def cluster_probe(cluster: Any, topic: str, timeout_s: float = QUERY_TIMEOUT_S) 
 
     KRaft brokers report a random live broker as "controller" to clients, so
     the controller comes from ``kafka_db.controller_id`` (the quorum leader
-    read from the voters' quorum-state files over SSH).
+    read from the voters' quorum-state files over SSH).  On slow guests that
+    read costs each guest's one CPU and holds an SSH connection a fault needs,
+    so it is repeated only every ``time_scale`` seconds; elections there take
+    that much longer too.
     """
     from harness import admin, kafka_db
 
     bootstrap = cluster.bootstrap_servers()
+    slow = any(n.is_slow_guest for n in cluster.nodes)
+    controller = at_most_every(
+        cluster.time_scale if slow else 0.0,
+        lambda: kafka_db.controller_id(cluster, timeout_s=timeout_s),
+    )
 
     def probe() -> tuple[int | None, list[dict[str, Any]]]:
         states = admin.describe_topics(bootstrap, [topic], timeout_s=timeout_s)
-        controller = kafka_db.controller_id(cluster, timeout_s=timeout_s)
-        return controller, [partition_row(s) for s in states]
+        return controller(), [partition_row(s) for s in states]
 
     return probe
+
+
+def at_most_every(
+    period_s: float, fn: Callable[[], T], clock: Callable[[], float] = time.monotonic
+) -> Callable[[], T]:
+    """``fn``, called again only once ``period_s`` has passed; its last answer in between."""
+    last: list[Any] = []  # [answer, when]
+
+    def call() -> T:
+        now = clock()
+        if not last or now - last[1] >= period_s:
+            last[:] = [fn(), now]
+        return last[0]
+
+    return call
 
 
 def partition_row(state: Any) -> dict[str, Any]:

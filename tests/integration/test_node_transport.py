@@ -108,3 +108,26 @@ def test_a_command_timeout_is_a_clear_error_and_no_exit_status_is_invented(clust
         node.run("sleep 3", timeout=0.5)
     assert time.monotonic() - t0 < 3
     assert node.run("exit 7", timeout=10, check=False).exit_code == 7
+
+
+def test_warmed_connections_serve_a_command_while_another_holds_one(cluster, monkeypatch) -> None:
+    """A fault's command must not pay for a connection while the sampler holds one."""
+    node = cluster.nodes[0]
+    node.close()
+    node.warm(2)
+    opened: list[Any] = []
+    real_open = Node._open
+
+    def counting_open(self: Node) -> Any:
+        opened.append(self.name)
+        return real_open(self)
+
+    monkeypatch.setattr(Node, "_open", counting_open)
+    holder = threading.Thread(target=lambda: node.run("sleep 1", timeout=20))
+    holder.start()
+    time.sleep(0.3)
+    assert node.run("echo fault", timeout=20).stdout.strip() == "fault"
+    holder.join(30)
+    assert opened == []  # both commands ran on the two warmed connections
+    node.warm(2)  # already warm: opens nothing
+    assert opened == []

@@ -19,7 +19,7 @@ from workloads.consumer import (
 )
 from workloads.producer import producer_config, single_attempt
 from workloads.queue import rate_verdict
-from workloads.sampler import ClusterSampler, partition_row
+from workloads.sampler import ClusterSampler, at_most_every, partition_row
 
 
 def test_producer_config_carries_the_spec():
@@ -123,3 +123,16 @@ def test_sampler_writes_samples_and_errors(tmp_path):
     assert lines[1]["controller"] == 2 and lines[1]["error"] is None
     assert lines[1]["partitions"][0]["isr"] == [1]
     assert sampler.errors == 1 and sampler.samples == 2
+
+
+def test_a_throttled_query_is_repeated_only_once_its_period_has_passed():
+    answers = iter(range(100))
+    now = [0.0]
+    controller = at_most_every(19.0, lambda: next(answers), clock=lambda: now[0])
+    seen = []
+    for t in (0.0, 1.0, 18.9, 19.0, 20.0, 38.0):
+        now[0] = t
+        seen.append(controller())
+    assert seen == [0, 0, 0, 1, 1, 2]
+    every_time = at_most_every(0.0, lambda: next(answers), clock=lambda: now[0])
+    assert [every_time(), every_time()] == [3, 4]  # host-speed clusters: every sample asks
