@@ -62,8 +62,8 @@ def main() -> int:
     spark = timed("Spark session", lambda: get_spark(None, expected_ops(args.history)))
     t = Tables(read_rows(spark, rows), read_committed=read_committed(config))
     print("shared tables:", flush=True)
-    for name in ("control", "polls", "per_value", "per_position", "partitions", "members",
-                 "member_ops", "meta"):  # fmt: skip
+    for name in ("control", "commits", "polls", "per_value", "per_position", "partitions",
+                 "members", "member_ops", "meta"):  # fmt: skip
         timed(name, lambda name=name: getattr(t, name).count())
     print("checks (rows found):", flush=True)
     pairs = timed("suspicious pairs", lambda: poll_checks.suspicious_pairs(t))

@@ -127,11 +127,10 @@ def _universe(t: Tables, intervals: DataFrame) -> DataFrame:
     subs = t.member_ops.where(F.col("f") == "subscribe")
     topics = subs.select("hid", "group", F.explode("topics").alias("topic"))
     topics = topics.unionByName(intervals.select("hid", "group", "topic")).distinct()
-    commits = t.control.where(F.col("f") == "commit").select("hid", F.explode("offsets").alias("o"))
     parts = (
         t.partitions.select(*TP)
         .unionByName(intervals.select(*TP))
-        .unionByName(commits.select("hid", "o.topic", "o.partition"))
+        .unionByName(t.commits.select(*TP))
         .distinct()
     )
     return topics.join(parts, ["hid", "topic"])
@@ -202,13 +201,12 @@ def unowned(t: Tables, intervals: DataFrame, threshold_s: float) -> DataFrame:
 
 
 def commit_past_unread(t: Tables) -> DataFrame:
-    commits = t.member_ops.where((F.col("f") == "commit") & (F.col("type") == "ok"))
-    commits = commits.select("hid", "group", "index", F.explode("offsets").alias("o")).select(
-        "hid", "group", "index", "o.topic", "o.partition", F.col("o.offset").alias("c")
-    )
+    members = F.broadcast(t.members.select("hid", "process", "group"))
+    commits = t.commits.where(F.col("type") == "ok").join(members, ["hid", "process"])
+    c, first = F.col("committed"), F.col("commit_index")
     top = commits.groupBy(*GTP).agg(
-        F.max("c").alias("committed_offset"),
-        F.min_by("index", F.struct(-F.col("c"), F.col("index"))).alias("commit_index"),
+        F.max(c).alias("committed_offset"),
+        F.min_by(first, F.struct(-c, first)).alias("commit_index"),
     )
     top = top.join(F.broadcast(t.group_bits), "group")
     read = t.known_positions.where(F.col("read") == 1)

@@ -14,8 +14,9 @@ partition summarised in a ``kind=poll`` row (``checkers.poll_positions``).
 Rows are
 stored in Parquet partitions, ``kind=line`` (sends, polls), ``kind=record``
 (polled records), ``kind=poll`` (their summaries), ``kind=control``
-(membership, commits, crashes, faults), ``kind=txn`` (a transaction line's
-own row) and ``kind=topic`` (the topic names), so that Spark reads only the
+(membership, crashes, faults), ``kind=commit`` (offset commits),
+``kind=txn`` (a transaction line's own row) and ``kind=topic`` (the topic
+names), so that Spark reads only the
 files a check needs: the control lines are a tiny part of a history but are
 read by many checks.
 
@@ -71,7 +72,7 @@ from checkers.txn_rows import MOP, RECORD, SlowPath, TxnPairing, expand, txn_col
 from harness.errors import HistoryError
 from workloads.history import NEMESIS, TYPES
 
-FORMAT = "rows-15"  # bump when the rows table changes shape: older caches are rebuilt
+FORMAT = "rows-16"  # bump when the rows table changes shape: older caches are rebuilt
 FORMAT_FILE = "_KAFKA_CHAOS_FORMAT"
 CHUNK_BYTES = 32 << 20
 IN_FLIGHT = 3  # chunks parsed ahead of the writer: bounds memory
@@ -98,6 +99,10 @@ WRITTEN = {
         "final", "group", "txn", "rebalanced",
     ),
 }  # fmt: skip
+WRITTEN["commit"] = (
+    "hid", "index", "time", "process", "nemesis", "type", "f", "error", "reason", "final",
+    "group", "offsets", "txn",
+)  # fmt: skip
 # Control rows never hold a record's or an ack's bookkeeping (``Tables.control``
 # caches just these: at 1e7 transactional ops, 2.7e6 rows cached in 10 s
 # instead of 12-20 s with every column).
@@ -562,10 +567,12 @@ def _hot_rows(hot: pa.Table) -> Tables:
     columns.update(pairs)
     rows = pa.Table.from_arrays([columns[name] for name in ROWS.names], schema=ROWS)
     client = pc.is_in(f, pa.array(["send", "poll"]))
+    is_commit = pc.equal(f, "commit")
     tables = {
         "line": rows.filter(client),
-        "control": rows.filter(pc.invert(pc.or_(client, is_txn))),
+        "control": rows.filter(pc.invert(pc.or_(pc.or_(client, is_txn), is_commit))),
         "txn": rows.filter(is_txn),
+        "commit": rows.filter(is_commit),
         "record": _record_rows(rows, v["records"]),
     }
     if pc.any(is_txn).as_py():

@@ -186,14 +186,8 @@ def exactly_once(t: Tables) -> DataFrame:
     """Consume-transform-produce: every input below the offsets the pipeline's
     committed transactions sent to the group appears in the output exactly
     once (read there, under read_committed: committed)."""
-    commits = t.control.where(
-        (F.col("f") == "commit") & (F.col("type") == "ok") & F.col("txn").isNotNull()
-    )
-    committed = (
-        commits.select("hid", F.explode("offsets").alias("o"))
-        .groupBy("hid", F.col("o.topic").alias("topic"), F.col("o.partition").alias("partition"))
-        .agg(F.max("o.offset").alias("committed"))
-    )
+    commits = t.commits.where((F.col("type") == "ok") & F.col("in_txn"))
+    committed = commits.groupBy(*TP).agg(F.max("committed").alias("committed"))
     inputs = (
         t.positions.join(F.broadcast(committed), TP)
         .where(F.col("offset") < F.col("committed"))

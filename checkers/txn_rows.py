@@ -133,7 +133,7 @@ def expand(lines: pa.Table, ops: pa.Array, offsets: pa.Array) -> Tables:
     tables = {"line": pa.concat_tables([sends, polls]), "record": records}
     commits = pc.and_(done, pc.is_valid(offsets))
     c = own.filter(commits)
-    tables["control"] = _rows(
+    tables["commit"] = _rows(
         len(c),
         {
             **{name: c[name] for name in _OF_THE_LINE},

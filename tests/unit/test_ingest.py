@@ -57,7 +57,8 @@ def _rows(path: Path, out: Path) -> list[dict]:
     names = {r["topic"]: r["name"] for r in rows if r["kind"] == "topic"}
     assert len(set(names.values())) == len(names)
     rows = [_named(r, names) for r in rows if r["kind"] != "topic"]
-    order = ("line", "control", "poll", "record")  # a poll line, its summaries, its records
+    # a poll line, its summaries, its records
+    order = ("line", "control", "commit", "poll", "record")
     return sorted(
         rows,
         key=lambda r: (r["hid"], r["index"], order.index(r["kind"]), r["j"] or 0, r["partition"]),
@@ -88,7 +89,7 @@ def test_fast_and_python_paths_make_identical_rows(tmp_path, monkeypatch):
     _slow_only(monkeypatch)
     slow = _rows(path, tmp_path / "slow.parquet")
     assert fast == slow
-    lines = [r for r in fast if r["kind"] in ("line", "control")]
+    lines = [r for r in fast if r["kind"] in ("line", "control", "commit")]
     assert len(lines) == 3 * len(path.read_text().splitlines()) // 3
     poll = [r for r in fast if r["hid"] == 1 and r["kind"] == "record" and not r["final"]]
     assert [(r["j"], r["jp"], r["partition"], r["offset"], r["val"]) for r in poll] == [
@@ -104,7 +105,8 @@ def test_fast_and_python_paths_make_identical_rows(tmp_path, monkeypatch):
     assert (fault["process"], fault["fault_id"], fault["targets"]) == (None, 1, ["n1", "n2"])
     kinds = {(r["f"], r["j"] is None): r["kind"] for r in fast}
     assert kinds[("poll", False)] == "record" and kinds[("send", True)] == "line"
-    assert {kinds[(f, True)] for f in ("subscribe", "rebalance", "commit", "crash")} == {"control"}
+    assert {kinds[(f, True)] for f in ("subscribe", "rebalance", "crash")} == {"control"}
+    assert kinds[("commit", True)] == "commit"
     assert kinds[("partition", True)] == "control"  # the fault
     rebalance = next(r for r in fast if r["f"] == "rebalance")
     assert rebalance["assigned"] == [{"topic": "t", "partition": 0}, {"topic": "t", "partition": 1}]
@@ -192,7 +194,7 @@ def test_rows_schema_types_match_spark_expectations():
     assert STORED.field("straight").type == pa.bool_()
     assert STORED.field("planned_s").type == pa.float64()
     assert STORED.field("at_s").type == pa.float64()
-    assert ingest.FORMAT == "rows-15"
+    assert ingest.FORMAT == "rows-16"
 
 
 def test_op_codes_name_each_send_and_read():

@@ -75,7 +75,7 @@ def _rows(path: Path, out: Path) -> list[dict]:
         for key in ("offsets", "rebalanced"):
             if r[key] is not None:
                 r[key] = [{**item, "topic": names[item["topic"]]} for item in r[key]]
-    order = ("control", "txn", "line", "poll", "record")
+    order = ("commit", "control", "txn", "line", "poll", "record")
     return sorted(
         rows,
         key=lambda r: (
@@ -139,7 +139,7 @@ def test_txn_lines_give_the_contracts_rows(tmp_path):
     # two polls, one empty: one poll row; records numbered across polls; the commit row
     third = [_brief(r) for r in rows if r["index"] == 9]
     assert third[:2] == [
-        ("control", "commit", "ok", 9, 8, None, None, None),
+        ("commit", "commit", "ok", 9, 8, None, None, None),
         ("txn", "txn", "ok", 9, 8, None, None, None),
     ]
     commit = next(r for r in rows if r["index"] == 9 and r["f"] == "commit")
