@@ -1,0 +1,131 @@
+"""Where a real check's CPU goes: one `kafka-chaos check` with Spark's event log
+on, then its stages by task time.
+
+    python bench/check_stages.py HISTORY [--config CONFIG_JSON] [--top 15]
+
+``bench/check_parts.py`` forces each table and check alone, which tells
+what each costs but not what a real check pays: a real check plans every
+check into one Spark job, and single-task stages overlap other work there.
+This reads the job Spark actually ran.  It prints the Spark part's wall
+time, the task time of all its stages together and what share of the
+cores that kept busy (near 100 %: the check is bound by work, so only less
+work makes it faster; far below: by stages that leave cores idle), then the
+stages with the most task time, each with the operators it runs and the
+cached tables (``checkers.tables``) it builds or reads.
+Figures only; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import tempfile
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from check_scale import timed_check  # noqa: E402
+
+
+@dataclass
+class Stage:
+    id: int
+    tasks: int
+    task_s: float  # executor run time of all its tasks
+    start_ms: int
+    end_ms: int
+    output: str  # the operator whose rows the stage hands on (its last RDD's)
+    operators: str  # how many of each operator it runs, most first
+    cached: list[str]  # first plan lines of the cached tables it builds or reads
+
+    @property
+    def wall_s(self) -> float:
+        return (self.end_ms - self.start_ms) / 1000
+
+
+def stages(event_log: Path) -> list[Stage]:
+    """Completed stages of an uncompressed event log, with their tasks' run time."""
+    task_ms: dict[int, int] = {}
+    done = []
+    with event_log.open() as fh:
+        for line in fh:
+            event = json.loads(line)
+            kind = event["Event"]
+            if kind == "SparkListenerTaskEnd":
+                metrics = event.get("Task Metrics") or {}
+                sid = event["Stage ID"]
+                task_ms[sid] = task_ms.get(sid, 0) + metrics.get("Executor Run Time", 0)
+            elif kind == "SparkListenerStageCompleted":
+                done.append(event["Stage Info"])
+    out = []
+    for info in done:
+        if "Submission Time" not in info or "Completion Time" not in info:
+            continue  # skipped: its output was already there
+        rdds = sorted(info.get("RDD Info", []), key=lambda rdd: rdd["RDD ID"])
+        scopes = [_scope(rdd) for rdd in rdds]
+        counts = Counter(name for name in scopes if name)
+        out.append(
+            Stage(
+                id=info["Stage ID"],
+                tasks=info["Number of Tasks"],
+                task_s=task_ms.get(info["Stage ID"], 0) / 1000,
+                start_ms=info["Submission Time"],
+                end_ms=info["Completion Time"],
+                output=scopes[-1] if scopes else "",
+                operators=", ".join(f"{name} x{n}" for name, n in counts.most_common()),
+                cached=[
+                    rdd["Name"].splitlines()[0]
+                    for rdd in rdds
+                    if rdd.get("Storage Level", {}).get("Use Memory")
+                ],
+            )
+        )
+    return out
+
+
+def _scope(rdd: dict) -> str:
+    """The Spark operator that made an RDD ("Exchange", "Window", ...)."""
+    try:
+        name = json.loads(rdd.get("Scope") or "{}").get("name", "")
+    except json.JSONDecodeError:
+        return ""
+    return re.sub(r" \(\d+\)$", "", name.strip())  # "WholeStageCodegen (12)": one kind
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("history", type=Path)
+    ap.add_argument("--config", type=Path)
+    ap.add_argument("--top", type=int, default=15)
+    ap.add_argument("--cached", type=int, default=3, help="cached tables named per stage")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="kc-stages-") as tmp:
+        conf = f"spark.eventLog.enabled=true,spark.eventLog.compress=false,spark.eventLog.dir=file://{tmp}"
+        took, results = timed_check(args.history, spark_conf=conf, config=args.config)
+        logs = [p for p in Path(tmp).rglob("*") if p.is_file() and not p.name.startswith(".")]
+        found = [s for log in logs if log.stat().st_size for s in stages(log)]
+    if not found:
+        raise SystemExit("no completed stage in the event log")
+    cores = os.cpu_count() or 1
+    wall = (max(s.end_ms for s in found) - min(s.start_ms for s in found)) / 1000
+    busy = sum(s.task_s for s in found)
+    print(f"check: {took:.1f} s in all, verdict {results['verdict']}")
+    print(
+        f"Spark: {wall:.1f} s from the first stage to the last, {len(found)} stages, "
+        f"task time {busy:.1f} s: {100 * busy / (wall * cores):.0f} % of {cores} cores"
+    )
+    print(f"the {args.top} stages with the most task time:")
+    for s in sorted(found, key=lambda s: -s.task_s)[: args.top]:
+        print(f"{s.task_s:7.1f} s task {s.wall_s:7.1f} s wall {s.tasks:4d} tasks  stage {s.id}")
+        print(f"      output {s.output}; operators: {s.operators}")
+        for line in s.cached[: args.cached]:
+            print(f"      cached: {line[:130]}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
