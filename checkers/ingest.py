@@ -104,8 +104,8 @@ WRITTEN["commit"] = (
     "group", "offsets", "txn",
 )  # fmt: skip
 # Control rows never hold a record's or an ack's bookkeeping (``Tables.control``
-# caches just these: at 1e7 transactional ops, 2.7e6 rows cached in 10 s
-# instead of 12-20 s with every column).
+# caches just these: at 1e7 transactional ops, when commits were control rows
+# too, 2.7e6 rows cached in 10 s instead of 12-20 s with every column).
 WRITTEN["control"] = (
     "hid", "index", "time", "process", "nemesis", "type", "f", "topic", "val",
     "partition", "offset", "error", "final", "group", "topics", "partitions",

@@ -79,8 +79,8 @@ TXN_PENDING = -1
 # partition for the many checks that read its few lines (membership, faults),
 # so the kinds of row a transactional history has many of are kept out of
 # it: a transaction line's own row is ``txn`` (about half its lines), and
-# offset commits are ``commit`` (one per committed transaction: at 1e7
-# transactional ops, 2.7e6 of the 2.7e6 control rows, whose single-task
+# offset commits are ``commit`` (one per transaction that sent offsets: at
+# 1e7 transactional ops, 1.8e6 of the 2.7e6 control rows, whose single-task
 # cache took 20 s and the members' copy of it 16 s more).
 KINDS = ("line", "record", "control", "txn", "commit")
 

@@ -288,7 +288,7 @@ class Tables:
         ``in_txn``: committed inside a transaction.
 
         The checks want only each partition's highest commit, and a
-        transactional history commits once per transaction (2.7e6 lines at
+        transactional history commits once per transaction (1.8e6 lines at
         1e7 transactional ops), so one aggregation over every core makes the
         small table they read, instead of a cache of every commit line.
         """
