@@ -65,14 +65,14 @@ from checkers import pair_lists, poll_positions
 from checkers.ack_order import COLUMNS as ACK_ORDER
 from checkers.ack_order import AckOrder
 from checkers.line_rows import DRAIN_BOUNDS, KINDS, ROWS, checked, kind_of, rows_of
-from checkers.poll_positions import POSITION, SUMMARY, number_and_summarise
+from checkers.poll_positions import PREVIOUS, SUMMARY, link_and_summarise
 from checkers.sorted_runs import row_numbers
 from checkers.topic_ids import STORED, TopicIds
 from checkers.txn_rows import MOP, RECORD, SlowPath, TxnPairing, expand, txn_column
 from harness.errors import HistoryError
 from workloads.history import NEMESIS, TYPES
 
-FORMAT = "rows-16"  # bump when the rows table changes shape: older caches are rebuilt
+FORMAT = "rows-17"  # bump when the rows table changes shape: older caches are rebuilt
 FORMAT_FILE = "_KAFKA_CHAOS_FORMAT"
 CHUNK_BYTES = 32 << 20
 IN_FLIGHT = 3  # chunks parsed ahead of the writer: bounds memory
@@ -92,7 +92,7 @@ _LINE_AND_RECORD = (
 )  # fmt: skip
 WRITTEN = {
     "line": (*_LINE_AND_RECORD, *(name for name, _ in ACK_ORDER)),
-    "record": (*_LINE_AND_RECORD, "j", POSITION[0]),
+    "record": (*_LINE_AND_RECORD, "j", PREVIOUS),
     "poll": (*poll_positions.KEPT, *(name for name, _ in SUMMARY)),
     "txn": (
         "hid", "index", "time", "process", "nemesis", "type", "f", "error", "reason",
@@ -197,7 +197,7 @@ def convert(history: Path, parquet: Path) -> None:
                     if kind == "line":
                         stored = ack_order.annotate(stored)
                     elif kind == "record":
-                        stored, polls = number_and_summarise(stored)
+                        stored, polls = link_and_summarise(stored)
                         writers["poll"].write_table(polls)
                     writers[kind].write_table(stored)
             writers["topic"].write_table(topics.table())

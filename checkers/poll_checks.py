@@ -25,7 +25,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from checkers.tables import POLL, TP, Tables, anomaly, is_send
+from checkers.tables import POLL, TP, Tables, anomaly, is_read, is_send
 
 STREAM = ["hid", "process", "topic", "partition"]
 
@@ -106,7 +106,8 @@ def suspicious_pairs(t: Tables) -> DataFrame:
     ``send`` pairs: an ack at an offset not above the previous ack's.
     Read pairs: two reads in a row, with no reset between, that go
     backwards or jump ahead: across polls (previous poll's last record ->
-    this poll's first), and inside polls that are not one straight run.
+    this poll's first), and inside polls that are not one straight run (a
+    record and the one before it in its poll's reads of the partition).
     """
     # At one index, a transaction's reads come before the reset its rebalances make.
     w = Window.partitionBy(*STREAM).orderBy("index", "reset")
@@ -125,19 +126,18 @@ def suspicious_pairs(t: Tables) -> DataFrame:
         "prev_offset",
         "prev_index",
     )
-    crooked = t.polls.where(~F.col("straight") & F.col("txn").isNull()).select(*POLL)
-    by_position = Window.partitionBy(*POLL).orderBy("j")
-    inside = (
-        t.reads.join(F.broadcast(crooked), POLL, "left_semi")
-        .select(
-            *POLL[:-1],
-            F.lit(False).alias("send"),
-            "index",
-            "offset",
-            F.lag("offset").over(by_position).alias("prev_offset"),
-            F.col("index").alias("prev_index"),
-        )
-        .where(_suspicious("offset", "prev_offset"))
+    # Inside a poll, ingest linked each record to the one before it in the
+    # same partition (checkers/poll_positions.py): a straight run has none
+    # of these pairs, so no ordering is needed.
+    inside = t.ops.where(
+        is_read() & F.col("txn").isNull() & _suspicious("offset", "prev_offset")
+    ).select(
+        *POLL[:-1],
+        F.lit(False).alias("send"),
+        "index",
+        "offset",
+        "prev_offset",
+        F.col("index").alias("prev_index"),
     )
     return t.keep(across.unionByName(inside).unionByName(backward_acks(t)), small=True)
 

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from checkers import op_codes
 from checkers.ack_order import COLUMNS as ACK_ORDER
 from checkers.line_rows import ROWS, pair_lists
-from checkers.poll_positions import POSITION, SUMMARY
+from checkers.poll_positions import SUMMARY
 
 _PAIR, _TRIPLE = pair_lists(pa.int32())
 _CHANGED = {
@@ -33,8 +33,8 @@ _CHANGED = {
 STORED = pa.schema(
     [pa.field(f.name, _CHANGED.get(f.name, f.type)) for f in ROWS]
     + [("name", pa.string()), ("op", op_codes.TYPE)]  # op: see checkers/op_codes.py
-    + list(ACK_ORDER)  # filled by checkers/ack_order.py
-    + [POSITION, *SUMMARY]  # filled by checkers/poll_positions.py
+    + list(ACK_ORDER)  # filled by checkers/ack_order.py (prev_offset: and poll_positions.py)
+    + list(SUMMARY)  # filled by checkers/poll_positions.py
 )
 _LISTS = ("topics", "partitions", "assigned", "revoked", "offsets", "rebalanced")
 

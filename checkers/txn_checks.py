@@ -10,17 +10,18 @@ candidates are joined with anything big.  The int-* checks read what ingest
 already ordered: a committed transaction's consecutive acks to a partition
 are paired at ingest (checkers/ack_order.py: the previous ack has the same
 line index), and a transaction's reads of a partition that are not one
-straight run are the only ones worth ordering (``Tables.polls``).
+straight run were linked record by record at ingest (``prev_offset``,
+checkers/poll_positions.py).
 """
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from checkers.op_codes import ACK, INFO
 from checkers.poll_checks import skipping
-from checkers.tables import POLL, TP, Tables, anomaly, is_send, tp_columns
+from checkers.tables import POLL, TP, Tables, anomaly, is_read, is_send, tp_columns
 
 INT_FIELDS = ("txn", "process", "topic", "partition")
 
@@ -161,18 +162,18 @@ def inside_polls(t: Tables) -> list[DataFrame]:
     """int-nonmonotonic-poll and int-poll-skip: a transaction's reads of one
     partition, in the order its polls returned them, except the partitions
     it lists as ``rebalanced``."""
-    crooked = t.polls.where(~F.col("straight") & F.col("txn").isNotNull()).select(*POLL)
     rebalanced = t.txn_lines.where(F.col("rebalanced").isNotNull()).select(
         "hid", "index", F.explode("rebalanced").alias("tp")
     )
     excused = rebalanced.select("hid", "index", "tp.topic", "tp.partition")
-    crooked = crooked.join(F.broadcast(excused), [*TP, "index"], "left_anti")
-    w = Window.partitionBy(*POLL).orderBy("j")
-    records = t.ops.where(F.col("kind") == "record").select(*POLL, "j", "offset", "txn")
+    # Each record is linked to the one before it in its transaction's reads
+    # of the partition at ingest (checkers/poll_positions.py).
     pairs = (
-        records.join(F.broadcast(crooked), POLL, "left_semi")
-        .select("*", F.lag("offset").over(w).alias("prev_offset"))
-        .where(F.col("offset") != F.col("prev_offset") + 1)
+        t.ops.where(
+            is_read() & F.col("txn").isNotNull() & (F.col("offset") != F.col("prev_offset") + 1)
+        )
+        .select(*POLL, "offset", "prev_offset", "txn")
+        .join(F.broadcast(excused), [*TP, "index"], "left_anti")
     )
     backwards = pairs.where(F.col("offset") <= F.col("prev_offset"))
     skips = skipping(pairs.where(F.col("offset") > F.col("prev_offset")), t, t.read_committed)

@@ -92,10 +92,10 @@ def test_fast_and_python_paths_make_identical_rows(tmp_path, monkeypatch):
     lines = [r for r in fast if r["kind"] in ("line", "control", "commit")]
     assert len(lines) == 3 * len(path.read_text().splitlines()) // 3
     poll = [r for r in fast if r["hid"] == 1 and r["kind"] == "record" and not r["final"]]
-    assert [(r["j"], r["jp"], r["partition"], r["offset"], r["val"]) for r in poll] == [
-        (0, 0, 0, 0, 0),
-        (1, 0, 1, 0, 1),
-        (2, 1, 1, 1, None),
+    assert [(r["j"], r["prev_offset"], r["partition"], r["offset"], r["val"]) for r in poll] == [
+        (0, None, 0, 0, 0),
+        (1, None, 1, 0, 1),
+        (2, 0, 1, 1, None),
     ]
     summaries = [r for r in fast if r["hid"] == 1 and r["kind"] == "poll" and not r["final"]]
     assert [
@@ -190,11 +190,10 @@ def test_rows_schema_types_match_spark_expectations():
     assert STORED.field("op").type == pa.int8()
     assert STORED.field("prev_offset").type == pa.int64()
     assert STORED.field("prev_index").type == pa.int64()
-    assert STORED.field("jp").type == pa.int32()
     assert STORED.field("straight").type == pa.bool_()
     assert STORED.field("planned_s").type == pa.float64()
     assert STORED.field("at_s").type == pa.float64()
-    assert ingest.FORMAT == "rows-16"
+    assert ingest.FORMAT == "rows-17"
 
 
 def test_op_codes_name_each_send_and_read():
@@ -278,7 +277,8 @@ def test_each_ack_names_the_previous_ack_of_its_producer_and_partition(tmp_path,
 
 
 def test_poll_summaries_follow_each_partition_through_interleaved_polls(tmp_path, monkeypatch):
-    """checkers/poll_positions.py against a plain replay: jp, first, last, straight."""
+    """checkers/poll_positions.py against a plain replay: each record's previous offset
+    in its poll's reads of the partition, and first, last, straight."""
     import random
 
     rnd = random.Random(3)
@@ -300,25 +300,25 @@ def test_poll_summaries_follow_each_partition_through_interleaved_polls(tmp_path
     monkeypatch.setattr(ingest, "CHUNK_BYTES", 2048)
     ingest.convert(path, tmp_path / "h.parquet")
     stored = ingest.read_rows(tmp_path / "h.parquet").to_pylist()
-    want_jp, want_polls = {}, set()
+    want_prev, want_polls = {}, set()
     for op in b.ops:
         if op["type"] != "ok":
             continue
         by_partition: dict[int, list[int]] = {}
         for j, r in enumerate(op["value"]["records"]):
             offsets = by_partition.setdefault(r["partition"], [])
-            want_jp[(op["index"], j)] = len(offsets)
+            want_prev[(op["index"], j)] = offsets[-1] if offsets else None
             offsets.append(r["offset"])
         for p, offs in by_partition.items():
             straight = all(b - a == 1 for a, b in zip(offs, offs[1:], strict=False))
             want_polls.add((op["index"], p, offs[0], offs[-1], straight))
-    got_jp = {(r["index"], r["j"]): r["jp"] for r in stored if r["kind"] == "record"}
+    got_prev = {(r["index"], r["j"]): r["prev_offset"] for r in stored if r["kind"] == "record"}
     got_polls = {
         (r["index"], r["partition"], r["first_offset"], r["last_offset"], r["straight"])
         for r in stored
         if r["kind"] == "poll"
     }
-    assert got_jp == want_jp
+    assert got_prev == want_prev
     assert got_polls == want_polls
     assert {s for *_, s in got_polls} == {True, False}
 
