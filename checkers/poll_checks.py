@@ -62,7 +62,7 @@ def _resets(t: Tables) -> DataFrame:
 def _runs(t: Tables) -> DataFrame:
     """Read stream entries: one per (poll line, partition) read (``Tables.polls``),
     one per reset."""
-    reads = t.polls.drop("txn").select("*", F.lit(False).alias("reset"))
+    reads = t.polls.select("*", F.lit(False).alias("reset"))
     resets = _resets(t).select(
         "hid",
         "process",
@@ -71,7 +71,6 @@ def _runs(t: Tables) -> DataFrame:
         "index",
         F.lit(None).cast("long").alias("first"),
         F.lit(None).cast("long").alias("last"),
-        F.lit(True).alias("straight"),
         F.lit(True).alias("reset"),
     )
     return reads.unionByName(resets)

@@ -195,16 +195,14 @@ class Tables:
     def polls(self) -> DataFrame:
         """One row per (poll line, partition) read, cached: the read-order checks
         need only these.  Ingest made them (``kind=poll``,
-        checkers/poll_positions.py): the first and last offset, whether the
-        records are one ``straight`` run of consecutive offsets in order, and
-        the transaction whose reads they are (all its polls count as one).
+        checkers/poll_positions.py): the first and last offset (a
+        transaction's polls count as one).  The pairs inside a poll that is
+        not one straight run are the record rows' (``prev_offset``).
         """
         rows = self.ops.where(kind("poll")).select(
             *POLL,
             F.col("first_offset").alias("first"),
             F.col("last_offset").alias("last"),
-            "straight",
-            "txn",
         )
         return self.keep(rows)
 
