@@ -95,7 +95,9 @@ def backward_acks(t: Tables) -> DataFrame:
     )
 
 
-def _suspicious(offset: str, prev: str) -> F.Column:
+def suspicious(offset: str, prev: str) -> F.Column:
+    """Whether a read at ``offset`` right after one at ``prev`` is not the next
+    offset: it went back, or skipped ahead (which may be fine: ``skipping``)."""
     return (F.col(offset) <= F.col(prev)) | (F.col(offset) > F.col(prev) + 1)
 
 
@@ -117,7 +119,7 @@ def suspicious_pairs(t: Tables) -> DataFrame:
         F.lag("index").over(w).alias("prev_index"),
     )
     read_pair = ~F.col("reset") & ~F.col("prev_reset")
-    across = runs.where(read_pair & _suspicious("first", "prev_offset")).select(
+    across = runs.where(read_pair & suspicious("first", "prev_offset")).select(
         *STREAM,
         F.lit(False).alias("send"),
         "index",
@@ -129,7 +131,7 @@ def suspicious_pairs(t: Tables) -> DataFrame:
     # same partition (checkers/poll_positions.py): a straight run has none
     # of these pairs, so no ordering is needed.
     inside = t.ops.where(
-        is_read() & F.col("txn").isNull() & _suspicious("offset", "prev_offset")
+        is_read() & F.col("txn").isNull() & suspicious("offset", "prev_offset")
     ).select(
         *POLL[:-1],
         F.lit(False).alias("send"),

@@ -20,7 +20,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from checkers.op_codes import ACK, INFO
-from checkers.poll_checks import skipping
+from checkers.poll_checks import skipping, suspicious
 from checkers.tables import POLL, TP, Tables, anomaly, is_read, is_send, tp_columns
 
 INT_FIELDS = ("txn", "process", "topic", "partition")
@@ -169,9 +169,7 @@ def inside_polls(t: Tables) -> list[DataFrame]:
     # Each record is linked to the one before it in its transaction's reads
     # of the partition at ingest (checkers/poll_positions.py).
     pairs = (
-        t.ops.where(
-            is_read() & F.col("txn").isNotNull() & (F.col("offset") != F.col("prev_offset") + 1)
-        )
+        t.ops.where(is_read() & F.col("txn").isNotNull() & suspicious("offset", "prev_offset"))
         .select(*POLL, "offset", "prev_offset", "txn")
         .join(F.broadcast(excused), [*TP, "index"], "left_anti")
     )
