@@ -10,6 +10,7 @@ timeout, and calls without one (synchronous commit, close) run through
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Callable
@@ -181,18 +182,52 @@ def _exc_name(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}"
 
 
-def close_quietly(consumer: Any, what: str) -> None:
-    """Close a client (consumer, share consumer) within CLOSE_TIMEOUT_S, logging any failure.
+def close_quietly(consumer: Any, what: str) -> bool:
+    """Close a client (consumer, share consumer) within CLOSE_TIMEOUT_S, logging any
+    failure; whether close() returned, so the client has left its group.
 
     A close that does not return leaves the client alive in a daemon thread: it may
     stay a group member (heartbeating, owning partitions) until the process ends,
     so that is a warning, not a debug line."""
     try:
         bounded_call(consumer.close, CLOSE_TIMEOUT_S, what)
+        return True
     except CallTimedOut as e:
         log.warning("%s: %s; the client may still be a member of its group", what, e)
     except Exception as e:
         log.debug("%s: %s", what, e)
+    return False
+
+
+class Ownership:
+    """The partitions a group member owns, by the rebalances it recorded.
+
+    A member that leaves its group by a clean close() owns nothing after it,
+    but librdkafka does not always say so: a close that lands in the middle
+    of a rebalance can deliver the assignment and then leave the group
+    without the revocation callback (a CI run under load, 2026-11-26: a
+    transactional member assigned two partitions at the run's end never
+    recorded their revocation, so its ownership ran on through the drain).
+    ``left_over`` after such a close is recorded as revoked, ``"closed": true``.
+    """
+
+    def __init__(self) -> None:
+        self.owned: set[tuple[str, int]] = set()
+
+    def update(self, assigned: list[Any], revoked: list[Any]) -> None:
+        gone = {(t, p) for t, p in revoked}
+        self.owned = (self.owned - gone) | {(t, p) for t, p in assigned}
+
+    def left_over(self) -> list[list[Any]]:
+        """What the member still owns, as the history lists partitions."""
+        return [[t, p] for t, p in sorted(self.owned)]
+
+    def closed(self, rebalance: Callable[..., None]) -> None:
+        """After a close() that returned: record what is still owned as revoked,
+        through the member's ``rebalance(assigned, revoked, **extra)``."""
+        if self.owned:
+            with contextlib.suppress(ValueError):  # the history is closed: the run is over
+                rebalance([], self.left_over(), closed=True)
 
 
 class ConsumerWorker(ClientSlot):
@@ -216,10 +251,12 @@ class ConsumerWorker(ClientSlot):
         self.slot = slot
         self.topic = spec.topic.name
         self._muted = False  # a crashed incarnation's late callbacks are not recorded
+        self.ownership = Ownership()
 
     def _incarnation(self) -> None:
         self.process = self.processes.next()
         self._muted = False
+        self.ownership = Ownership()
         self._crash_reason = None
         conf = consumer_config(
             self.spec, self.bootstrap, self.group, f"{self.spec.name}-c{self.process}"
@@ -243,7 +280,8 @@ class ConsumerWorker(ClientSlot):
             self._muted = True
             close_quietly(consumer, f"close failed consumer {self.process}")
             raise
-        close_quietly(consumer, f"close consumer {self.process}")
+        if close_quietly(consumer, f"close consumer {self.process}"):
+            self.ownership.closed(self._rebalance)
 
     def _join(self, consumer: Consumer) -> None:
         if self.spec.consumer.mode == "subscribe":
@@ -314,6 +352,7 @@ class ConsumerWorker(ClientSlot):
     def _rebalance(self, assigned: list[Any], revoked: list[Any], **extra: Any) -> None:
         if self._muted:
             return
+        self.ownership.update(assigned, revoked)
         value = {"group": self.group, "assigned": assigned, "revoked": revoked, **extra}
         self.history.append(self.process, "ok", "rebalance", value)
         self.stats.rebalances += 1

@@ -39,6 +39,7 @@ from workloads.consumer import (
     POLL_BATCH,
     SOCKET_TIMEOUT_MS,
     CallTimedOut,
+    Ownership,
     assigned_partitions,
     bounded_call,
     close_quietly,
@@ -190,6 +191,7 @@ class TxnClient:
         self.out_topic = output_topic(self.topic) if spec.txn.mode == CTP else self.topic
         self._rebalanced: set[tuple[str, int]] = set()
         self._muted = False
+        self.ownership = Ownership()
         self.producer = Producer(producer_config(spec, bootstrap, process, slot))
         self.consumer = Consumer(consumer_config(spec, bootstrap, process))
 
@@ -224,7 +226,8 @@ class TxnClient:
         incarnation's init_transactions to abort, as after a real crash.
         """
         self._muted = not record_revocations
-        close_quietly(self.consumer, f"close txn consumer {self.process}")
+        if close_quietly(self.consumer, f"close txn consumer {self.process}"):
+            self.ownership.closed(self._rebalance)  # close() may not have said so
         try:
             bounded_call(lambda: self.producer.purge(), CLOSE_TIMEOUT_S, "purge")
         except Exception as e:
@@ -467,6 +470,7 @@ class TxnClient:
     def _rebalance(self, assigned: list[Any], revoked: list[Any], **extra: Any) -> None:
         if self._muted:
             return
+        self.ownership.update(assigned, revoked)
         self._rebalanced.update((t, p) for t, p in assigned + revoked)
         value = {"group": self.group, "assigned": assigned, "revoked": revoked, **extra}
         self.history.append(self.process, "ok", "rebalance", value)
