@@ -20,6 +20,7 @@ from checkers import fault_plan
 from checkers.availability import availability, availability_check
 from checkers.cycle_checks import Cycles, search
 from checkers.group_checks import group_checks
+from checkers.history_workload import config_for
 from checkers.lag import realtime_lag
 from checkers.load import expected_ops, read_rows, rows_dir
 from checkers.loss_checks import acked_lost, missing, tallies
@@ -136,24 +137,32 @@ def _offset_values(spark: SparkSession, t: Tables, found: Found) -> None:
         ex["values"], ex["indices"] = list(r["v"]), list(r["i"])
 
 
+def _placed(ex: dict[str, Any]) -> bool:
+    """Whether an example names a position (an ack without a delivery report does not)."""
+    return all(ex.get(k) is not None for k in ("topic", "partition", "offset"))
+
+
 def _neighbours(spark: SparkSession, t: Tables, found: Found) -> None:
     wanted = [
         (hid, ex["topic"], ex["partition"], ex["offset"])
         for check in ("lost-write", "unseen")
         for hid, ex in _rows(found, check)
+        if _placed(ex)
     ]
-    if not wanted:
-        return
-    holes = local_table(spark, wanted, "hid int, topic int, partition int, hole long")
-    near = (
-        t.positions.join(F.broadcast(holes), TP)
-        .where(F.abs(F.col("offset") - F.col("hole")) <= NEIGHBOURS)
-        .select(*TP, "hole", "offset", "val", "ack")
-        .distinct()
-        .collect()
-    )
+    near = []
+    if wanted:
+        holes = local_table(spark, wanted, "hid int, topic int, partition int, hole long")
+        near = (
+            t.positions.join(F.broadcast(holes), TP)
+            .where(F.abs(F.col("offset") - F.col("hole")) <= NEIGHBOURS)
+            .select(*TP, "hole", "offset", "val", "ack", "read")
+            .distinct()
+            .collect()
+        )
     seen: dict[tuple, dict[int, dict[str, Any]]] = defaultdict(dict)
     for r in near:
+        if not (r["ack"] or r["read"]):
+            continue  # a report of an aborted or unknown send: neither acked nor read
         cell = seen[(r["hid"], r["topic"], r["partition"], r["hole"])].setdefault(
             r["offset"], {"offset": r["offset"], "acked_value": None, "read_values": set()}
         )
@@ -163,7 +172,7 @@ def _neighbours(spark: SparkSession, t: Tables, found: Found) -> None:
             cell["read_values"].add(r["val"])
     for check in ("lost-write", "unseen"):
         for hid, ex in _rows(found, check):
-            cells = seen.get((hid, ex["topic"], ex["partition"], ex["offset"]), {})
+            cells = seen.get((hid, ex.get("topic"), ex.get("partition"), ex.get("offset")), {})
             ex["neighbours"] = [
                 {**c, "read_values": sorted(c["read_values"])} for _, c in sorted(cells.items())
             ]
@@ -207,18 +216,17 @@ def _vanished(spark: SparkSession, t: Tables, found: Found) -> None:
     for _, ex in shown:  # an example's JSON leaves out what is null
         ex.setdefault("read_index", None)
         ex.setdefault("high_watermark", None)
-    places = local_table(
-        spark,
-        [(hid, ex["topic"], ex["partition"], ex["offset"]) for hid, ex in shown],
-        "hid int, topic int, partition int, offset long",
-    )
-    now = (
-        t.reads.where(F.col("final"))
-        .join(F.broadcast(places), [*TP, "offset"])
-        .groupBy(*TP, "offset")
-        .agg(F.array_sort(F.collect_set("val")).alias("v"))
-        .collect()
-    )
+    placed = [(hid, ex["topic"], ex["partition"], ex["offset"]) for hid, ex in shown if _placed(ex)]
+    now = []
+    if placed:
+        places = local_table(spark, placed, "hid int, topic int, partition int, offset long")
+        now = (
+            t.reads.where(F.col("final"))
+            .join(F.broadcast(places), [*TP, "offset"])
+            .groupBy(*TP, "offset")
+            .agg(F.array_sort(F.collect_set("val")).alias("v"))
+            .collect()
+        )
     now_at = {(r["hid"], r["topic"], r["partition"], r["offset"]): list(r["v"]) for r in now}
     first_reads = [
         (hid, ex["read_index"], ex["value"]) for hid, ex in shown if ex["read_index"] is not None
@@ -230,7 +238,8 @@ def _vanished(spark: SparkSession, t: Tables, found: Found) -> None:
             readers[(r["hid"], r["index"])] = r["process"]
     for hid, ex in shown:
         ex["read_process"] = readers.get((hid, ex["read_index"]))
-        ex["now_values"] = now_at.get((hid, ex["topic"], ex["partition"], ex["offset"]), [])
+        place = (hid, ex.get("topic"), ex.get("partition"), ex.get("offset"))
+        ex["now_values"] = now_at.get(place, [])
 
 
 def name_topics(found: Found, names: dict[int, str]) -> None:
@@ -390,8 +399,14 @@ def check_history(
     config: dict[str, Any],
     out: Path | None = None,
     spark_master: str | None = None,
+    from_lines: bool = False,
 ) -> dict[str, Any]:
-    """Judge ``history`` under run ``config``; write results.json to ``out`` when given."""
+    """Judge ``history`` under run ``config``; write results.json to ``out`` when given.
+
+    ``from_lines``: ``config`` is only defaults (no run config was found), so
+    the workload is the one the lines show; otherwise lines that contradict
+    the config's workload are refused (checkers/history_workload.py).
+    """
     history = Path(history)
     checker = config.get("checker", {})
     # Spark starts while the history converts: the JVM's start-up (about 5 s)
@@ -400,6 +415,7 @@ def check_history(
         master = spark_master or checker.get("spark_master")
         starting = pool.submit(get_spark, master, expected_ops(history))
         rows = rows_dir(history)
+        config = config_for(rows, history, config, from_lines)
         spark = starting.result()
     ops = read_rows(spark, rows)
     examples = int(checker.get("examples", 10))

@@ -33,31 +33,37 @@ def add_commands(subparsers: Any) -> None:
 
 
 def resolve(target: Path, config_path: Path | None) -> tuple[Path, dict[str, Any], Path | None]:
-    """(history file, config dict, results.json path or None) for a CLI target."""
+    """(history file, config dict, results.json path or None) for a CLI target.
+
+    The config is ``--config``, else the run's ``config.json`` (in the run
+    directory, or beside the history file), else empty: the workload is then
+    taken from the history's lines (checkers/history_workload.py).
+    """
     if target.is_dir() and target.suffix != ".parquet":
         history, out = target / "history.jsonl", target / "results.json"
-        config_path = config_path or target / "config.json"
         if not history.exists():
             raise ConfigError(f"{target}: not a run directory (no history.jsonl)")
     else:
         history, out = target, None
+    beside = history.parent / "config.json"
+    config_path = config_path or (beside if beside.is_file() else None)
     if config_path is None:
-        config = TestSpec().to_dict()
-    else:
-        TestSpec.load(config_path)  # validates the file, naming any bad key
-        config = json.loads(config_path.read_text())
-    return history, config, out
+        return history, {}, out
+    TestSpec.load(config_path)  # validates the file, naming any bad key
+    return history, json.loads(config_path.read_text()), out
 
 
 def run_check(args: argparse.Namespace) -> int:
     from checkers.api import check_history  # Spark import only when actually checking
 
     history, config, out = resolve(args.target, args.config)
+    from_lines = not config
+    config = config or TestSpec().to_dict()
     if args.examples is not None:
         config.setdefault("checker", {})["examples"] = args.examples
     if args.no_ww_deps:
         config.setdefault("checker", {})["ww_deps"] = False
-    results = check_history(history, config, out, args.spark_master)
+    results = check_history(history, config, out, args.spark_master, from_lines=from_lines)
     if args.json:
         print(json.dumps(results, indent=2))
     else:

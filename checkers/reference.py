@@ -67,18 +67,17 @@ def expand(ops: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _aborted_positions(ops: list[dict[str, Any]]) -> set[tuple]:
-    """(topic, partition, offset) read with a value an aborted transaction sent:
-    a read_committed consumer skips them (``poll-skip``, ``commit-past-unread``)."""
+    """(topic, partition, offset) known (read, or named by a delivery report) to
+    hold a value an aborted transaction sent: a read_committed consumer skips
+    them (``poll-skip``, ``commit-past-unread``)."""
     aborted = {
         op["value"]["value"]
         for op in ops
         if op["f"] == "send" and op["type"] == "fail" and "txn" in op
     }
-    return {
-        (r["topic"], r["partition"], r["offset"])
-        for _, _, r in _reads(ops)
-        if r["value"] in aborted
-    }
+    read = {(r["topic"], r["partition"], r["offset"], r["value"]) for _, _, r in _reads(ops)}
+    reported = {(t, p, o, v) for _, t, p, o, v in _reported(ops)}
+    return {(t, p, o) for t, p, o, v in read | reported if v in aborted}
 
 
 def _reads(ops: list[dict[str, Any]]):
@@ -97,6 +96,18 @@ def _acks(ops: list[dict[str, Any]]):
             yield op, v["topic"], v.get("partition"), -1 if off is None else off, v["value"]
 
 
+def _reported(ops: list[dict[str, Any]]):
+    """(op, topic, partition, offset, value) of every completed send whose delivery
+    report named its place: acked, or of an aborted or unknown transaction, whose
+    record occupies its offset all the same."""
+    for op in ops:
+        if op["f"] == "send" and op["type"] != "invoke":
+            v = op["value"]
+            off = v.get("offset")
+            if off is not None and off >= 0 and v.get("partition") is not None:
+                yield op, v["topic"], v["partition"], off, v["value"]
+
+
 def send_anomalies(ops: list[dict[str, Any]]) -> Anomalies:
     read_values = {r["value"] for _, _, r in _reads(ops) if r["value"] is not None}
     max_read: dict[tuple, int] = {}
@@ -108,12 +119,13 @@ def send_anomalies(ops: list[dict[str, Any]]) -> Anomalies:
         if r["value"] is not None:
             positions[r["value"]].add((*tp, r["offset"]))
             values_at[(*tp, r["offset"])].add(r["value"])
+    for _, topic, part, off, val in _reported(ops):
+        positions[val].add((topic, part, off))
+        values_at[(topic, part, off)].add(val)
     out: Anomalies = defaultdict(list)
     last_ack: dict[tuple, tuple[int, int]] = {}  # stream -> (offset, index) of its last ack
     for op, topic, part, off, val in _acks(ops):
         if off >= 0:
-            positions[val].add((topic, part, off))
-            values_at[(topic, part, off)].add(val)
             stream = (op["process"], topic, part)
             prev, prev_index = last_ack.get(stream, (None, None))
             # Two acks of one transaction are int-nonmonotonic-send's to judge.
@@ -121,7 +133,9 @@ def send_anomalies(ops: list[dict[str, Any]]) -> Anomalies:
                 out["nonmonotonic-send"].append((op["process"], topic, part, prev, off))
             last_ack[stream] = (off, op["index"])
         if val not in read_values:
-            lost = max_read.get((topic, part), -1) > off
+            # No offset (no delivery report): nothing can be read past it.
+            placed = op["value"].get("offset") is not None
+            lost = placed and max_read.get((topic, part), -1) > off
             out["lost-write" if lost else "unseen"].append((val,))
     for val, where in positions.items():
         if len(where) > 1:
@@ -183,24 +197,28 @@ def acked_lost(ops: list[dict[str, Any]]) -> tuple[Anomalies, LossTally]:
 def known_offsets(ops: list[dict[str, Any]], read_committed: bool = True) -> tuple[dict, dict]:
     """(every known offset, those a committed reader must read) per partition.
 
-    Known: an ack or a read names it.  Read_committed consumers (and the
+    Known: a delivery report (``_reported``) or a read names it.  Only an ack
+    or a read proves the record there committed (an unknown transaction's
+    report may name an aborted one), and read_committed consumers (and the
     final drain, always) may skip aborted data, so the second leaves out
-    offsets read with an aborted value; in a read_uncommitted run only acks
-    prove that an offset is committed.
+    offsets known to hold an aborted value; in a read_uncommitted run only
+    acks prove that an offset is committed.
     """
     known: dict[tuple, set] = defaultdict(set)
+    acked: dict[tuple, set] = defaultdict(set)
+    read: dict[tuple, set] = defaultdict(set)
+    for _, topic, part, off, _ in _reported(ops):
+        known[(topic, part)].add(off)
     for _, topic, part, off, _ in _acks(ops):
         if off >= 0:
-            known[(topic, part)].add(off)
+            acked[(topic, part)].add(off)
     for _, _, r in _reads(ops):
         known[(r["topic"], r["partition"])].add(r["offset"])
+        read[(r["topic"], r["partition"])].add(r["offset"])
     committed_known: dict[tuple, set] = defaultdict(set)
-    if read_committed:
-        committed_known.update((tp, set(offsets)) for tp, offsets in known.items())
-    else:
-        for _, topic, part, off, _ in _acks(ops):
-            if off >= 0:
-                committed_known[(topic, part)].add(off)
+    for proof in (acked, read) if read_committed else (acked,):
+        for tp, offsets in proof.items():
+            committed_known[tp] |= offsets
     for topic, part, off in _aborted_positions(ops):
         committed_known[(topic, part)].discard(off)
     return known, committed_known
@@ -283,12 +301,11 @@ def group_anomalies(
     all_tps: set = set()
     for op in ops:
         v = op["value"] if isinstance(op["value"], dict) else {}
-        if op["f"] == "send" and op["type"] == "ok" and v.get("offset", -1) >= 0:
-            all_tps.add((v["topic"], v["partition"]))
         if op["f"] == "commit":
             all_tps.update((t, p) for t, p, _ in v.get("offsets", []))
     for _, _, r in _reads(ops):
         all_tps.add((r["topic"], r["partition"]))
+    all_tps.update((topic, part) for _, topic, part, _, _ in _reported(ops))
 
     # Replay membership, recording ownership runs and the line-by-line group state.
     states: list[tuple[int, int, dict, dict]] = []  # (index, time, owners per g/tp, live per g)

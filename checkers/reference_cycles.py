@@ -62,7 +62,8 @@ def txn_graph(ops: list[dict[str, Any]], ww: bool = True) -> Edges:
         for m in line["value"]["ops"]:
             if m["f"] == "send" and not m.get("skipped"):
                 writer[m["value"]] = txn
-                if line["type"] == "ok" and m.get("offset") is not None and m["offset"] >= 0:
+                # A delivery report places the record, committed or not (info).
+                if m.get("offset") is not None and m["offset"] >= 0:
                     acked[m["value"]] = (m["topic"], m["partition"], m["offset"])
     flat = expand(ops)
     positions: dict[int, set] = defaultdict(set)

@@ -130,9 +130,11 @@ EXPLANATIONS = {
     "aborted-read": "A value that only an aborted transaction wrote was read by a consumer that "
     "promised committed data only (read_committed, or the final drain): Kafka exposed aborted "
     "data (G1a). Under read_uncommitted the workload's own consumers may read it legally.",
-    "torn-transaction": "A transaction committed (or, with an unknown outcome, was seen to commit: "
-    "some of its writes were read), yet another of its writes was never read although its "
-    "partition was read past that offset: the transaction was not all or nothing.",
+    "torn-transaction": "A transaction committed (an unknown outcome counts once a committed "
+    "reader read one of its writes) and was partly read: some of its writes were read, yet "
+    "another was never read although its partition was read past that offset, so it was not "
+    "all or nothing. Each such unread write is also a lost-write; a committed transaction none "
+    "of whose writes was read is lost-write only, since nothing shows it half visible.",
     "precommitted-read": "A transaction read its own writes before it committed. A read_committed "
     "consumer stops at the last stable offset, so this is an error under read_committed and "
     "legal under read_uncommitted.",

@@ -21,7 +21,11 @@ def _pair(*cols: str) -> F.Column:
 
 
 def lost_and_unseen(t: Tables) -> tuple[DataFrame, DataFrame]:
-    """Acked values no poll returned: lost when a later offset of the partition was read."""
+    """Acked values no poll returned: lost when a later offset of the partition was read.
+
+    An ack without an offset (a committed transaction's send whose delivery
+    report never came) has no place to be read past: unseen, never lost.
+    """
     unread = t.per_value.where(F.col("ack_index").isNotNull() & F.col("read_index").isNull())
     missing = unread.join(F.broadcast(t.partitions), TP, "left")
     fields = [
@@ -34,7 +38,11 @@ def lost_and_unseen(t: Tables) -> tuple[DataFrame, DataFrame]:
         _pair("invoke_index", "ack_index"),
     ]
     lost = missing.where(F.col("max_read") > F.col("offset"))
-    unseen = missing.where(F.col("max_read").isNull() | (F.col("max_read") <= F.col("offset")))
+    unseen = missing.where(
+        F.col("max_read").isNull()
+        | F.col("offset").isNull()
+        | (F.col("max_read") <= F.col("offset"))
+    )
     return (
         anomaly(lost, "lost-write", F.col("ack_index"), *fields),
         anomaly(unseen, "unseen", F.col("ack_index"), *fields),

@@ -75,7 +75,8 @@ def is_read() -> Column:
 
 
 def is_position() -> Column:
-    """An observation of a value at an offset: an ack that carries one, or a read."""
+    """An observation of a value at an offset: a delivery report that carries one
+    (``op_position``), or a read."""
     return F.col("kind").isin("line", "record") & op_position()
 
 
@@ -91,8 +92,14 @@ def op_is(code: int) -> Column:
 
 
 def op_position() -> Column:
-    """``is_position`` without the file pruning, for tables derived from the rows."""
-    return op_is(READ) | (op_is(ACK) & (F.col("offset") >= 0))
+    """``is_position`` without the file pruning, for tables derived from the rows.
+
+    A delivery report names the record at its offset whatever became of the
+    send afterwards: an aborted or unknown-outcome transaction's record still
+    occupies it (Jepsen's version order counts them too).  Only acks and
+    reads prove that the offset holds committed data (``Tables._committed``).
+    """
+    return op_is(READ) | (F.col("op").isin(ACK, FAIL, INFO) & (F.col("offset") >= 0))
 
 
 # The per-value aggregation keeps a value's (topic, partition) as one long
@@ -208,9 +215,16 @@ class Tables:
 
     @cached_property
     def positions(self) -> DataFrame:
-        """Every observation of a value at an offset: acks (with offsets) and reads."""
+        """Every observation of a value at an offset: delivery reports (with offsets)
+        and reads; ``ack``: an acknowledged send's, ``read``: a polled record's."""
         return self.ops.where(is_position()).select(
-            *TP, "offset", "val", "index", "process", (F.col("op") == ACK).alias("ack")
+            *TP,
+            "offset",
+            "val",
+            "index",
+            "process",
+            (F.col("op") == ACK).alias("ack"),
+            (F.col("op") == READ).alias("read"),
         )
 
     # -- small cached tables ----------------------------------------------------------
@@ -228,9 +242,15 @@ class Tables:
         return self.per_position.where(self._committed())
 
     def _committed(self) -> Column:
-        """On ``per_position``: whether the offset is one of ``committed_positions``."""
+        """On ``per_position``: whether the offset is one of ``committed_positions``.
+
+        An offset known only from an unknown-outcome transaction's delivery
+        report may hold an aborted record, so only an ack or a read makes it one.
+        """
         committed = ~F.col("aborted")
-        return committed if self.read_committed else committed & F.col("acked")
+        if not self.read_committed:
+            return committed & F.col("acked")
+        return committed & (F.col("acked") | (F.col("read") == 1))
 
     @cached_property
     def next_positions(self) -> DataFrame:

@@ -188,7 +188,8 @@ def exactly_once(t: Tables) -> DataFrame:
     commits = t.commits.where((F.col("type") == "ok") & F.col("in_txn"))
     committed = commits.groupBy(*TP).agg(F.max("committed").alias("committed"))
     inputs = (
-        t.positions.join(F.broadcast(committed), TP)
+        t.positions.where(F.col("ack") | F.col("read"))  # committed data, not mere reports
+        .join(F.broadcast(committed), TP)
         .where(F.col("offset") < F.col("committed"))
         .select("hid", "val", "topic", "partition", "offset")
         .dropDuplicates(["hid", "val"])

@@ -107,19 +107,17 @@ def expand(lines: pa.Table, ops: pa.Array, offsets: pa.Array) -> Tables:
     length = pc.list_value_length(ops)
     first = pc.subtract(pc.cumulative_sum(length), length).cast(pa.int64())
     k = pc.subtract(row_numbers(len(flat)), first.take(parent))
-    line_type, line_done = typ.take(parent), done.take(parent)
+    line_done = done.take(parent)
     skipped = m["skipped"].fill_null(False)
     is_send, is_poll = pc.equal(m["f"], "send"), pc.equal(m["f"], "poll")
     ran_poll = pc.and_(is_poll, pc.and_(line_done, pc.invert(skipped)))
-    committed = pc.and_(is_send, pc.and_(pc.equal(line_type, "ok"), pc.invert(skipped)))
     with_records = pc.and_(is_poll, pc.is_valid(m["records"]))
     all_records = pc.list_flatten(m["records"].filter(with_records))
     if not _all(
         pc.or_(is_send, is_poll),
         pc.or_(pc.invert(is_send), pc.and_(pc.is_valid(m["value"]), pc.is_valid(m["topic"]))),
-        pc.or_(
-            pc.invert(committed), pc.and_(pc.is_valid(m["partition"]), pc.is_valid(m["offset"]))
-        ),
+        # An offset needs its partition (``check_value``); either may be null.
+        pc.or_(pc.invert(pc.is_valid(m["offset"])), pc.is_valid(m["partition"])),
         pc.or_(pc.invert(ran_poll), pc.is_valid(m["records"])),
         *(
             pc.is_valid(pc.struct_field(all_records, name))

@@ -119,7 +119,8 @@ EXPLANATIONS: dict[str, Explanation] = {
         "Torn transaction",
         "A transaction committed, and some of its messages were read, but another of its "
         "messages was never read although later offsets of its partition were. Kafka "
-        "promises all or nothing.",
+        "promises all or nothing. (A committed transaction none of whose messages was read "
+        "is a lost write instead.)",
         "A commit marker written to some partitions and not others, truncation of part of a "
         "transaction after a leader change, or a delayed commit landing on a later "
         "transaction (KAFKA-17754).",

@@ -53,6 +53,8 @@ def _transactions(b: HistoryBuilder) -> None:
     )
     b.txn(2, [send_mop(11)], "info", "g")  # invoked, never completed below
     b.ops.pop()  # drop the completion: indeterminate
+    # Committed without delivery reports: no offset (partition chosen), neither.
+    b.txn(3, [send_mop(12, 1), send_mop(13)], group="g")
 
 
 def _file(tmp_path: Path, histories: int = 2) -> Path:
@@ -169,6 +171,11 @@ def test_txn_lines_give_the_contracts_rows(tmp_path):
         ("txn", "txn", "invoke", 21, 21, None, None, None),
         ("line", "send", "invoke", 21, 21, 0, None, 11),
     ]
+    unreported = [r for r in rows if r["index"] == 23 and r["f"] == "send"]
+    assert [(r["type"], r["val"], r["partition"], r["offset"]) for r in unreported] == [
+        ("ok", 12, 1, None),
+        ("ok", 13, None, None),
+    ]
 
 
 def _membership_and_commits(b: HistoryBuilder) -> None:
@@ -269,8 +276,8 @@ BAD_MOPS = [
     ({"f": "send", "topic": "t"}, "invoke", "micro-op 0: send value must be an integer"),
     ({"f": "send", "topic": "t", "value": "1"}, "invoke", "send value must be an integer"),
     ({"f": "send", "value": 1}, "invoke", "micro-op 0: send topic must be a string"),
-    ({"f": "send", "topic": "t", "value": 1, "partition": 0, "offset": None}, "ok",
-     "micro-op 0: a committed send's offset must be an integer"),
+    ({"f": "send", "topic": "t", "value": 1, "partition": None, "offset": 3}, "ok",
+     "micro-op 0: a send's offset needs its partition"),
     ({"f": "send", "topic": "t", "value": 1, "partition": 0, "offset": "3"}, "fail",
      "micro-op 0: send offset must be an integer"),
     ({"f": "send", "topic": "t", "value": 1, "skipped": "yes"}, "fail",
