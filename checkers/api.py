@@ -27,9 +27,9 @@ from checkers.loss_checks import acked_lost, missing, tallies
 from checkers.poll_checks import poll_checks, suspicious_pairs
 from checkers.ranges import offset_ranges
 from checkers.results import (
-    CYCLE_CHECKS,
     build_checks,
     check_result,
+    cycle_checks_for,
     is_ctp,
     is_share,
     is_txn,
@@ -344,11 +344,11 @@ def _analyse(
             results[hid]["cycles"] = searched.summary
             checks = results[hid]["checks"]
             if searched.unknown:
-                for name in CYCLE_CHECKS:
+                for name in cycle_checks_for(config):
                     checks[name].update(valid="unknown", reason=searched.unknown)
             elif searched.timeouts:  # what the search did not finish proves nothing
                 reason = f"Elle's search timed out in {searched.timeouts} part(s) of the graph"
-                for name in CYCLE_CHECKS:
+                for name in cycle_checks_for(config):
                     if not checks[name]["count"]:
                         checks[name].update(valid="unknown", reason=reason)
     if stats:

@@ -29,6 +29,7 @@ from typing import Any
 
 from checkers.reference import _reads, expand
 from checkers.reference_txn import completions
+from checkers.results import WR_CYCLE_CHECK, WR_CYCLE_TYPES
 
 SPECS: dict[str, tuple[frozenset[str], tuple[frozenset[str], ...]]] = {
     "G0": (frozenset({"ww"}), ()),
@@ -142,7 +143,8 @@ def reported(ops: list[dict[str, Any]], ww: bool = True) -> dict[str, int]:
     """What Elle reports: per strongly connected component of the whole graph,
     each anomaly type that has a cycle there unless a type implying it has
     one too (Elle searches the worst first and skips what a find implies);
-    counted in components."""
+    counted in components.  With ww edges also G1c-wr, the cycles that need
+    none: the G1c types reported without them, summed."""
     edges = txn_graph(ops, ww)
     out: dict[str, int] = defaultdict(int)
     for part in cyclic_parts(edges):
@@ -151,6 +153,10 @@ def reported(ops: list[dict[str, Any]], ww: bool = True) -> dict[str, int]:
         for name in present:
             if not present & IMPLIED_BY[name]:
                 out[name] += 1
+    if ww:
+        wr_only = reported(ops, ww=False)
+        if n := sum(wr_only.get(name, 0) for name in WR_CYCLE_TYPES):
+            out[WR_CYCLE_CHECK] = n
     return dict(out)
 
 

@@ -52,6 +52,22 @@ SHARE_CHECKS = (
 NEEDS_SHARE_DRAIN = ("share-lost", "share-missing-redelivery")
 # Elle's dependency cycles between transactions (checkers/cycle_checks.py).
 CYCLE_CHECKS = ("G0", "G1c", "G0-process", "G1c-process", "G0-realtime", "G1c-realtime")
+# With ww edges inferred the cycle checks above are information only, so the
+# cycles that need no ww edge (what --no-ww-deps reports as these three Elle
+# types) get a check of their own, an error (docs/results.md, "Cycle checks").
+WR_CYCLE_CHECK = "G1c-wr"
+WR_CYCLE_TYPES = ("G1c", "G1c-process", "G1c-realtime")
+
+
+def ww_deps(config: dict[str, Any]) -> bool:
+    """Whether ww edges are inferred (off: Jepsen's --no-ww-deps)."""
+    return bool(config.get("checker", {}).get("ww_deps", True))
+
+
+def cycle_checks_for(config: dict[str, Any]) -> tuple[str, ...]:
+    """A transactional run's cycle checks: G1c-wr only with ww edges, since
+    without them G1c and its variants already are exactly those cycles."""
+    return CYCLE_CHECKS + ((WR_CYCLE_CHECK,) if ww_deps(config) else ())
 
 
 def checks_for(config: dict[str, Any]) -> tuple[str, ...]:
@@ -61,7 +77,7 @@ def checks_for(config: dict[str, Any]) -> tuple[str, ...]:
     if not is_txn(config):
         return CHECKS + SHARE_CHECKS if is_share(config) else CHECKS
     ctp = config.get("txn", {}).get("mode") == "ctp"
-    return CHECKS + TXN_CHECKS + (CTP_CHECKS if ctp else ()) + CYCLE_CHECKS
+    return CHECKS + TXN_CHECKS + (CTP_CHECKS if ctp else ()) + cycle_checks_for(config)
 
 
 def is_share(config: dict[str, Any]) -> bool:
@@ -165,6 +181,11 @@ EXPLANATIONS = {
     "another committed is ordered before it.",
     "G1c-realtime": "A G1c cycle that also needs real-time order: a transaction depends on one "
     "that began only after it committed.",
+    "G1c-wr": "A dependency cycle that needs no write-write edge: only reads (T2 polled a "
+    "value T1 sent), possibly with one process's order or real time, e.g. two transactions "
+    "each reading the other's writes before either committed. Reported while ww edges are "
+    "inferred (G1c and its variants are allowed then); it is what --no-ww-deps calls G1c, "
+    "G1c-process or G1c-realtime, and an error whatever ww_deps says.",
     "availability": "The acknowledged-send rate fell below the configured minimum while a fault "
     "was active.",
 }
@@ -175,18 +196,25 @@ def severities(config: dict[str, Any]) -> dict[str, str]:
     producer = config.get("producer", {})
     acks = str(producer.get("acks", "all"))
     idempotent = bool(producer.get("enable_idempotence", True)) and acks in ("all", "-1")
-    sev = {name: "error" for name in CHECKS + TXN_CHECKS + CTP_CHECKS + CYCLE_CHECKS + SHARE_CHECKS}
+    every = CHECKS + TXN_CHECKS + CTP_CHECKS + CYCLE_CHECKS + (WR_CYCLE_CHECK,) + SHARE_CHECKS
+    sev = {name: "error" for name in every}
     sev["availability"] = "error"
     sev["share-delivery-count-stalled"] = "warning"
     # Concurrent producers interleave in a partition: never a broken promise.
     sev["int-send-skip"] = "info"
-    if config.get("txn", {}).get("isolation_level", "read_committed") != "read_committed":
+    uncommitted = config.get("txn", {}).get("isolation_level", "read_committed") != (
+        "read_committed"
+    )
+    if uncommitted:
         sev["precommitted-read"] = "info"  # a read_uncommitted consumer sees open transactions
     # Jepsen's reasoning: Kafka orders writes per partition only, so ww cycles
     # (G0) are legal; with ww edges inferred from offsets, so are G1c cycles.
-    ww = bool(config.get("checker", {}).get("ww_deps", True))
+    # A cycle of reads without ww edges (G1c-wr) stays an error, except where
+    # consumers read open transactions: read_uncommitted transactions may read
+    # each other's writes (Jepsen's allowed-error-types says the same).
     for name in CYCLE_CHECKS:
-        sev[name] = "info" if name.startswith("G0") or ww else "error"
+        sev[name] = "info" if name.startswith("G0") or ww_deps(config) or uncommitted else "error"
+    sev[WR_CYCLE_CHECK] = "info" if uncommitted else "error"
     if not idempotent:
         sev["duplicate"] = "info"  # retries legally write twice
         sev["nonmonotonic-send"] = "warning"  # retries with several in flight may reorder
@@ -328,7 +356,7 @@ def unknown_reasons(checks: dict[str, dict[str, Any]], evidence: dict[str, int])
                 f"all {n} fault(s) failed to take effect (each carries an error): "
                 "the run never tested the faults it planned"
             )
-    # Checks undecided for one shared reason (the six cycle checks when Elle is
+    # Checks undecided for one shared reason (the cycle checks when Elle is
     # missing) make one line naming them all, not one line each.
     by_reason: dict[str, list[str]] = {}
     for name in sorted(n for n, c in checks.items() if c["valid"] == "unknown"):

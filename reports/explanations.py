@@ -201,6 +201,17 @@ EXPLANATIONS: dict[str, Explanation] = {
         "transaction that began only after it committed.",
         "Stale or future reads across a leader change; delayed writes (KAFKA-17754).",
     ),
+    "G1c-wr": Explanation(
+        "Circular information flow through reads alone (G1c-wr)",
+        "Transactions depend on each other in a cycle that needs no inferred write order: "
+        "only reads (one polled what the other sent), perhaps with a process's order or real "
+        "time. E.g. two transactions each read the other's writes before either committed. "
+        "G1c is allowed while ww order is inferred from offsets; this cycle is not, so it is "
+        "an error (what --no-ww-deps reports as G1c, G1c-process or G1c-realtime).",
+        "Uncommitted data shown to read_committed consumers (a last stable offset served "
+        "too high, e.g. across a leader or coordinator change); under read_uncommitted, "
+        "consumers that read each other's open transactions.",
+    ),
     "availability": Explanation(
         "Availability below threshold",
         "The acknowledged send rate during a fault fell below the configured minimum.",
@@ -297,7 +308,7 @@ def hints(check: str, config: dict[str, Any]) -> list[str]:
         )
     txn = config.get("txn") or {}
     uncommitted = txn.get("isolation_level") == "read_uncommitted"
-    if check in ("aborted-read", "precommitted-read") and uncommitted:
+    if check in ("aborted-read", "precommitted-read", "G1c-wr") and uncommitted:
         out.append(
             "The run's consumers used read_uncommitted: they may return aborted and "
             "open transactions' messages (only the final drain reads committed data)."

@@ -118,6 +118,41 @@ def inject_backward_read(ops: list[dict], rnd: random.Random) -> list[dict]:
     return out
 
 
+def inject_mutual_read(ops: list[dict], rnd: random.Random) -> list[dict]:
+    """Two committed transactions each poll a value the other sent: a cycle of wr
+    edges alone (G1c without ww edges, so G1c-wr with them)."""
+    lines = [
+        line
+        for _, line in completions(ops)
+        if line["type"] == "ok"
+        and any(m["f"] == "poll" and not m.get("skipped") for m in line["value"]["ops"])
+        and any(
+            m["f"] == "send" and not m.get("skipped") and m.get("offset") is not None
+            for m in line["value"]["ops"]
+        )
+    ]
+    if len(lines) < 2:
+        return ops
+    a, b = rnd.sample(lines, 2)
+    out = list(ops)
+    for reader, writer in ((a, b), (b, a)):
+        m = rnd.choice(
+            [
+                m
+                for m in writer["value"]["ops"]
+                if m["f"] == "send" and not m.get("skipped") and m.get("offset") is not None
+            ]
+        )
+        record = {k: m[k] for k in ("topic", "partition", "offset")}
+        record.update(key=str(m["value"]), value=m["value"])
+        mops = list(reader["value"]["ops"])
+        k = next(k for k, x in enumerate(mops) if x["f"] == "poll" and not x.get("skipped"))
+        mops[k] = {**mops[k], "records": [*mops[k]["records"], record]}
+        at = next(i for i, op in enumerate(ops) if op is reader)
+        out[at] = {**reader, "value": {**reader["value"], "ops": mops}}
+    return out
+
+
 def over_generated_histories(rng_seed: int, examples: int, max_txns: int) -> Callable:
     """The property tests' decorator: ``examples`` generated transactional histories
     (argument ``h``), reproducible from ``rng_seed``, never timed."""
