@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nemeses.base import FAULT_KINDS
+from nemeses import registry
 
 HANG_MARGIN_S = 300.0
 LATE_STOP_S = 10.0
@@ -48,7 +48,7 @@ class RunFigures:
 
 
 def default_faults() -> str:
-    clock = [k for k in FAULT_KINDS if k.startswith("clock")]
+    clock = [k for k in registry.names() if k.startswith("clock")]
     return ",".join(["kill", "pause", "partition", *clock])
 
 

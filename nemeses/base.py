@@ -2,9 +2,9 @@
 
 A fault is a plain record (``FaultOp``) so that a schedule can be generated,
 written to ``schedule.json``, read back and replayed without any code knowing
-how the fault is carried out.  Carrying it out is the job of the nemesis
-modules (process, partition, netem, clock), all of which act on nodes only
-through ``node.run`` with a timeout.
+how the fault is carried out.  Carrying it out is the job of the fault
+kinds (``nemeses/kinds.py``, looked up by name in ``nemeses/registry.py``),
+all of which act on nodes only through ``node.run`` with a timeout.
 """
 
 from __future__ import annotations
@@ -17,35 +17,7 @@ from typing import Any, TypeVar
 from harness.errors import ConfigError, HarnessError
 from harness.node import Node
 
-# Faults acting on one node (or the resolved leader/controller).
-SINGLE_NODE_KINDS = (
-    "kill",
-    "pause",
-    "restart",
-    "isolate-from-brokers",
-    "netem",
-    "unclean-election",
-    "clock-bump",
-    "clock-strobe",
-)
-# Faults that move a node's wall clock (nemeses/clock.py).
-CLOCK_KINDS = ("clock-bump", "clock-strobe")
-# Faults acting on every node in turn.
-ROLLING_KINDS = ("rolling-restart", "hard-rolling-restart")
-FAULT_KINDS = (*SINGLE_NODE_KINDS, "partition", *ROLLING_KINDS)
-# Faults whose target may be the partition leader or the active controller.
-TARGETABLE_KINDS = (
-    "kill",
-    "pause",
-    "restart",
-    "isolate-from-brokers",
-    "partition",
-    "unclean-election",
-    "clock-bump",
-    "clock-strobe",
-)
 TARGET_MODES = ("random", "leader", "controller", "coordinator")
-TOPOLOGIES = ("isolate", "halves", "bridge", "majorities-ring", "grudge")
 
 # Fields a run adds to an op while executing it; they are not part of what
 # to do, so replay and comparisons ignore them.
@@ -57,18 +29,6 @@ REALISED_FIELDS = ("started_s", "applied_s", "healing_s", "ended_s", "error", "r
 
 NEMESIS_COMMAND_TIMEOUT_S = 20.0
 
-# Clock fault parameters and their defaults.  A strobe flips no faster than
-# once a second because local nodes' JVMs (libfaketime) re-read their offset
-# only that often (by default every other second, so each JVM sees every
-# state); the same bound everywhere keeps a schedule replayable on every
-# backend.
-CLOCK_DEFAULTS: dict[str, dict[str, int]] = {
-    "clock-bump": {"delta_ms": 60_000},
-    "clock-strobe": {"delta_ms": 10_000, "period_ms": 2_000},
-}
-MAX_CLOCK_DELTA_MS = 86_400_000  # a day
-MIN_STROBE_PERIOD_MS = 1_000
-MAX_STROBE_PERIOD_MS = 60_000
 # Params leader/controller targeting adds to any targetable fault.
 TARGETING_PARAMS = ("topic", "partition")
 
@@ -139,16 +99,18 @@ class FaultOp:
             if key not in data:
                 raise ConfigError(f"{where}: fault is missing {key!r}")
         op = cls(**data)
-        validate_op(op, where)
-        if op.f in CLOCK_KINDS:  # a recorded schedule says exactly what is done
-            op.params = clock_params(op.f, op.params, where)
+        op.params = validate_op(op, where)  # a recorded schedule says exactly what is done
         return op
 
 
-def validate_op(op: FaultOp, where: str) -> None:
-    """Reject ops a runner could not execute, naming the bad field."""
-    if op.f not in FAULT_KINDS:
-        raise ConfigError(f"{where}: unknown fault {op.f!r} (known: {', '.join(FAULT_KINDS)})")
+def validate_op(op: FaultOp, where: str) -> dict[str, Any]:
+    """Reject ops a runner could not execute, naming the bad field.
+
+    Returns the op's params with its kind's defaults filled in.
+    """
+    from nemeses import registry  # late: the registry imports every nemesis, and they this
+
+    kind = registry.kind(op.f, where)
     if not isinstance(op.id, int) or isinstance(op.id, bool) or op.id < 0:
         raise ConfigError(f"{where}: fault id must be a non-negative integer, got {op.id!r}")
     for key in ("at_s", "duration_s"):
@@ -165,41 +127,9 @@ def validate_op(op: FaultOp, where: str) -> None:
         raise ConfigError(f"{where}: params must be a mapping")
     if not op.targets and op.target == "random":
         raise ConfigError(f"{where}: fault {op.id} has no targets and no leader/controller target")
-    if op.target != "random" and op.f not in TARGETABLE_KINDS:
+    if op.target != "random" and not kind.targetable:
         raise ConfigError(f"{where}: fault {op.f!r} cannot target the {op.target}")
-    if op.f in CLOCK_KINDS:
-        clock_params(op.f, op.params, where)
-
-
-def clock_params(f: str, params: dict[str, Any], where: str = "fault") -> dict[str, Any]:
-    """``params`` with the clock fault's defaults filled in; a bad value is a ConfigError.
-
-    Unknown keys are refused (a typo like ``delta`` must not silently run the
-    default), except the ones leader/controller targeting adds.
-    """
-    defaults = CLOCK_DEFAULTS[f]
-    unknown = sorted(set(params) - set(defaults) - set(TARGETING_PARAMS))
-    if unknown:
-        raise ConfigError(f"{where}: {f} has no param(s) {unknown} (known: {', '.join(defaults)})")
-    out = {**defaults, **params}
-    delta = out["delta_ms"]
-    if not _is_int(delta) or delta == 0 or abs(delta) > MAX_CLOCK_DELTA_MS:
-        raise ConfigError(
-            f"{where}: {f} delta_ms must be a non-zero integer within "
-            f"±{MAX_CLOCK_DELTA_MS}, got {delta!r}"
-        )
-    if "period_ms" in defaults:
-        period = out["period_ms"]
-        if not _is_int(period) or not MIN_STROBE_PERIOD_MS <= period <= MAX_STROBE_PERIOD_MS:
-            raise ConfigError(
-                f"{where}: {f} period_ms must be an integer from {MIN_STROBE_PERIOD_MS} to "
-                f"{MAX_STROBE_PERIOD_MS}, got {period!r}"
-            )
-    return out
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    return kind.params(op.params, where)
 
 
 T = TypeVar("T")

@@ -1,4 +1,4 @@
-"""Clock faults, as Jepsen's clock nemesis has them: bump, strobe, reset.
+"""Clock faults, as Jepsen's clock nemesis has them: bump, strobe, reset; their kinds.
 
 A bump moves a node's wall clock by ``delta_ms``; a strobe flips it between
 that offset and the true time every ``period_ms`` for the fault's duration;
@@ -29,12 +29,21 @@ harness dies.
 from __future__ import annotations
 
 import base64
-from typing import Any
+import random
+from abc import abstractmethod
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from harness import kafka_config as kc
 from harness.cluster import Cluster
+from harness.errors import ConfigError
 from harness.node import Node, quote
-from nemeses.base import NEMESIS_COMMAND_TIMEOUT_S, NemesisError, clock_params
+from nemeses.base import NEMESIS_COMMAND_TIMEOUT_S, TARGETING_PARAMS, FaultOp, NemesisError
+from nemeses.kinds import Ctx, NodeFault, Params, Sweep
+
+if TYPE_CHECKING:
+    from hypothesis.strategies import DrawFn
+
+    from nemeses.strategies import ModelCluster
 
 STROBE_SCRIPT = "clock-strobe.sh"
 STROBE_PID = "clock-strobe.pid"
@@ -266,12 +275,130 @@ def reset(cluster: Cluster, node: Node) -> bool:
     return "changed" in res.stdout.split()
 
 
-def start(cluster: Cluster, node: Node, f: str, params: dict[str, Any], duration_s: float) -> None:
-    """Carry out clock fault ``f`` (``clock-bump`` or ``clock-strobe``) on one node."""
-    p = clock_params(f, params, f"{f} on {node.name}")
-    if f == "clock-bump":
-        bump(cluster, node, p["delta_ms"])
-    elif f == "clock-strobe":
-        strobe(cluster, node, p["delta_ms"], p["period_ms"], duration_s)
-    else:
-        raise NemesisError(f"not a clock fault: {f!r}")
+# --- the kinds ------------------------------------------------------------------------
+
+# Bounds of the clock faults' params.  A strobe flips no faster than once a
+# second because local nodes' JVMs (libfaketime) re-read their offset only
+# that often (by default every other second, so each JVM sees every state);
+# the same bound everywhere keeps a schedule replayable on every backend.
+MAX_CLOCK_DELTA_MS = 86_400_000  # a day
+MIN_STROBE_PERIOD_MS = 1_000
+MAX_STROBE_PERIOD_MS = 60_000
+
+# After rules and packet faults, before processes: a broker the sweep
+# restarts then starts on true time.
+CLOCK_SWEEP = Sweep(
+    "clock",
+    order=30,
+    undo=lambda cluster, node, every_tag: reset(cluster, node),
+    model=lambda model: _model_reset(model, model.names),
+    done="reset the clock",
+)
+
+
+class ClockFault(NodeFault):
+    """A node's clock moved off true time; every heal puts it back (``reset``)."""
+
+    targetable = True
+    sweeps = (CLOCK_SWEEP,)
+    defaults: ClassVar[dict[str, int]]
+    max_log2_delta: ClassVar[float]  # generated offsets reach 2**this ms
+
+    def params(self, params: Params, where: str = "fault") -> Params:
+        """Unknown keys are refused (a typo like ``delta`` must not silently run
+        the default), except the ones leader/controller targeting adds."""
+        f, defaults = self.name, self.defaults
+        unknown = sorted(set(params) - set(defaults) - set(TARGETING_PARAMS))
+        if unknown:
+            raise ConfigError(
+                f"{where}: {f} has no param(s) {unknown} (known: {', '.join(defaults)})"
+            )
+        out = {**defaults, **params}
+        delta = out["delta_ms"]
+        if not _is_int(delta) or delta == 0 or abs(delta) > MAX_CLOCK_DELTA_MS:
+            raise ConfigError(
+                f"{where}: {f} delta_ms must be a non-zero integer within "
+                f"±{MAX_CLOCK_DELTA_MS}, got {delta!r}"
+            )
+        if "period_ms" in defaults:
+            period = out["period_ms"]
+            if not _is_int(period) or not MIN_STROBE_PERIOD_MS <= period <= MAX_STROBE_PERIOD_MS:
+                raise ConfigError(
+                    f"{where}: {f} period_ms must be an integer from {MIN_STROBE_PERIOD_MS} to "
+                    f"{MAX_STROBE_PERIOD_MS}, got {period!r}"
+                )
+        return out
+
+    def draw_params(self, rng: random.Random, ctx: Ctx) -> Params:
+        """Offsets as Jepsen draws them: spread over orders of magnitude, either way."""
+        return {"delta_ms": rng.choice((-1, 1)) * round(2 ** rng.uniform(6.7, self.max_log2_delta))}
+
+    def apply_node(self, cluster: Cluster, node: Node, op: FaultOp) -> None:
+        self.move(cluster, node, self.params(op.params, f"{op.f} on {node.name}"), op.duration_s)
+
+    @abstractmethod
+    def move(self, cluster: Cluster, node: Node, params: Params, duration_s: float) -> None:
+        """Move the node's clock as the filled-in ``params`` say."""
+
+    def heal_node(self, cluster: Cluster, node: Node, op: FaultOp) -> None:
+        reset(cluster, node)
+
+    def model_start(self, model: ModelCluster, op: FaultOp) -> None:
+        _model_reset(model, op.targets)  # a clock fault first stops any strobe
+        for t in op.targets:
+            model.nodes[t].clock_ms = self.params(op.params)["delta_ms"]
+
+    def model_end(self, model: ModelCluster, op: FaultOp) -> None:
+        _model_reset(model, op.targets)
+
+    def arbitrary_params(self, draw: DrawFn) -> Params:
+        """Any valid params; any of them may be left to its default."""
+        from hypothesis import strategies as st
+
+        params = {}
+        if draw(st.booleans()):
+            params["delta_ms"] = draw(
+                st.integers(-MAX_CLOCK_DELTA_MS, MAX_CLOCK_DELTA_MS).filter(lambda d: d != 0)
+            )
+        if "period_ms" in self.defaults and draw(st.booleans()):
+            params["period_ms"] = draw(st.integers(MIN_STROBE_PERIOD_MS, MAX_STROBE_PERIOD_MS))
+        return params
+
+
+class ClockBump(ClockFault):
+    """Generated bumps move the clock by 0.1 s to about 17 min."""
+
+    name = "clock-bump"
+    defaults = {"delta_ms": 60_000}
+    max_log2_delta = 20
+
+    def move(self, cluster: Cluster, node: Node, params: Params, duration_s: float) -> None:
+        bump(cluster, node, params["delta_ms"])
+
+
+class ClockStrobe(ClockFault):
+    """Generated strobes move the clock by 0.1 s to about 1 min, flipping every 1 to 8 s."""
+
+    name = "clock-strobe"
+    defaults = {"delta_ms": 10_000, "period_ms": 2_000}
+    max_log2_delta = 16
+
+    def draw_params(self, rng: random.Random, ctx: Ctx) -> Params:
+        return {**super().draw_params(rng, ctx), "period_ms": round(2 ** rng.uniform(10, 13))}
+
+    def move(self, cluster: Cluster, node: Node, params: Params, duration_s: float) -> None:
+        strobe(cluster, node, params["delta_ms"], params["period_ms"], duration_s)
+
+    def model_start(self, model: ModelCluster, op: FaultOp) -> None:
+        super().model_start(model, op)
+        model.mark(op.targets, "strobing")
+
+
+def _model_reset(model: ModelCluster, names: list[str]) -> None:
+    model.unmark(names, "strobing")
+    for name in names:
+        model.nodes[name].clock_ms = 0
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

@@ -1,4 +1,4 @@
-"""Packet faults (delay, loss) with the netem qdisc, where the kernel has one.
+"""Packet faults (delay, loss) with the netem qdisc, where the kernel has one; the kind.
 
 Many kernels (this machine's among them) are built without ``sch_netem``.
 Rather than inject nothing and let a run claim it tested packet loss, the
@@ -13,7 +13,8 @@ from typing import Any
 from harness.cluster import Cluster
 from harness.errors import HarnessError
 from harness.node import Node
-from nemeses.base import NEMESIS_COMMAND_TIMEOUT_S
+from nemeses.base import NEMESIS_COMMAND_TIMEOUT_S, FaultOp, on_nodes
+from nemeses.kinds import NodeFault, Sweep
 
 DEFAULT_DEVICE = "eth0"
 PROBE_DEVICE = "kcnetem0"  # a throwaway dummy device: probing never touches real traffic
@@ -78,3 +79,29 @@ def heal(cluster: Cluster, node: Node, params: dict[str, Any] | None = None) -> 
         timeout=NEMESIS_COMMAND_TIMEOUT_S,
         check=False,
     )
+
+
+# After the rules, before clocks and processes (see ``partition.RULES_SWEEP``).
+PACKET_SWEEP = Sweep(
+    "packet faults",
+    order=20,
+    undo=lambda cluster, node, every_tag: heal(cluster, node),
+    model=lambda model: model.clear("netem"),
+)
+
+
+class Netem(NodeFault):
+    """Delay or loss on the node's link; ``params``: delay_ms, jitter_ms, loss_pct, device."""
+
+    name = "netem"
+    flag = "netem"
+    sweeps = (PACKET_SWEEP,)
+
+    def check_cluster(self, cluster: Cluster) -> None:
+        on_nodes(cluster.nodes, check_available)  # refuse up front, never pretend
+
+    def apply_node(self, cluster: Cluster, node: Node, op: FaultOp) -> None:
+        start(cluster, node, op.params)
+
+    def heal_node(self, cluster: Cluster, node: Node, op: FaultOp) -> None:
+        heal(cluster, node, op.params)

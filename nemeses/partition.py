@@ -1,4 +1,4 @@
-"""Network partitions: grudge topologies (pure) and iptables rules on the nodes.
+"""Network partitions: grudge topologies (pure), iptables rules on the nodes, the kinds.
 
 A *grudge* maps each node to the nodes whose traffic it drops.  A node with a
 grudge against a peer drops packets from it (INPUT -s) and to it (OUTPUT -d),
@@ -17,11 +17,18 @@ import random
 import re
 import shlex
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from harness.cluster import Cluster
 from harness.errors import ConfigError
 from harness.node import Node
-from nemeses.base import NEMESIS_COMMAND_TIMEOUT_S, NemesisError, on_nodes
+from nemeses.base import NEMESIS_COMMAND_TIMEOUT_S, FaultOp, NemesisError, on_nodes
+from nemeses.kinds import Ctx, FaultKind, Params, Sweep
+
+if TYPE_CHECKING:
+    from hypothesis.strategies import DrawFn
+
+    from nemeses.strategies import ModelCluster
 
 Grudge = dict[str, list[str]]
 
@@ -309,3 +316,92 @@ def heal(
     """Remove matching rules from the given nodes (default: all); returns the count."""
     targets = cluster.nodes if nodes is None else [cluster.node(n) for n in nodes]
     return sum(on_nodes(targets, lambda n: heal_node(n, matches)).values())
+
+
+# --- the kinds ------------------------------------------------------------------------
+
+# First on each node: a broker restarted by a later sweep must reach its peers.
+RULES_SWEEP = Sweep(
+    "partition rules",
+    order=10,
+    undo=lambda cluster, node, every_tag: heal_node(
+        node, tag_matcher(None if every_tag else cluster.name)
+    ),
+    model=lambda model: model.delete_rules(tag_matcher(model.name)),
+    done="removed {} partition rule(s)",
+)
+
+
+class GrudgeFault(FaultKind):
+    """A fault that is its grudge (``params["grudge"]``): DROP rules tagged with its id."""
+
+    targetable = True
+    sweeps = (RULES_SWEEP,)
+
+    def apply(self, cluster: Cluster, op: FaultOp, nodes: list[Node], topic: str | None) -> None:
+        apply_grudge(cluster, op.params["grudge"], tag(cluster.name, op.id))
+
+    def heal(self, cluster: Cluster, op: FaultOp, nodes: list[Node]) -> dict[str, Any] | None:
+        return {"rules_removed": heal(cluster, tag_matcher(cluster.name, op.id))}
+
+    def model_start(self, model: ModelCluster, op: FaultOp) -> None:
+        rule_tag = tag(model.name, op.id)
+        for node, drops in op.params["grudge"].items():
+            model.add_rules(node, drop_commands([model.address(d) for d in drops], rule_tag))
+
+    def model_end(self, model: ModelCluster, op: FaultOp) -> None:
+        model.delete_rules(tag_matcher(model.name, op.id))
+
+
+class IsolateFromBrokers(GrudgeFault):
+    """One node cut from every other node; clients and the harness still reach it."""
+
+    name = "isolate-from-brokers"
+
+    def prepare(self, names: list[str], op: FaultOp) -> None:
+        op.params["grudge"] = isolate(names, op.targets[0])
+
+
+class Partition(GrudgeFault):
+    """A named topology (``params["topology"]``) or an explicit grudge."""
+
+    name = "partition"
+    shape = "topology"
+
+    def prepare(self, names: list[str], op: FaultOp) -> None:
+        if op.params.get("topology") == "isolate" and "grudge" not in op.params:
+            op.params["grudge"] = isolate(names, op.targets[0])  # the resolved target
+
+    def draw(self, rng: random.Random, ctx: Ctx) -> tuple[list[str], Params]:
+        nodes = list(ctx.nodes)
+        name = rng.choice(topologies_for(len(nodes)))
+        grudge = topology(name, nodes, rng)
+        return involved(grudge), {"topology": name, "grudge": grudge}
+
+    def targeted_params(self, rng: random.Random, ctx: Ctx) -> Params:
+        return {"topology": "isolate"}
+
+    def arbitrary(self, draw: DrawFn, nodes: list[str]) -> tuple[list[str], Params]:
+        from hypothesis import strategies as st
+
+        name = draw(st.sampled_from([*topologies_for(len(nodes)), "grudge"]))
+        if name == "grudge":
+            grudge = arbitrary_grudge(draw, nodes)
+        else:
+            grudge = topology(name, nodes, random.Random(draw(st.integers(0, 2**32))))
+        return involved(grudge), {"topology": name, "grudge": grudge}
+
+    def arbitrary_targeted_params(self, draw: DrawFn) -> Params:
+        return {"topology": "isolate"}
+
+
+def arbitrary_grudge(draw: DrawFn, nodes: list[str]) -> Grudge:
+    """Any valid explicit grudge map (at least one link cut), drawn by Hypothesis."""
+    from hypothesis import strategies as st
+
+    a, b = draw(st.permutations(nodes))[:2]
+    grudge = {a: [b]}
+    for node in nodes:
+        extra = draw(st.lists(st.sampled_from([n for n in nodes if n != node]), max_size=3))
+        grudge[node] = sorted(set(grudge.get(node, [])) | set(extra))
+    return grudge

@@ -1,4 +1,4 @@
-"""Process faults: kill, pause, clean restart, rolling restarts.
+"""Process faults: kill, pause, clean restart, rolling restarts (and their kinds).
 
 All signalling goes through ``harness.kafka_db`` (pid files verified against
 the node's root_dir, over SSH); nothing here matches processes by name.  In
@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from harness.cluster import Cluster
 from harness.node import Node
-from nemeses.base import NemesisError
+from nemeses.base import FaultOp, NemesisError
+from nemeses.kinds import FaultKind, NodeFault, Sweep
+
+if TYPE_CHECKING:
+    from nemeses.strategies import ModelCluster
 
 log = logging.getLogger(__name__)
 
@@ -124,3 +129,86 @@ def wait_back_in_isr(cluster: Cluster, node: Node, timeout_s: float) -> None:
             last = str(e)
         time.sleep(1.0)
     raise NemesisError(f"{node.name} did not rejoin within {timeout_s}s: {last}")
+
+
+# --- the kinds ------------------------------------------------------------------------
+
+# Last on each node: by then partitions and clocks are undone, so a broker
+# started here starts on true time and reaches its peers.
+PAUSED_SWEEP = Sweep(
+    "paused processes",
+    order=40,
+    undo=lambda cluster, node, every_tag: resume_all(cluster, node),
+    model=lambda model: model.clear("paused"),
+)
+STOPPED_SWEEP = Sweep(
+    "stopped processes",
+    order=50,
+    undo=lambda cluster, node, every_tag: ensure_running(cluster, node),
+    model=lambda model: model.clear("down"),
+    done="restarted Kafka",
+)
+
+
+class ProcessFault(NodeFault):
+    """The broker stopped one way when the fault starts (``act``) and set going
+    again when it is healed (``undo``)."""
+
+    targetable = True
+    act: ClassVar[Callable[[Cluster, Node], object]]
+    undo: ClassVar[Callable[[Cluster, Node], object]]
+
+    def apply_node(self, cluster: Cluster, node: Node, op: FaultOp) -> None:
+        self.act(cluster, node)
+
+    def heal_node(self, cluster: Cluster, node: Node, op: FaultOp) -> None:
+        self.undo(cluster, node)
+
+
+class Kill(ProcessFault):
+    """A crash; healed by starting whatever of the node is down."""
+
+    name, flag, sweeps = "kill", "down", (STOPPED_SWEEP,)
+    act, undo = staticmethod(kill), staticmethod(ensure_running)
+
+
+class Pause(ProcessFault):
+    """SIGSTOP: alive to the kernel, silent to everyone else, until SIGCONT."""
+
+    name, flag, sweeps = "pause", "paused", (PAUSED_SWEEP,)
+    act, undo = staticmethod(pause), staticmethod(resume)
+
+
+class Restart(Kill):
+    """A clean stop, healed as a kill is."""
+
+    name = "restart"
+    act = staticmethod(stop)
+
+
+class RollingRestart(FaultKind):
+    """Every node bounced in turn; it is over (rejoined) when its apply returns."""
+
+    name = "rolling-restart"
+    shape = "every-node"
+    hard: ClassVar[bool] = False
+    sweeps = (STOPPED_SWEEP,)  # a harness that died mid-bounce leaves one broker down
+
+    def apply(self, cluster: Cluster, op: FaultOp, nodes: list[Node], topic: str | None) -> None:
+        rejoined = rolling_restart(cluster, op.targets, hard=self.hard)
+        op.resolved = {**(op.resolved or {}), "rejoined": rejoined}  # an outcome, not a plan
+
+    def heal(self, cluster: Cluster, op: FaultOp, nodes: list[Node]) -> dict[str, Any] | None:
+        return None
+
+    # the bounces rejoin within the start step: nothing lingers for the model
+    def model_start(self, model: ModelCluster, op: FaultOp) -> None:
+        pass
+
+    def model_end(self, model: ModelCluster, op: FaultOp) -> None:
+        pass
+
+
+class HardRollingRestart(RollingRestart):
+    name = "hard-rolling-restart"
+    hard = True

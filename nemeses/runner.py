@@ -15,14 +15,16 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
 from harness.cluster import Cluster
 from harness.node import Node
 from harness.spec import TestSpec
-from nemeses import clock, netem, partition, process, targeting, unclean
+from nemeses import partition, registry, targeting
 from nemeses.base import FaultOp, NemesisError, on_nodes
+from nemeses.kinds import FaultKind
 from nemeses.schedule import Schedule, for_spec, steps
 from workloads.history import NEMESIS, HistoryWriter
 
@@ -67,8 +69,10 @@ class NemesisRunner:
         self._lock = threading.Lock()
         self._active: FaultOp | None = None
         self._t0 = 0.0
-        if any(op.f == "netem" for op in self.schedule.ops):
-            on_nodes(cluster.nodes, netem.check_available)  # refuse up front, never pretend
+        for f in dict.fromkeys(op.f for op in self.schedule.ops):
+            kind = registry.find(f)
+            if kind is not None:
+                kind.check_cluster(cluster)  # refuse up front, never pretend
         if self.schedule.ops:
             # Connect and learn the harness's address on every node now, not on
             # a fault's clock: on a TCG guest a new connection took 10-28 s.
@@ -111,7 +115,7 @@ class NemesisRunner:
         return _label(op)
 
     def heal_all(self) -> None:
-        """Remove every partition and packet fault, resume paused and restart killed processes."""
+        """Undo whatever any fault may have left: partitions, packet faults, clocks, processes."""
         heal_cluster(self.cluster)
 
     # --- the schedule thread ------------------------------------------------------
@@ -224,7 +228,7 @@ class NemesisRunner:
             log.warning("cannot write %s: %s", self.path, e)
 
 
-# --- what each fault does -------------------------------------------------------------
+# --- one fault, by its kind -----------------------------------------------------------
 
 
 def prepare(names: list[str], op: FaultOp) -> None:
@@ -233,54 +237,30 @@ def prepare(names: list[str], op: FaultOp) -> None:
     After this the op alone says exactly what is done, which is what replay
     reads back.
     """
-    if op.f == "isolate-from-brokers" or (
-        op.f == "partition" and op.params.get("topology") == "isolate" and "grudge" not in op.params
-    ):
-        op.params["grudge"] = partition.isolate(names, op.targets[0])
-    if "grudge" in op.params:
+    kind = registry.find(op.f)
+    if kind is not None:
+        kind.prepare(names, op)
+    if "grudge" in op.params:  # whichever fault carries one, it must name these nodes
         op.params["grudge"] = partition.validate_grudge(op.params["grudge"], names)
 
 
 def apply(cluster: Cluster, op: FaultOp, topic: str | None = None) -> None:
-    nodes = [cluster.node(t) for t in op.targets]
-    if op.f == "kill":
-        on_nodes(nodes, lambda n: process.kill(cluster, n))
-    elif op.f == "pause":
-        on_nodes(nodes, lambda n: process.pause(cluster, n))
-    elif op.f == "restart":
-        on_nodes(nodes, lambda n: process.stop(cluster, n))
-    elif op.f in ("partition", "isolate-from-brokers"):
-        partition.apply_grudge(cluster, op.params["grudge"], partition.tag(cluster.name, op.id))
-    elif op.f in ("rolling-restart", "hard-rolling-restart"):
-        rejoined = process.rolling_restart(cluster, op.targets, hard=op.f == "hard-rolling-restart")
-        op.resolved = {**(op.resolved or {}), "rejoined": rejoined}  # an outcome, not a plan
-    elif op.f == "netem":
-        on_nodes(nodes, lambda n: netem.start(cluster, n, op.params))
-    elif op.f == "unclean-election":
-        unclean.apply(cluster, op, op.params.get("topic") or topic)
-    elif op.f in ("clock-bump", "clock-strobe"):
-        on_nodes(nodes, lambda n: clock.start(cluster, n, op.f, op.params, op.duration_s))
-    else:
-        raise NemesisError(f"no nemesis implements fault {op.f!r}")
+    nodes = [cluster.node(t) for t in op.targets]  # every target exists before anything is done
+    _kind(op).apply(cluster, op, nodes, topic)
 
 
 def heal(cluster: Cluster, op: FaultOp) -> dict[str, Any] | None:
     """Undo one fault; safe to call even if its start failed halfway."""
     nodes = [cluster.node(t) for t in op.targets]
-    if op.f in ("kill", "restart"):
-        on_nodes(nodes, lambda n: process.ensure_running(cluster, n))
-    elif op.f == "pause":
-        on_nodes(nodes, lambda n: process.resume(cluster, n))
-    elif op.f in ("partition", "isolate-from-brokers"):
-        removed = partition.heal(cluster, partition.tag_matcher(cluster.name, op.id))
-        return {"rules_removed": removed}
-    elif op.f == "netem":
-        on_nodes(nodes, lambda n: netem.heal(cluster, n, op.params))
-    elif op.f == "unclean-election":
-        return unclean.heal(cluster, op)
-    elif op.f in ("clock-bump", "clock-strobe"):
-        on_nodes(nodes, lambda n: clock.reset(cluster, n))
-    return None
+    kind = registry.find(op.f)
+    return None if kind is None else kind.heal(cluster, op, nodes)
+
+
+def _kind(op: FaultOp) -> FaultKind:
+    kind = registry.find(op.f)
+    if kind is None:
+        raise NemesisError(f"no nemesis implements fault {op.f!r}")
+    return kind
 
 
 def retry_until(
@@ -309,35 +289,27 @@ def heal_cluster(
 ) -> list[str]:
     """Undo anything any fault may have left, on every node; returns what was done.
 
-    Nodes are healed in parallel and every step is attempted on every node
-    even when another fails; a failed step is tried again until
-    ``deadline_s``, and what still fails is raised together at the end so
-    none goes unnoticed.
+    The steps are every registered kind's sweeps (``registry.sweeps``):
+    after a crash nothing says which faults were in place.  Nodes are healed
+    in parallel and every step is attempted on every node even when another
+    fails; a failed step is tried again until ``deadline_s``, and what still
+    fails is raised together at the end so none goes unnoticed.
     """
-    matcher = partition.tag_matcher(None if every_tag else cluster.name)
     deadline_s *= cluster.time_scale  # slow guests (VMs under emulation) take longer
+    sweeps = registry.sweeps()
 
     def heal_node(node: Node) -> tuple[list[str], list[str]]:
         done: list[str] = []
         errors: list[str] = []
-        for what, fn in (
-            ("partition rules", lambda: partition.heal_node(node, matcher)),
-            ("packet faults", lambda: netem.heal(cluster, node)),
-            ("clock", lambda: clock.reset(cluster, node)),
-            ("paused processes", lambda: process.resume_all(cluster, node)),
-            ("stopped processes", lambda: process.ensure_running(cluster, node)),
-        ):
+        for sweep in sweeps:
             try:
-                result = retry_until(deadline_s, f"{node.name}: healing {what}", None, fn)
+                undo = partial(sweep.undo, cluster, node, every_tag)
+                result = retry_until(deadline_s, f"{node.name}: healing {sweep.what}", None, undo)
             except Exception as e:
-                errors.append(f"{node.name}: {what}: {e}")
+                errors.append(f"{node.name}: {sweep.what}: {e}")
                 continue
-            if what == "partition rules" and result:
-                done.append(f"{node.name}: removed {result} partition rule(s)")
-            if what == "clock" and result:
-                done.append(f"{node.name}: reset the clock")
-            if what == "stopped processes" and result:
-                done.append(f"{node.name}: restarted Kafka")
+            if sweep.done and result:
+                done.append(f"{node.name}: {sweep.done.format(result)}")
         return done, errors
 
     outcomes = on_nodes(cluster.nodes, heal_node).values()

@@ -23,39 +23,12 @@ from typing import Any
 from harness.errors import ConfigError
 from harness.jsonfile import load_json
 from harness.spec import NemesisSpec
-from nemeses import partition
-from nemeses.base import (
-    CLOCK_KINDS,
-    FAULT_KINDS,
-    REALISED_FIELDS,
-    ROLLING_KINDS,
-    TARGET_MODES,
-    TARGETABLE_KINDS,
-    FaultOp,
-    validate_op,
-)
+from nemeses import partition, registry
+from nemeses.base import REALISED_FIELDS, TARGET_MODES, FaultOp, validate_op
+from nemeses.kinds import Ctx, Draft
 
 SCHEDULE_FORMAT = 1
 MAX_OPS = 10_000  # guards against a composition that never ends
-
-
-@dataclass(frozen=True)
-class Ctx:
-    """What generators may look at: the nodes and the nemesis options."""
-
-    nodes: tuple[str, ...]
-    targets: str = "random"
-    topic: str | None = None
-
-
-@dataclass
-class Draft:
-    """A fault without its time: what to do and to whom."""
-
-    f: str
-    targets: list[str]
-    target: str = "random"
-    params: dict[str, Any] = field(default_factory=dict)
 
 
 Source = Callable[[random.Random, Ctx], Iterator[Draft]]
@@ -67,8 +40,7 @@ Timed = Callable[[random.Random, Ctx, float], Iterator[FaultOp]]
 
 def fault(kind: str) -> Source:
     """An endless stream of one kind of fault with targets drawn from the rng."""
-    if kind not in FAULT_KINDS:
-        raise ConfigError(f"unknown fault {kind!r} (known: {', '.join(FAULT_KINDS)})")
+    registry.kind(kind)
 
     def gen(rng: random.Random, ctx: Ctx) -> Iterator[Draft]:
         while True:
@@ -78,42 +50,14 @@ def fault(kind: str) -> Source:
 
 
 def draft(kind: str, rng: random.Random, ctx: Ctx) -> Draft:
-    nodes = list(ctx.nodes)
-    if kind in ROLLING_KINDS:
-        order = list(nodes)
-        rng.shuffle(order)
-        return Draft(kind, order)
-    leader_params = {"topic": ctx.topic} if ctx.targets == "leader" and ctx.topic else {}
-    if ctx.targets != "random" and kind in TARGETABLE_KINDS:
-        params = dict(leader_params)
-        if kind == "partition":
-            params["topology"] = "isolate"
-        if kind == "unclean-election" and ctx.targets == "leader":
-            params["partition"] = 0  # the scripted fault watches this partition's ISR
-        if kind in CLOCK_KINDS:
-            params.update(clock_draw(kind, rng))
+    """One fault of ``kind``: the nemesis options decide the targeting, the kind the rest."""
+    k = registry.kind(kind)
+    if ctx.targets != "random" and k.targetable:
+        params = {"topic": ctx.topic} if ctx.targets == "leader" and ctx.topic else {}
+        params.update(k.targeted_params(rng, ctx))
         return Draft(kind, [], ctx.targets, params)
-    if kind in CLOCK_KINDS:
-        return Draft(kind, [rng.choice(nodes)], params=clock_draw(kind, rng))
-    if kind == "partition":
-        name = rng.choice(partition.topologies_for(len(nodes)))
-        grudge = partition.topology(name, nodes, rng)
-        return Draft(kind, partition.involved(grudge), params={"topology": name, "grudge": grudge})
-    return Draft(kind, [rng.choice(nodes)])
-
-
-def clock_draw(kind: str, rng: random.Random) -> dict[str, int]:
-    """Clock params as Jepsen draws them: offsets spread over orders of magnitude.
-
-    A bump moves the clock by 0.1 s to about 17 min either way (small skews
-    and leases or timeouts that jump alike); a strobe by 0.1 s to about 1 min,
-    flipping every 1 to 8 s.
-    """
-    top = 20 if kind == "clock-bump" else 16
-    params = {"delta_ms": rng.choice((-1, 1)) * round(2 ** rng.uniform(6.7, top))}
-    if kind == "clock-strobe":
-        params["period_ms"] = round(2 ** rng.uniform(10, 13))
-    return params
+    targets, params = k.draw(rng, ctx)
+    return Draft(kind, targets, params=params)
 
 
 def mix(*sources: Source) -> Source:
@@ -284,10 +228,7 @@ def realise(timed: Timed, rng: random.Random, ctx: Ctx, t0: float = 0.0) -> list
 
 def validate_nemesis(spec: NemesisSpec) -> None:
     for kind in spec.faults:
-        if kind not in FAULT_KINDS:
-            raise ConfigError(
-                f"nemesis.faults: unknown fault {kind!r} (known: {', '.join(FAULT_KINDS)})"
-            )
+        registry.kind(kind, "nemesis.faults")
     if spec.targets not in TARGET_MODES:
         raise ConfigError(f"nemesis.targets: {spec.targets!r} (known: {', '.join(TARGET_MODES)})")
     if spec.interval_s < 0:

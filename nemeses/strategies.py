@@ -6,33 +6,22 @@ generator (any seed, any fault mix) and as arbitrary hand-built op lists
 later search mode will explore.  ``ModelCluster`` replays a schedule in the
 runner's own step order (``schedule.steps``) with the real grudge, rule
 rendering and tag-matching code, so a property test can assert that every
-schedule heals everything it breaks.
+schedule heals everything it breaks.  Both cover every registered fault
+kind: each kind draws its own arbitrary params (``FaultKind.arbitrary``) and
+says what it does to the model (``model_start``, ``model_end``, its sweeps).
 """
 
 from __future__ import annotations
 
-import random
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
 
 from harness.spec import NemesisSpec
-from nemeses import partition, unclean
-from nemeses.base import (
-    CLOCK_DEFAULTS,
-    CLOCK_KINDS,
-    FAULT_KINDS,
-    MAX_CLOCK_DELTA_MS,
-    MAX_STROBE_PERIOD_MS,
-    MIN_STROBE_PERIOD_MS,
-    ROLLING_KINDS,
-    TARGET_MODES,
-    TARGETABLE_KINDS,
-    TOPOLOGIES,
-    FaultOp,
-)
-from nemeses.base import clock_params as filled_clock_params
+from nemeses import partition, registry
+from nemeses.base import TARGET_MODES, FaultOp
 from nemeses.runner import prepare
 from nemeses.schedule import Schedule, generate, steps
 
@@ -43,21 +32,15 @@ def node_names(draw: st.DrawFn, min_size: int = 1, max_size: int = 7) -> list[st
     return [f"n{i}" for i in range(1, n + 1)]
 
 
-@st.composite
-def grudges(draw: st.DrawFn, nodes: list[str]) -> partition.Grudge:
-    """A valid explicit grudge map: at least one link cut."""
-    a, b = draw(st.permutations(nodes))[:2]
-    grudge = {a: [b]}
-    for node in nodes:
-        extra = draw(st.lists(st.sampled_from([n for n in nodes if n != node]), max_size=3))
-        grudge[node] = sorted(set(grudge.get(node, [])) | set(extra))
-    return grudge
+grudges = st.composite(partition.arbitrary_grudge)  # a valid explicit grudge map
 
 
 @st.composite
 def nemesis_specs(draw: st.DrawFn) -> NemesisSpec:
     return NemesisSpec(
-        faults=draw(st.lists(st.sampled_from(FAULT_KINDS), min_size=1, max_size=4, unique=True)),
+        faults=draw(
+            st.lists(st.sampled_from(registry.names()), min_size=1, max_size=4, unique=True)
+        ),
         interval_s=draw(st.floats(0.0, 30.0)),  # with time_limit <= 120: <= 240 faults
         duration_s=draw(st.floats(0.5, 30.0)),
         targets=draw(st.sampled_from(TARGET_MODES)),
@@ -78,51 +61,16 @@ def generated_schedules(draw: st.DrawFn) -> Schedule:
 
 
 @st.composite
-def clock_params(draw: st.DrawFn, kind: str) -> dict[str, int]:
-    """Valid params of a clock fault; any of them may be left to its default."""
-    params = {}
-    if draw(st.booleans()):
-        params["delta_ms"] = draw(
-            st.integers(-MAX_CLOCK_DELTA_MS, MAX_CLOCK_DELTA_MS).filter(lambda d: d != 0)
-        )
-    if "period_ms" in CLOCK_DEFAULTS[kind] and draw(st.booleans()):
-        params["period_ms"] = draw(st.integers(MIN_STROBE_PERIOD_MS, MAX_STROBE_PERIOD_MS))
-    return params
-
-
-@st.composite
 def fault_ops(draw: st.DrawFn, nodes: list[str], at_s: float, op_id: int) -> FaultOp:
-    """One arbitrary but valid fault starting at ``at_s``."""
-    kind = draw(st.sampled_from(FAULT_KINDS))
+    """One arbitrary but valid fault starting at ``at_s``: its kind draws what it needs."""
+    f = draw(st.sampled_from(registry.names()))
+    kind = registry.kind(f)
     duration = draw(st.floats(0.1, 60.0))
-    params: dict = {}
-    if kind in TARGETABLE_KINDS and draw(st.booleans()):
+    if kind.targetable and draw(st.booleans()):
         mode = draw(st.sampled_from(("leader", "controller")))
-        if kind == "partition":
-            params["topology"] = "isolate"
-        if kind in CLOCK_KINDS:
-            params.update(draw(clock_params(kind)))
-        return FaultOp(op_id, kind, at_s, duration, [], mode, params)
-    if kind in ROLLING_KINDS:
-        targets = draw(st.permutations(nodes))
-    elif kind == "partition":
-        topo = draw(st.sampled_from([t for t in TOPOLOGIES if t in _usable(len(nodes))]))
-        if topo == "grudge":
-            grudge = draw(grudges(nodes))
-        else:
-            rng = random.Random(draw(st.integers(0, 2**32)))
-            grudge = partition.topology(topo, nodes, rng)
-        params = {"topology": topo, "grudge": grudge}
-        targets = partition.involved(grudge)
-    else:
-        targets = [draw(st.sampled_from(nodes))]
-        if kind in CLOCK_KINDS:
-            params = draw(clock_params(kind))
-    return FaultOp(op_id, kind, at_s, duration, list(targets), "random", params)
-
-
-def _usable(n: int) -> list[str]:
-    return [*partition.topologies_for(n), "grudge"]
+        return FaultOp(op_id, f, at_s, duration, [], mode, kind.arbitrary_targeted_params(draw))
+    targets, params = kind.arbitrary(draw, nodes)
+    return FaultOp(op_id, f, at_s, duration, list(targets), "random", params)
 
 
 @st.composite
@@ -143,16 +91,18 @@ def schedules(draw: st.DrawFn, max_ops: int = 12) -> Schedule:
 
 @dataclass
 class ModelNode:
-    down: bool = False
-    paused: bool = False
+    flags: set[str] = field(default_factory=set)  # what a fault left: "down", "paused", ...
     rules: list[str] = field(default_factory=list)  # in `iptables -S` form
-    netem: bool = False
     clock_ms: int = 0  # the offset a clock fault left, 0 when true
-    strobing: bool = False
 
 
 class ModelCluster:
-    """Just enough state to tell whether a schedule leaves something broken."""
+    """Just enough state to tell whether a schedule leaves something broken.
+
+    Each fault kind says what it does to this model (``model_start``,
+    ``model_end``) and what its sweeps mend (``Sweep.model``), through the
+    few methods below.
+    """
 
     def __init__(self, nodes: list[str], name: str = "model", leader: str | None = None) -> None:
         self.name = name
@@ -164,65 +114,43 @@ class ModelCluster:
         if not op.targets:
             op.targets = [self.leader]
         prepare(self.names, op)
-        if op.f in ("kill", "restart"):
-            for t in op.targets:
-                self.nodes[t].down = True
-        elif op.f == "pause":
-            for t in op.targets:
-                self.nodes[t].paused = True
-        elif op.f in ("partition", "isolate-from-brokers"):
-            rule_tag = partition.tag(self.name, op.id)
-            for node, drops in op.params["grudge"].items():
-                cmds = partition.drop_commands([_addr(d) for d in drops], rule_tag)
-                self.nodes[node].rules += [_as_listed(c) for c in cmds]
-        elif op.f == "netem":
-            for t in op.targets:
-                self.nodes[t].netem = True
-        elif op.f in CLOCK_KINDS:
-            for t in op.targets:
-                self.nodes[t].clock_ms = filled_clock_params(op.f, op.params)["delta_ms"]
-                self.nodes[t].strobing = op.f == "clock-strobe"
-        elif op.f == "unclean-election":
-            leader = op.targets[0]
-            peers = [_addr(n) for n in self.names if n != leader]
-            cmds = unclean.fetch_block_commands(peers, partition.tag(self.name, op.id))
-            self.nodes[leader].rules += [_as_listed(c) for c in cmds]
-            self.nodes[leader].down = True
-        # rolling restarts bounce and rejoin within their start phase: nothing lingers
+        registry.kind(op.f).model_start(self, op)
 
     def end(self, op: FaultOp) -> None:
-        if op.f in ("kill", "restart"):
-            for t in op.targets:
-                self.nodes[t].down = False
-        elif op.f == "pause":
-            for t in op.targets:
-                self.nodes[t].paused = False
-        elif op.f in ("partition", "isolate-from-brokers"):
-            self._delete(partition.tag_matcher(self.name, op.id))
-        elif op.f == "netem":
-            for t in op.targets:
-                self.nodes[t].netem = False
-        elif op.f in CLOCK_KINDS:
-            for t in op.targets:
-                self._reset_clock(self.nodes[t])
-        elif op.f == "unclean-election":
-            self._delete(partition.tag_matcher(self.name, op.id))
-            self.nodes[op.targets[0]].down = False
+        registry.kind(op.f).model_end(self, op)
 
     def heal_all(self) -> None:
-        self._delete(partition.tag_matcher(self.name))
-        for node in self.nodes.values():
-            node.down = node.paused = node.netem = False
-            self._reset_clock(node)
+        for sweep in registry.sweeps():
+            sweep.model(self)
 
-    @staticmethod
-    def _reset_clock(node: ModelNode) -> None:
-        node.clock_ms, node.strobing = 0, False
+    # --- what kinds do to the model -------------------------------------------------
 
-    def _delete(self, matches) -> None:
+    def mark(self, nodes: list[str], flag: str) -> None:
+        for n in nodes:
+            self.nodes[n].flags.add(flag)
+
+    def unmark(self, nodes: list[str], flag: str) -> None:
+        for n in nodes:
+            self.nodes[n].flags.discard(flag)
+
+    def clear(self, flag: str) -> None:
+        """No node has ``flag`` any more (what a sweep does)."""
+        self.unmark(self.names, flag)
+
+    def address(self, node: str) -> str:
+        return _addr(node)
+
+    def add_rules(self, node: str, commands: list[str]) -> None:
+        """Rules as ``iptables -A`` commands (as the nemeses render them) put in place."""
+        self.nodes[node].rules += [_as_listed(c) for c in commands]
+
+    def delete_rules(self, matches: Callable[[str], bool]) -> None:
+        """Rules whose comment ``matches`` removed, as ``partition.heal_node`` does."""
         for node in self.nodes.values():
             for cmd in partition.delete_commands("\n".join(node.rules), matches):
                 node.rules.remove("-A " + cmd.split(" -D ", 1)[1])
+
+    # --- asking the model -------------------------------------------------------------
 
     def run(self, sched: Schedule, final_heal: bool = True) -> None:
         for step in steps(sched.ops):
@@ -233,9 +161,7 @@ class ModelCluster:
     def broken(self) -> list[str]:
         out = []
         for name, n in self.nodes.items():
-            for what in ("down", "paused", "netem", "strobing"):
-                if getattr(n, what):
-                    out.append(f"{name} {what}")
+            out += [f"{name} {flag}" for flag in sorted(n.flags)]
             if n.clock_ms:
                 out.append(f"{name} clock off by {n.clock_ms} ms")
             if n.rules:

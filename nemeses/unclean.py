@@ -25,14 +25,19 @@ fault's ``resolved`` details, so the report can explain the mechanism.
 from __future__ import annotations
 
 import logging
+import random
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.cluster import BROKER_PORT, Cluster
 from harness.errors import HarnessError
 from harness.node import Node
 from nemeses import partition, process
 from nemeses.base import NEMESIS_COMMAND_TIMEOUT_S, FaultOp, on_nodes
+from nemeses.kinds import Ctx, FaultKind, Params
+
+if TYPE_CHECKING:
+    from nemeses.strategies import ModelCluster
 
 log = logging.getLogger(__name__)
 
@@ -134,3 +139,32 @@ def _partition_state(admin: Any, cluster: Cluster, topic: str, part: int) -> Any
         log.debug("describe %s failed: %s", topic, e)
         return None
     return next((s for s in states if s.partition == part), None)
+
+
+class UncleanElection(FaultKind):
+    """The sequence above; what it leaves (tagged rules, a dead leader) the
+    partition and process sweeps undo."""
+
+    name = "unclean-election"
+    targetable = True
+    sweeps = (partition.RULES_SWEEP, process.STOPPED_SWEEP)
+
+    def targeted_params(self, rng: random.Random, ctx: Ctx) -> Params:
+        # the scripted fault watches this partition's ISR
+        return {"partition": 0} if ctx.targets == "leader" else {}
+
+    def apply(self, cluster: Cluster, op: FaultOp, nodes: list[Node], topic: str | None) -> None:
+        apply(cluster, op, op.params.get("topic") or topic)
+
+    def heal(self, cluster: Cluster, op: FaultOp, nodes: list[Node]) -> dict[str, Any] | None:
+        return heal(cluster, op)
+
+    def model_start(self, model: ModelCluster, op: FaultOp) -> None:
+        leader = op.targets[0]
+        peers = [model.address(n) for n in model.names if n != leader]
+        model.add_rules(leader, fetch_block_commands(peers, partition.tag(model.name, op.id)))
+        model.mark([leader], "down")
+
+    def model_end(self, model: ModelCluster, op: FaultOp) -> None:
+        model.delete_rules(partition.tag_matcher(model.name, op.id))
+        model.unmark(op.targets[:1], "down")

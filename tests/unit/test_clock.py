@@ -26,9 +26,9 @@ from harness.cluster import Cluster
 from harness.errors import CommandFailed, ConfigError
 from harness.node import Node, RunResult, SSHTarget
 from harness.spec import NemesisSpec
-from nemeses import clock
+from nemeses import clock, registry
 from nemeses import schedule as sch
-from nemeses.base import CLOCK_KINDS, FaultOp, NemesisError, clock_params
+from nemeses.base import FaultOp, NemesisError
 
 NODES = ["n1", "n2", "n3"]
 FAKE_DATE = """#!/usr/bin/env python3
@@ -48,6 +48,12 @@ else:
     sys.exit(f"fake date: unexpected {sys.argv[1:]}")
 """
 BASE_MS = 1_700_000_000_000
+CLOCK_KINDS = ("clock-bump", "clock-strobe")
+
+
+def clock_params(f: str, params: dict) -> dict:
+    """A clock fault's params with its defaults filled in, as its kind validates them."""
+    return registry.kind(f).params(params)
 
 
 @dataclass

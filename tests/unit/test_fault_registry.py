@@ -1,0 +1,67 @@
+"""The fault registry holds exactly today's kinds, each declaring what the old
+kind tuples of ``nemeses/base.py`` said about it."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.errors import ConfigError
+from nemeses import registry
+
+TODAY = (
+    "kill",
+    "pause",
+    "restart",
+    "isolate-from-brokers",
+    "netem",
+    "unclean-election",
+    "clock-bump",
+    "clock-strobe",
+    "partition",
+    "rolling-restart",
+    "hard-rolling-restart",
+)
+
+
+def test_the_registry_lists_exactly_todays_kinds_in_order():
+    assert registry.names() == TODAY
+    assert all(registry.kind(name).name == name for name in TODAY)
+
+
+def _having(predicate) -> list[str]:
+    return [name for name in TODAY if predicate(registry.kind(name))]
+
+
+def test_each_kind_declares_its_shape_and_targeting():
+    assert _having(lambda k: k.shape == "node") == list(TODAY[:8])  # all but the last three
+    assert _having(lambda k: k.shape == "every-node") == ["rolling-restart", "hard-rolling-restart"]
+    assert _having(lambda k: k.shape == "topology") == ["partition"]
+    assert _having(lambda k: k.targetable) == [
+        "kill",
+        "pause",
+        "restart",
+        "isolate-from-brokers",
+        "unclean-election",
+        "clock-bump",
+        "clock-strobe",
+        "partition",
+    ]
+
+
+def test_the_sweep_after_a_crash_undoes_each_thing_once_network_first():
+    assert [s.what for s in registry.sweeps()] == [
+        "partition rules",
+        "packet faults",
+        "clock",
+        "paused processes",
+        "stopped processes",
+    ]
+    assert all(registry.kind(name).sweeps for name in TODAY), "every kind says what it leaves"
+
+
+def test_unknown_and_duplicate_kinds_are_refused():
+    with pytest.raises(ConfigError, match=r"^where: unknown fault 'nuke' \(known: kill, pause, "):
+        registry.kind("nuke", "where")
+    assert registry.find("nuke") is None
+    with pytest.raises(ValueError, match="'kill' is registered already"):
+        registry.register(registry.kind("kill"))
