@@ -2,17 +2,27 @@
 # Runs every test: unit, property, integration (real local Kafka clusters)
 # and browser tests. pytest's "no tests collected" (exit 5) counts as failure.
 #
+# ./test.sh --fast runs the unit tier only (no cluster, no browser), its
+# property tests on fewer generated histories (tests/conftest.py): minutes,
+# not the better part of an hour.
 # ./test.sh --vagrant runs the tests on real VMs instead (tests/vagrant):
 # it installs Vagrant, libvirt and QEMU and builds the box first.
 set -uo pipefail
 cd "$(dirname "$0")"
 suite=(tests --ignore=tests/vagrant)
 setup_args=()
-if [ "${1:-}" = "--vagrant" ]; then
-  shift
-  suite=(tests/vagrant)
-  setup_args=(--vagrant)
-fi
+case "${1:-}" in
+  --fast)
+    shift
+    suite=(tests/unit)
+    export KC_TEST_TIER=fast
+    ;;
+  --vagrant)
+    shift
+    suite=(tests/vagrant)
+    setup_args=(--vagrant)
+    ;;
+esac
 # A Maven mirror of Clojars beside the repository (machines that cannot reach
 # Clojars have one): Elle is resolved from it (harness/elle_classpath.py).
 if [ -d ../shared/maven ]; then
@@ -27,8 +37,11 @@ ruff check . || exit 1
 python3 -m pytest -p no:cacheprovider --timeout=900 "$@" "${suite[@]}"
 rc=$?
 # Never leave a cluster behind, whatever happened: this removes EVERY
-# kafka-chaos cluster on the machine, not only the tests' own.
-kafka-chaos cluster down --all >/dev/null 2>&1 || true
+# kafka-chaos cluster on the machine, not only the tests' own.  The fast
+# tier starts none, so it leaves the machine's clusters alone.
+if [ "${KC_TEST_TIER:-}" != fast ]; then
+  kafka-chaos cluster down --all >/dev/null 2>&1 || true
+fi
 if [ "$rc" -eq 5 ]; then
   echo "test.sh: pytest collected no tests" >&2
   exit 1

@@ -2,13 +2,45 @@
 
 In CI nothing may be skipped silently: a skip there means a missing install
 step or a missing privilege, so it is turned into a failure that says why.
+
+Tiers: every test is marked by its folder (``unit``, ``integration``,
+``browser``, ``vagrant``), so ``pytest -m unit`` picks one.  ``./test.sh
+--fast`` (``KC_TEST_TIER=fast``) runs the unit tier, property tests
+included, with fewer generated histories per property test (``FAST_EXAMPLES``:
+each test still sees every kind of history it asserts on, so nothing is
+skipped, only sampled less), to answer within minutes on a 2-core machine.
+The full tier keeps the counts each test sets by default.
 """
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
+
+TIERS = ("unit", "integration", "browser", "vagrant")
+# Property tests read their example counts from these variables.
+FAST_EXAMPLES = {
+    "CHECKER_PROPERTY_EXAMPLES": "40",
+    "TXN_PROPERTY_EXAMPLES": "50",
+    "CYCLE_PROPERTY_EXAMPLES": "25",
+    "GRAPH_PROPERTY_EXAMPLES": "25",
+    "SHARE_PROPERTY_EXAMPLES": "10",
+    "STATISTICS_PROPERTY_EXAMPLES": "40",
+}
+if os.environ.get("KC_TEST_TIER") == "fast":
+    for name, count in FAST_EXAMPLES.items():
+        os.environ.setdefault(name, count)
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Mark each test with its tier: the folder it lives in under tests/."""
+    here = Path(__file__).parent
+    for item in items:
+        parts = Path(str(item.path)).relative_to(here).parts
+        if parts and parts[0] in TIERS:
+            item.add_marker(parts[0])
 
 
 @pytest.hookimpl(hookwrapper=True)
