@@ -3,18 +3,22 @@
 A consumer process reads each partition in offset order until something
 legitimately moves its position: a subscribe/assign by that process, a
 rebalance callback of that process naming the partition (assigned or revoked;
-it may then resume from the committed offset), or a seek naming it.  A
+it may then resume from the committed offset), or a seek naming it.  Those
+are resets, after which the next read is compared with nothing, except a
+seek to an offset o >= 0: it names the position, so the next read there is
+compared with o as if the consumer had just read o - 1.  A
 transaction's reads are one poll at its completion's index: these checks
 compare them with the reads before and after the transaction, and the
 int-* checks (checkers/txn_checks.py) judge its inside.  A partition the
 transaction lists in ``rebalanced`` was reset at some point inside it, maybe
 after its last read there, so it counts as reset both before the
 transaction's reads (its rebalance lines come first) and right after them.
-Resets and reads are merged into one stream per (process, partition) ordered
-by history index (reads of one poll by their position in it), so "consecutive
-reads with no reset in between" is simply "this row and the previous row are
-both reads". A producer's acks per partition form a stream of their own,
-already paired ack by ack at ingest (checkers/ack_order.py).
+Resets, seeks and reads are merged into one stream per (process, partition)
+ordered by history index (reads of one poll by their position in it), so
+"consecutive reads with no reset in between" is simply "this row is a read
+and the previous row a read or a seek" (a seek's entry ends at o - 1, as a
+read of o - 1 would). A producer's acks per partition form a stream of
+their own, already paired ack by ack at ingest (checkers/ack_order.py).
 
 The read streams are ordered in one window pass, and only the few
 suspicious consecutive pairs are kept (cached) for the checks.
@@ -30,8 +34,25 @@ from checkers.tables import POLL, TP, Tables, anomaly, is_read, is_send
 STREAM = ["hid", "process", "topic", "partition"]
 
 
+def seek_offsets(t: Tables) -> DataFrame:
+    """(hid, process, index, topic, partition, offset): each partition a seek line
+    names, with the position it moved to (a partition named twice in one line:
+    its last entry)."""
+    seeks = t.control.where(~F.col("nemesis") & (F.col("f") == "seek"))
+
+    def named_later(x: F.Column, i: F.Column) -> F.Column:
+        later = F.slice("offsets", i + 2, F.size("offsets"))
+        return F.exists(later, lambda y: (y.topic == x.topic) & (y.partition == x.partition))
+
+    named = F.filter("offsets", lambda x, i: ~named_later(x, i))
+    return seeks.select("hid", "process", "index", F.explode(named).alias("tp")).select(
+        "hid", "process", "index", "tp.topic", "tp.partition", "tp.offset"
+    )
+
+
 def _resets(t: Tables) -> DataFrame:
-    """(hid, process, index, topic, partition): lines that may move a read position."""
+    """(hid, process, index, topic, partition): lines that move a read position
+    to somewhere not named (a seek to an offset is ``_runs``' own entry)."""
     ops = t.control.where(~F.col("nemesis"))
     rebalances = ops.where(F.col("f") == "rebalance").select(
         "hid",
@@ -41,11 +62,9 @@ def _resets(t: Tables) -> DataFrame:
             F.concat(F.coalesce("assigned", F.array()), F.coalesce("revoked", F.array()))
         ).alias("tp"),
     )
-    seeks = ops.where(F.col("f") == "seek").select(
-        "hid", "process", "index", F.explode("offsets").alias("tp")
-    )
+    logical = seek_offsets(t).where(F.col("offset") < 0)  # a logical offset: a plain reset
     named = rebalances.select("hid", "process", "index", "tp.topic", "tp.partition").unionByName(
-        seeks.select("hid", "process", "index", "tp.topic", "tp.partition")
+        logical.select("hid", "process", "index", "topic", "partition")
     )
     inside_txns = t.txn_lines.where(F.col("type") != "invoke").select(
         "hid", "process", "index", F.explode("rebalanced").alias("tp")
@@ -61,19 +80,30 @@ def _resets(t: Tables) -> DataFrame:
 
 def _runs(t: Tables) -> DataFrame:
     """Read stream entries: one per (poll line, partition) read (``Tables.polls``),
-    one per reset."""
-    reads = t.polls.select("*", F.lit(False).alias("reset"))
-    resets = _resets(t).select(
+    one per reset, and one per seek to an offset o >= 0, which is neither: it
+    ends (``last``) at o - 1, where the next read must continue from."""
+    reads = t.polls.select("*", F.lit(False).alias("reset"), F.lit(False).alias("seek"))
+    resets = _entries(_resets(t), F.lit(None), reset=True)
+    seeks = _entries(seek_offsets(t).where(F.col("offset") >= 0), F.col("offset") - 1, seek=True)
+    return reads.unionByName(resets).unionByName(seeks)
+
+
+def _entries(
+    rows: DataFrame, last: F.Column, reset: bool = False, seek: bool = False
+) -> DataFrame:
+    """``rows`` as stream entries that read nothing (no ``first``); ``last``: where
+    the next read continues from, if known."""
+    return rows.select(
         "hid",
         "process",
         "topic",
         "partition",
         "index",
         F.lit(None).cast("long").alias("first"),
-        F.lit(None).cast("long").alias("last"),
-        F.lit(True).alias("reset"),
+        last.cast("long").alias("last"),
+        F.lit(reset).alias("reset"),
+        F.lit(seek).alias("seek"),
     )
-    return reads.unionByName(resets)
 
 
 def backward_acks(t: Tables) -> DataFrame:
@@ -109,16 +139,20 @@ def suspicious_pairs(t: Tables) -> DataFrame:
     backwards or jump ahead: across polls (previous poll's last record ->
     this poll's first), and inside polls that are not one straight run (a
     record and the one before it in its poll's reads of the partition).
+    A seek to o followed by a read is a read pair from o - 1 (``after_seek``:
+    o - 1 need not be a known offset, ``skipping``).
     """
-    # At one index, a transaction's reads come before the reset its rebalances make.
+    # At one index, a transaction's reads come before the reset its rebalances
+    # make; a seek line has an index of its own.
     w = Window.partitionBy(*STREAM).orderBy("index", "reset")
     runs = _runs(t).select(
         "*",
         F.lag("last").over(w).alias("prev_offset"),
         F.lag("reset").over(w).alias("prev_reset"),
+        F.lag("seek").over(w).alias("after_seek"),
         F.lag("index").over(w).alias("prev_index"),
     )
-    read_pair = ~F.col("reset") & ~F.col("prev_reset")
+    read_pair = ~F.col("reset") & ~F.col("seek") & ~F.col("prev_reset")
     across = runs.where(read_pair & suspicious("first", "prev_offset")).select(
         *STREAM,
         F.lit(False).alias("send"),
@@ -126,6 +160,7 @@ def suspicious_pairs(t: Tables) -> DataFrame:
         F.col("first").alias("offset"),
         "prev_offset",
         "prev_index",
+        "after_seek",
     )
     # Inside a poll, ingest linked each record to the one before it in the
     # same partition (checkers/poll_positions.py): a straight run has none
@@ -139,8 +174,10 @@ def suspicious_pairs(t: Tables) -> DataFrame:
         "offset",
         "prev_offset",
         F.col("index").alias("prev_index"),
+        F.lit(False).alias("after_seek"),
     )
-    return t.keep(across.unionByName(inside).unionByName(backward_acks(t)), small=True)
+    acks = backward_acks(t).withColumn("after_seek", F.lit(False))
+    return t.keep(across.unionByName(inside).unionByName(acks), small=True)
 
 
 def _fields() -> list:
@@ -160,17 +197,25 @@ def skipping(jumps: DataFrame, t: Tables, committed: bool) -> DataFrame:
 
     Every jump starts at a known offset: a read's (a read is an observation)
     or an acknowledged send's with its offset, which is where ingest pairs
-    acks (checkers/ack_order.py).  So the next offset above its start is
-    looked up in ``Tables.next_positions``, one ordered pass for all checks,
+    acks (checkers/ack_order.py); or, ``after_seek`` (a column the int-*
+    checks' jumps lack: false), one below a seek's offset, which
+    ``Tables.next_positions`` holds as a marker row.  So the next offset
+    above its start is looked up there, one ordered pass for all checks,
     made only once some check has a jump at all.
     """
     if jumps.isEmpty():  # the same columns as a found skip, for unions
         return jumps.withColumn("next_known", F.lit(None).cast("long"))
     column = "next_committed" if committed else "next_any"
     nexts = t.next_positions.select(
-        *TP, F.col("offset").alias("prev_offset"), F.col(column).alias("next_known")
+        *TP, F.col("offset").alias("prev_offset"), "marker", F.col(column).alias("next_known")
     )
-    return jumps.join(nexts, TP + ["prev_offset"]).where(F.col("next_known") < F.col("offset"))
+    if "after_seek" in jumps.columns:
+        found = jumps.join(
+            nexts.withColumnRenamed("marker", "after_seek"), TP + ["prev_offset", "after_seek"]
+        )
+    else:
+        found = jumps.join(nexts.where(~F.col("marker")).drop("marker"), TP + ["prev_offset"])
+    return found.where(F.col("next_known") < F.col("offset"))
 
 
 def poll_checks(t: Tables, pairs: DataFrame) -> list[DataFrame]:

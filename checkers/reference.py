@@ -228,7 +228,8 @@ def poll_anomalies(ops: list[dict[str, Any]], read_committed: bool = True) -> An
     known, committed_known = known_offsets(ops, read_committed)
     _, drain = _groups(ops)
     out: Anomalies = defaultdict(list)
-    last: dict[tuple, int] = {}  # (process, topic, partition) -> offset of the previous read
+    # (process, topic, partition) -> offset of the previous read (or one below a seek's)
+    last: dict[tuple, int] = {}
 
     def must_read(process: Any) -> dict[tuple, set]:
         return committed_known if read_committed or process in drain else known
@@ -250,8 +251,13 @@ def poll_anomalies(ops: list[dict[str, Any]], read_committed: bool = True) -> An
             for topic, part in op["value"]["assigned"] + op["value"]["revoked"]:
                 last.pop((p, topic, part), None)
         elif op["f"] == "seek":
-            for topic, part, _ in op["value"]["offsets"]:
-                last.pop((p, topic, part), None)
+            # A seek to o names the next offset to read: as if o - 1 was just read.
+            # A logical offset (negative) says nothing: a reset.
+            for topic, part, o in op["value"]["offsets"]:
+                if o >= 0:
+                    last[(p, topic, part)] = o - 1
+                else:
+                    last.pop((p, topic, part), None)
         elif op["f"] == "poll" and op["type"] == "ok" and "txn" in op:
             # A transaction's reads of a partition: compared with the reads before
             # and after it only (its inside is for the int-* checks).  A partition

@@ -26,7 +26,10 @@ histories are what ``workloads.txn_client`` records (docs/history.md,
   offsets, and a transaction polling meanwhile lists the partitions in
   ``rebalanced``).  Offsets are committed inside each transaction (one past
   the last record read per partition).  After an abort the consumer seeks
-  back to the first offsets the transaction polled (a ``seek`` line).
+  back to where the transaction's polls began (a ``seek`` line): the first
+  offsets it polled, as ``workloads.txn_client`` seeks, or before them, when
+  those polls first stepped over aborted records and markers, which the
+  reads after the seek then step over again.
 * **consume-transform-produce** (``mode="ctp"``): plain producers fill the
   topic, each transaction polls once and copies every record to
   ``<topic>-out`` with ``source``; a transaction that saw a rebalance
@@ -261,6 +264,9 @@ class _Txn:
     ran: int = 0  # micro-ops of the plan run so far (ctp adds sends to ``done``)
     wrote: set[TP] = field(default_factory=set)
     first_polled: dict[TP, int] = field(default_factory=dict)
+    # where its polls of a partition began since it was last assigned: what they
+    # stepped over before first_polled is aborted records and markers
+    began: dict[TP, int] = field(default_factory=dict)
     records: list[dict[str, Any]] = field(default_factory=list)
     rebalanced: set[TP] = field(default_factory=set)
     failed: str | None = None  # an abortable error stopped it
@@ -367,6 +373,8 @@ class _Model:
             self.emit(proc.pid, "ok", "rebalance", value)
             if txn:
                 txn.rebalanced.update(proc.owned)
+                for tp in proc.owned:
+                    txn.began.pop(tp, None)
             proc.owned, proc.pos = [], {}
             self.revoking.discard(proc.pid)
         if not self.revoking and proc.assignment is not None:
@@ -443,6 +451,7 @@ class _Model:
         self.rnd.shuffle(order)
         for tp in order:
             n = self.rnd.randint(0, self.shape.batch)
+            txn.began.setdefault(tp, proc.pos[tp])
             got, proc.pos[tp] = self.log.read(tp, proc.pos[tp], n, self.committed_only)
             for offset, v in got:
                 txn.first_polled.setdefault(tp, offset)
@@ -520,8 +529,14 @@ class _Model:
         proc.txn = None
 
     def _rewind(self, proc: _Proc, txn: _Txn) -> None:
-        """Seek back to the first offsets the aborted transaction polled, where still owned."""
-        moved = [[t, p, o] for (t, p), o in sorted(txn.first_polled.items()) if (t, p) in proc.pos]
+        """Seek back where the aborted transaction's polls began, where still owned:
+        its first offset polled, or the aborted records and markers they stepped
+        over before it."""
+        moved = [
+            [t, p, min(o, txn.began.get((t, p), o))]
+            for (t, p), o in sorted(txn.first_polled.items())
+            if (t, p) in proc.pos
+        ]
         if moved:
             for t, p, o in moved:
                 proc.pos[(t, p)] = o

@@ -254,23 +254,47 @@ class Tables:
 
     @cached_property
     def next_positions(self) -> DataFrame:
-        """(hid, topic, partition, offset, next_any, next_committed): each known
-        offset with the next known offset above it (``per_position``), and the
-        next of ``committed_positions`` above it.
+        """(hid, topic, partition, offset, marker, next_any, next_committed): each
+        known offset with the next known offset above it (``per_position``), and
+        the next of ``committed_positions`` above it.
+
+        Also a ``marker`` row at o - 1 for each seek to an offset o >= 0 (where
+        a read after the seek starts from: ``checkers.poll_checks``), with the
+        known offsets above it likewise; markers are never anyone's next
+        (without seeks the rows and values are exactly the known offsets').
 
         One ordered pass that every skip check shares (``checkers.poll_checks.skipping``):
         each check made its own before, and at 1e7 transactional ops those
         three passes took 15-18 s each.
         """
-        w = Window.partitionBy(*TP).orderBy(F.col("offset").desc())
+        known = self.per_position.select(
+            *TP, "offset", F.lit(False).alias("marker"), self._committed().alias("committed")
+        )
+        seeks = self.control.where(~F.col("nemesis") & (F.col("f") == "seek"))
+        seeks = seeks.select("hid", F.explode("offsets").alias("o")).where(F.col("o.offset") >= 0)
+        markers = seeks.select(
+            "hid",
+            F.col("o.topic").alias("topic"),
+            F.col("o.partition").alias("partition"),
+            (F.col("o.offset") - 1).alias("offset"),
+        ).distinct()
+        rows = known.unionByName(
+            markers.select("*", F.lit(True).alias("marker"), F.lit(False).alias("committed"))
+        )
+        # A marker comes before the known offset it sits on: that is not above it.
+        w = Window.partitionBy(*TP).orderBy(F.col("offset").desc(), F.col("marker").desc())
         above = w.rowsBetween(Window.unboundedPreceding, -1)
-        committed = F.when(self._committed(), F.col("offset"))
+
+        def nearest(cond: Column) -> Column:
+            return F.last(F.when(cond, F.col("offset")), ignorenulls=True).over(above)
+
         return self.keep(
-            self.per_position.select(
+            rows.select(
                 *TP,
                 "offset",
-                F.lag("offset").over(w).alias("next_any"),
-                F.last(committed, ignorenulls=True).over(above).alias("next_committed"),
+                "marker",
+                nearest(~F.col("marker")).alias("next_any"),
+                nearest(F.col("committed")).alias("next_committed"),
             )
         )
 

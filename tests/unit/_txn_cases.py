@@ -180,3 +180,128 @@ def analyse_cases(spark, tmp_path, cases: list[Case], config: dict[str, Any]) ->
     path = write_histories(tmp_path / "many.jsonl", (case.ops for case in cases))
     ops = load_history(spark, path)
     return analyse(spark, ops, config, examples=None, stats=False, cycles=False)
+
+
+@dataclass
+class SeekRead:
+    """A seek's entry for one partition and the next read of it by the same
+    process, with no reset in between (as ``reference.poll_anomalies`` pairs them)."""
+
+    line: int  # the seek line's index
+    entry: int  # the entry's position in its ``offsets``
+    stream: tuple  # (process, topic, partition)
+    offset: int  # where the seek put the position
+    read: int  # the offset the next read returned
+
+
+def seek_reads(ops: list[dict[str, Any]]) -> list[SeekRead]:
+    """Every seek entry (to an offset >= 0) that a read of its partition by its
+    process follows before any reset, with that read's offset."""
+    from checkers.reference import expand
+
+    pending: dict[tuple, tuple[int, int, int]] = {}
+    out = []
+    for op in expand(ops):
+        p, v = op["process"], op["value"]
+        if op["f"] in ("subscribe", "assign"):
+            pending = {s: e for s, e in pending.items() if s[0] != p}
+        elif op["f"] == "rebalance":
+            for topic, part in v["assigned"] + v["revoked"]:
+                pending.pop((p, topic, part), None)
+        elif op["f"] == "seek":
+            for k, (topic, part, o) in enumerate(v["offsets"]):
+                if o >= 0:
+                    pending[(p, topic, part)] = (op["index"], k, o)
+                else:
+                    pending.pop((p, topic, part), None)
+        elif op["f"] == "poll" and op["type"] == "ok":
+            for r in v["records"]:
+                stream = (p, r["topic"], r["partition"])
+                if stream in pending:
+                    line, k, o = pending.pop(stream)
+                    out.append(SeekRead(line, k, stream, o, r["offset"]))
+            for topic, part in v.get("rebalanced", []):  # reset right after its reads
+                pending.pop((p, topic, part), None)
+    return out
+
+
+def with_seek_offset(ops: list[dict[str, Any]], s: SeekRead, offset: int) -> list[dict]:
+    """``ops`` with the seek entry ``s`` moved to ``offset``."""
+    out = list(ops)
+    at = next(i for i, op in enumerate(ops) if op["index"] == s.line and op["f"] == "seek")
+    entries = [list(e) for e in ops[at]["value"]["offsets"]]
+    entries[s.entry][2] = offset
+    out[at] = {**ops[at], "value": {**ops[at]["value"], "offsets": entries}}
+    return out
+
+
+def inject_seek_back(
+    ops: list[dict], rnd: random.Random, committed_only: bool
+) -> tuple[list[dict], tuple] | None:
+    """A rewind's seek moved back to an offset its consumer must read, below the
+    offset the next read returned: that read skipped it, one ``poll-skip``
+    (process, topic, partition, new offset - 1, read offset)."""
+    from checkers.reference import expand, known_offsets
+
+    known, committed = known_offsets(expand(ops), committed_only)
+    must = committed if committed_only else known  # a seeking process is no drain
+    moves = [
+        (s, max(x for x in must.get(s.stream[1:], ()) if x < s.read))
+        for s in seek_reads(ops)
+        if any(x < s.read for x in must.get(s.stream[1:], ()))
+    ]
+    if not moves:
+        return None
+    s, x = rnd.choice(moves)
+    return with_seek_offset(ops, s, x), (*s.stream, x - 1, s.read)
+
+
+def inject_seek_ahead(ops: list[dict], rnd: random.Random) -> tuple[list[dict], tuple] | None:
+    """A rewind's seek moved past the offset the next read returned: that read
+    went back, one ``nonmonotonic-poll`` (process, topic, partition, read, read)."""
+    found = seek_reads(ops)
+    if not found:
+        return None
+    s = rnd.choice(found)
+    return with_seek_offset(ops, s, s.read + 1), (*s.stream, s.read, s.read)
+
+
+def inject_report_conflict(ops: list[dict], rnd: random.Random) -> tuple[list[dict], tuple] | None:
+    """An unknown or aborted transaction's delivery report moved to an offset where a
+    read saw another value: exactly that ``inconsistent-offsets`` (a report names the
+    record at its offset whatever the outcome).  Only a value nobody read is moved,
+    so it stays at one place and its transaction (never read) cannot look torn."""
+    reads = [
+        r
+        for op in ops
+        if op["f"] == "poll" and op["type"] == "ok"
+        for r in op["value"]["records"]
+        if r.get("value") is not None
+    ] + [
+        r
+        for _, line in completions(ops)
+        for m in line["value"]["ops"]
+        if m["f"] == "poll" and not m.get("skipped")
+        for r in m.get("records", [])
+        if r.get("value") is not None
+    ]
+    read_values = {r["value"] for r in reads}
+    reports = [
+        (line, k, m)
+        for _, line in completions(ops)
+        if line["type"] in ("info", "fail")
+        for k, m in enumerate(line["value"]["ops"])
+        if m["f"] == "send" and not m.get("skipped") and m.get("offset") is not None
+        and m["value"] not in read_values
+    ]  # fmt: skip
+    pairs = [(rep, r) for rep in reports for r in reads if r["topic"] == rep[2]["topic"]]
+    if not pairs:
+        return None
+    (line, k, m), r = rnd.choice(pairs)
+    mops = list(line["value"]["ops"])
+    mops[k] = {**m, "partition": r["partition"], "offset": r["offset"]}
+    out = list(ops)
+    at = next(i for i, op in enumerate(ops) if op is line)
+    out[at] = {**line, "value": {**line["value"], "ops": mops}}
+    values = tuple(sorted({m["value"], r["value"]}))
+    return out, (r["topic"], r["partition"], r["offset"], values)

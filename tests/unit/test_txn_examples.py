@@ -14,31 +14,13 @@ by the reference, which must give exactly the counts stated.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
+from _txn_hand import Cases, check_case, drain
 
-from checkers import reference
-from checkers.builder import HistoryBuilder, send_mop
+from checkers.builder import send_mop
 
-CONFIG = {"workload": "txn", "txn": {"mode": "mixed", "isolation_level": "read_committed"}}
-Record = tuple[str, int, int, int]
-CASES: dict[str, tuple[Callable[[HistoryBuilder], None], dict[str, int], str]] = {}
-
-
-def case(counts: dict[str, int], verdict: str):
-    def register(fn):
-        CASES[fn.__name__] = (fn, counts, verdict)
-        return fn
-
-    return register
-
-
-def drain(b: HistoryBuilder, records: list[Record], end: int) -> None:
-    """A complete final drain of t-0 (offsets 0 to ``end``) returning ``records``."""
-    b.assign(99, None, [("t", 0)])
-    b.poll(99, records, final=True)
-    b.drain_bounds(99, "t", 0, 0, end, end)
+CASES = Cases()
+case = CASES.case
 
 
 @case({}, "valid")
@@ -95,31 +77,12 @@ def aborted_record_is_stepped_over(b):
 
 @pytest.fixture(scope="module")
 def judged(spark, tmp_path_factory):
-    from checkers.api import analyse
-    from checkers.load import load_history
-
-    path = tmp_path_factory.mktemp("txn-examples") / "cases.jsonl"
-    histories = {}
-    with open(path, "w") as fh:
-        for hid, (name, (fn, *_)) in enumerate(CASES.items()):
-            b = HistoryBuilder()
-            fn(b)
-            histories[name] = (hid, b.ops)
-            fh.writelines(line + "\n" for line in b.lines(hid))
-    results = analyse(spark, load_history(spark, path), CONFIG, examples=None)
-    return {name: (results[hid], ops) for name, (hid, ops) in histories.items()}
+    return CASES.judge(spark, tmp_path_factory.mktemp("txn-examples"))
 
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_hand_written_txn_history(judged, name):
-    _, counts, verdict = CASES[name]
-    results, ops = judged[name]
-    got = {c: r["count"] for c, r in results["checks"].items() if r["count"]}
-    info = {c for c, r in results["checks"].items() if r["severity"] == "info"}
-    assert {c: n for c, n in got.items() if c not in info} == counts
-    ref = {c: len(v) for c, v in reference.check(ops, CONFIG).items() if v and c not in info}
-    assert ref == counts
-    assert results["verdict"] == verdict, results["unknown_reasons"]
+    check_case(CASES[name], *judged[name])
 
 
 def test_an_unplaced_ack_shows_no_position(judged):

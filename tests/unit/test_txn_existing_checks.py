@@ -13,6 +13,15 @@ see through or catch:
 
 * ``lost``: a committed send's value removed from every read: lost-write or unseen;
 * ``no-seek``: a rewind's seek line removed: the re-read becomes nonmonotonic;
+* ``seek-back``: a rewind's seek moved back to an offset its consumer must
+  read, below the next read there: exactly that ``poll-skip`` (a seek names
+  the next offset to read; generated rewinds also seek to before aborted
+  records and markers, which the read after the seek legitimately skips);
+* ``seek-ahead``: a rewind's seek moved past the next read there: exactly
+  that ``nonmonotonic-poll``;
+* ``report-conflict``: an unknown or aborted transaction's delivery report
+  moved to an offset where a read saw another value: exactly that
+  ``inconsistent-offsets`` (a report places its record whatever the outcome);
 * ``aborted-read``: an aborted value read back by the final drain at its
   offset: under read_committed no existing check may object (aborted-read
   judges it), under read_uncommitted it is data, which consumers that
@@ -36,9 +45,13 @@ from _txn_cases import (
     analyse_cases,
     committed_sends,
     drain_read,
+    inject_report_conflict,
+    inject_seek_ahead,
+    inject_seek_back,
     over_generated_histories,
     read_committed,
     renumbered,
+    seek_reads,
     with_records,
 )
 
@@ -91,6 +104,16 @@ def mutations(h: TxnHistory) -> list[Case]:
         for committed_only in (True, False):
             config = read_committed(h.config, committed_only)
             cases.append(Case("aborted-read", ops, config, h.seed, record[3]))
+    committed_only = h.config["txn"]["isolation_level"] == "read_committed"
+    back = inject_seek_back(h.ops, rnd, committed_only)
+    if back:
+        cases.append(Case("seek-back", back[0], h.config, h.seed, want=back[1]))
+    ahead = inject_seek_ahead(h.ops, rnd)
+    if ahead:
+        cases.append(Case("seek-ahead", ahead[0], h.config, h.seed, want=ahead[1]))
+    conflict = inject_report_conflict(h.ops, rnd)
+    if conflict:
+        cases.append(Case("report-conflict", conflict[0], h.config, h.seed, want=conflict[1]))
     return cases
 
 
@@ -137,6 +160,13 @@ def test_reference_judges_every_generated_txn_history_valid(h: TxnHistory) -> No
             "read_committed"
         ):
             assert not found, (h.seed, found)
+        if mutated.kind in ("seek-back", "seek-ahead", "report-conflict"):
+            check = {
+                "seek-back": "poll-skip",
+                "seek-ahead": "nonmonotonic-poll",
+                "report-conflict": "inconsistent-offsets",
+            }[mutated.kind]
+            assert found == {check: Counter([mutated.want])}, (h.seed, mutated.want, found)
         COLLECTED.append(mutated)
 
 
@@ -178,19 +208,30 @@ def test_spark_agrees_with_reference_on_txn_histories(
     found = Counter(
         (c.kind, name) for c in cases for name in existing_keys(reference.check(c.ops, c.config))
     )
+    # Valid reads right after a seek: at its offset, or past aborted records and markers.
+    after_seek = Counter(
+        "jump" if s.read > s.offset else "at"
+        for c in cases
+        if c.kind == "valid"
+        for s in seek_reads(c.ops)
+    )
     record_property(
         "logged",
         f"seed={SEED} (TXN_PROPERTY_SEED), {EXAMPLES} generated histories; {level}: "
         f"{len(cases)} judged in one Spark job, per kind {dict(kinds)}; "
-        f"findings per kind and check {dict(found)}",
+        f"findings per kind and check {dict(found)}; valid reads after a seek {dict(after_seek)}",
     )
     mismatches = _judge_with_spark(spark, tmp_path, cases, cases[0].config)
     assert not mismatches, mismatches[:5]
     # The mutations must exercise the rules, or these tests could not fail.
     assert kinds["valid"] >= EXAMPLES // 5, kinds  # each isolation level, generated valid
+    assert found[("report-conflict", "inconsistent-offsets")], found
     if committed_only:
         assert kinds["lost"] and kinds["no-seek"], kinds
         assert found[("no-seek", "nonmonotonic-poll")], found
+        assert found[("seek-back", "poll-skip")], found
+        assert found[("seek-ahead", "nonmonotonic-poll")], found
+        assert after_seek["jump"] and after_seek["at"], after_seek
         assert not any(kind == "aborted-read" for kind, _ in found), found
     else:
         # an aborted record read_uncommitted consumers skipped, or a commit passed
