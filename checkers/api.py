@@ -7,17 +7,17 @@ in one job that keeps only counts and the first N examples per check.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from checkers import fault_plan
 from checkers.availability import availability, availability_check
+from checkers.collect import Found, collect_anomalies
 from checkers.cycle_checks import Cycles, search
 from checkers.group_checks import group_checks
 from checkers.history_workload import config_for
@@ -49,32 +49,6 @@ from checkers.txn_checks import txn_checks
 MAX_INDICES = 20  # indices kept per example: enough to prove it, bounded
 NEIGHBOURS = 3  # offsets either side of a lost value shown in its example
 MAX_SKIPPED = 100
-
-Found = dict[int, dict[str, tuple[int, list[dict[str, Any]]]]]
-
-
-def collect_anomalies(frames: list[DataFrame], examples: int | None) -> Found:
-    """{hid: {check: (count, first examples)}} in one Spark job."""
-    allof = frames[0]
-    for frame in frames[1:]:
-        allof = allof.unionByName(frame)
-    part = Window.partitionBy("hid", "check")
-    ranked = allof.select(
-        "hid",
-        "check",
-        "ex",
-        F.count(F.lit(1)).over(part).alias("n"),
-        F.row_number().over(part.orderBy("k", "ex")).alias("rn"),
-    )
-    if examples is not None:
-        ranked = ranked.where(F.col("rn") <= max(examples, 1))
-    found: dict[int, dict[str, list]] = defaultdict(dict)
-    for r in ranked.orderBy("hid", "check", "rn").collect():
-        count, exs = found[r["hid"]].setdefault(r["check"], [r["n"], []])
-        if examples is None or examples > 0:
-            exs.append(json.loads(r["ex"]))
-    return {h: {c: (v[0], v[1]) for c, v in checks.items()} for h, checks in found.items()}
-
 
 def _rows(found: Found, check: str):
     for hid, checks in found.items():

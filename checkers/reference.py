@@ -16,115 +16,50 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from checkers.results import LossTally, is_txn
+from checkers.reference_reads import (
+    Anomalies,
+    aborted_positions,
+    acks_of,
+    expand,
+    groups_of,
+    is_final_poll,
+    known_offsets,
+    reads_of,
+    reports_of,
+)
+from checkers.reference_txn import key_of as txn_key_of
+from checkers.reference_txn import txn_anomalies
+from checkers.results import (
+    CHECKS,
+    LossTally,
+    build_checks,
+    evidence_gaps,
+    is_txn,
+    unknown_reasons,
+    verdict,
+)
 
 NS = 1e9
 
-Anomalies = dict[str, list[tuple]]  # a multiset of keys per check
-
-
-def expand(ops: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``ops`` with each ``txn`` line followed by the operations it stands for.
-
-    Each added operation and the txn line itself carry ``txn``, the index of
-    the transaction's invoke (a process has one transaction in flight), and
-    a send its micro-op's position ``mop``.  An invoke adds its sends; a
-    completion adds its sends with its outcome (a skipped send: ``fail``),
-    one ``ok`` poll holding every record its polls returned, and a commit of
-    its ``offsets`` with its outcome.  Expanding twice changes nothing.
-    """
-    out: list[dict[str, Any]] = []
-    open_txn: dict[Any, int] = {}
-    for op in ops:
-        if op["f"] != "txn" or op["process"] == "nemesis" or "txn" in op:
-            out.append(op)
-            continue
-        v, typ, p = op["value"], op["type"], op["process"]
-        done = typ != "invoke"
-        txn = open_txn.pop(p) if done else op["index"]
-        if not done:
-            open_txn[p] = txn
-        out.append({**op, "txn": txn})
-        base = {"index": op["index"], "time": op["time"], "process": p, "txn": txn}
-        records, polled = [], False
-        for k, m in enumerate(v["ops"]):
-            if m["f"] == "send":
-                sent = {"topic": m["topic"], "value": m["value"], "partition": m.get("partition")}
-                if done:
-                    sent.update(offset=m.get("offset"), error=v.get("error"))
-                outcome = "fail" if done and m.get("skipped") else typ
-                out.append({**base, "type": outcome, "f": "send", "value": sent, "mop": k})
-            elif done and not m.get("skipped"):
-                polled = True
-                records += m["records"]
-        if polled:
-            value = {"records": records, "rebalanced": v.get("rebalanced", [])}
-            out.append({**base, "type": "ok", "f": "poll", "value": value})
-        if done and "offsets" in v:
-            commit = {"group": v.get("group"), "offsets": v["offsets"]}
-            out.append({**base, "type": typ, "f": "commit", "value": commit})
-    return out
-
-
-def _aborted_positions(ops: list[dict[str, Any]]) -> set[tuple]:
-    """(topic, partition, offset) known (read, or named by a delivery report) to
-    hold a value an aborted transaction sent: a read_committed consumer skips
-    them (``poll-skip``, ``commit-past-unread``)."""
-    aborted = {
-        op["value"]["value"]
-        for op in ops
-        if op["f"] == "send" and op["type"] == "fail" and "txn" in op
-    }
-    read = {(r["topic"], r["partition"], r["offset"], r["value"]) for _, _, r in _reads(ops)}
-    reported = {(t, p, o, v) for _, t, p, o, v in _reported(ops)}
-    return {(t, p, o) for t, p, o, v in read | reported if v in aborted}
-
-
-def _reads(ops: list[dict[str, Any]]):
-    """(op, record position, record) for every polled record, in history order."""
-    for op in ops:
-        if op["f"] == "poll" and op["type"] == "ok":
-            for j, r in enumerate(op["value"]["records"]):
-                yield op, j, r
-
-
-def _acks(ops: list[dict[str, Any]]):
-    for op in ops:
-        if op["f"] == "send" and op["type"] == "ok":
-            v = op["value"]
-            off = v.get("offset")
-            yield op, v["topic"], v.get("partition"), -1 if off is None else off, v["value"]
-
-
-def _reported(ops: list[dict[str, Any]]):
-    """(op, topic, partition, offset, value) of every completed send whose delivery
-    report named its place: acked, or of an aborted or unknown transaction, whose
-    record occupies its offset all the same."""
-    for op in ops:
-        if op["f"] == "send" and op["type"] != "invoke":
-            v = op["value"]
-            off = v.get("offset")
-            if off is not None and off >= 0 and v.get("partition") is not None:
-                yield op, v["topic"], v["partition"], off, v["value"]
 
 
 def send_anomalies(ops: list[dict[str, Any]]) -> Anomalies:
-    read_values = {r["value"] for _, _, r in _reads(ops) if r["value"] is not None}
+    read_values = {r["value"] for _, _, r in reads_of(ops) if r["value"] is not None}
     max_read: dict[tuple, int] = {}
     positions: dict[int, set] = defaultdict(set)
     values_at: dict[tuple, set] = defaultdict(set)
-    for _, _, r in _reads(ops):
+    for _, _, r in reads_of(ops):
         tp = (r["topic"], r["partition"])
         max_read[tp] = max(max_read.get(tp, -1), r["offset"])
         if r["value"] is not None:
             positions[r["value"]].add((*tp, r["offset"]))
             values_at[(*tp, r["offset"])].add(r["value"])
-    for _, topic, part, off, val in _reported(ops):
+    for _, topic, part, off, val in reports_of(ops):
         positions[val].add((topic, part, off))
         values_at[(topic, part, off)].add(val)
     out: Anomalies = defaultdict(list)
     last_ack: dict[tuple, tuple[int, int]] = {}  # stream -> (offset, index) of its last ack
-    for op, topic, part, off, val in _acks(ops):
+    for op, topic, part, off, val in acks_of(ops):
         if off >= 0:
             stream = (op["process"], topic, part)
             prev, prev_index = last_ack.get(stream, (None, None))
@@ -157,7 +92,7 @@ def acked_lost(ops: list[dict[str, Any]]) -> tuple[Anomalies, LossTally]:
     """Acknowledged values the final drain did not read: lost where its ``drain``
     lines prove it read the partition from log start to high watermark (excused
     below the log start), undecided elsewhere (docs/results.md, ``acked-lost``)."""
-    drained = {r["value"] for op, _, r in _reads(ops) if _is_final_poll(op)}
+    drained = {r["value"] for op, _, r in reads_of(ops) if is_final_poll(op)}
     bounds = {}
     for op in ops:
         if op["f"] == "drain" and op["process"] != "nemesis":
@@ -174,7 +109,7 @@ def acked_lost(ops: list[dict[str, Any]]) -> tuple[Anomalies, LossTally]:
     whole = bool(bounds) and all(complete(b) for b in bounds.values())
     out: Anomalies = defaultdict(list)
     excused, undecided, unproven = 0, 0, set()
-    for _, topic, part, off, val in _acks(ops):
+    for _, topic, part, off, val in acks_of(ops):
         if val in drained:
             continue
         if part is None or off < 0:
@@ -194,39 +129,9 @@ def acked_lost(ops: list[dict[str, Any]]) -> tuple[Anomalies, LossTally]:
     return out, LossTally(excused, undecided, names)
 
 
-def known_offsets(ops: list[dict[str, Any]], read_committed: bool = True) -> tuple[dict, dict]:
-    """(every known offset, those a committed reader must read) per partition.
-
-    Known: a delivery report (``_reported``) or a read names it.  Only an ack
-    or a read proves the record there committed (an unknown transaction's
-    report may name an aborted one), and read_committed consumers (and the
-    final drain, always) may skip aborted data, so the second leaves out
-    offsets known to hold an aborted value; in a read_uncommitted run only
-    acks prove that an offset is committed.
-    """
-    known: dict[tuple, set] = defaultdict(set)
-    acked: dict[tuple, set] = defaultdict(set)
-    read: dict[tuple, set] = defaultdict(set)
-    for _, topic, part, off, _ in _reported(ops):
-        known[(topic, part)].add(off)
-    for _, topic, part, off, _ in _acks(ops):
-        if off >= 0:
-            acked[(topic, part)].add(off)
-    for _, _, r in _reads(ops):
-        known[(r["topic"], r["partition"])].add(r["offset"])
-        read[(r["topic"], r["partition"])].add(r["offset"])
-    committed_known: dict[tuple, set] = defaultdict(set)
-    for proof in (acked, read) if read_committed else (acked,):
-        for tp, offsets in proof.items():
-            committed_known[tp] |= offsets
-    for topic, part, off in _aborted_positions(ops):
-        committed_known[(topic, part)].discard(off)
-    return known, committed_known
-
-
 def poll_anomalies(ops: list[dict[str, Any]], read_committed: bool = True) -> Anomalies:
     known, committed_known = known_offsets(ops, read_committed)
-    _, drain = _groups(ops)
+    _, drain = groups_of(ops)
     out: Anomalies = defaultdict(list)
     # (process, topic, partition) -> offset of the previous read (or one below a seek's)
     last: dict[tuple, int] = {}
@@ -278,26 +183,10 @@ def poll_anomalies(ops: list[dict[str, Any]], read_committed: bool = True) -> An
     return out
 
 
-def _groups(ops: list[dict[str, Any]]) -> tuple[dict[Any, str], set]:
-    """process -> group for consumers in groups, excluding the final drain's processes."""
-    drain = {
-        op["process"]
-        for op in ops
-        if op["f"] == "poll" and isinstance(op["value"], dict) and op["value"].get("final")
-    }
-    group_of: dict[Any, str] = {}
-    for op in ops:
-        if op["f"] in ("subscribe", "assign") and op["process"] not in drain:
-            g = op["value"].get("group")
-            if g is not None:
-                group_of.setdefault(op["process"], g)
-    return group_of, drain
-
-
 def group_anomalies(
     ops: list[dict[str, Any]], grace_s: float, unowned_s: float, read_committed: bool = True
 ) -> Anomalies:
-    group_of, _ = _groups(ops)
+    group_of, _ = groups_of(ops)
     end = max((op["time"] for op in ops), default=0)
     owned: dict[Any, set] = defaultdict(set)
     live: dict[str, set] = defaultdict(set)
@@ -309,9 +198,9 @@ def group_anomalies(
         v = op["value"] if isinstance(op["value"], dict) else {}
         if op["f"] == "commit":
             all_tps.update((t, p) for t, p, _ in v.get("offsets", []))
-    for _, _, r in _reads(ops):
+    for _, _, r in reads_of(ops):
         all_tps.add((r["topic"], r["partition"]))
-    all_tps.update((topic, part) for _, topic, part, _, _ in _reported(ops))
+    all_tps.update((topic, part) for _, topic, part, _, _ in reports_of(ops))
 
     # Replay membership, recording ownership runs and the line-by-line group state.
     states: list[tuple[int, int, dict, dict]] = []  # (index, time, owners per g/tp, live per g)
@@ -373,7 +262,7 @@ def group_anomalies(
 
     read_all: dict[tuple, set] = defaultdict(set)
     read_by: dict[tuple, set] = defaultdict(set)
-    for op, _, r in _reads(ops):
+    for op, _, r in reads_of(ops):
         tp = (r["topic"], r["partition"])
         read_all[tp].add(r["offset"])
         if op["process"] in group_of:
@@ -384,7 +273,7 @@ def group_anomalies(
             g = group_of[op["process"]]
             for t, p, o in op["value"]["offsets"]:
                 committed[(g, t, p)] = max(committed.get((g, t, p), o), o)
-    skippable = _aborted_positions(ops) if read_committed else set()
+    skippable = aborted_positions(ops) if read_committed else set()
     for (g, t, p), c in committed.items():
         unread = sorted(
             o
@@ -409,8 +298,8 @@ def evidence(ops: list[dict[str, Any]]) -> dict[str, int]:
         and isinstance(op["value"].get("id"), int)
     ]
     return {
-        "acked_sends": sum(1 for _ in _acks(ops)),
-        "read_offsets": len({(r["topic"], r["partition"], r["offset"]) for _, _, r in _reads(ops)}),
+        "acked_sends": sum(1 for _ in acks_of(ops)),
+        "read_offsets": len({(r["topic"], r["partition"], r["offset"]) for *_, r in reads_of(ops)}),
         "faults": len({v["id"] for v in faults if v.get("phase") == "start"}),
         "failed_faults": len({v["id"] for v in faults if isinstance(v.get("error"), str)}),
     }
@@ -419,17 +308,11 @@ def evidence(ops: list[dict[str, Any]]) -> dict[str, int]:
 def judge(ops: list[dict[str, Any]], config: dict[str, Any]) -> tuple[str, list[str]]:
     """(verdict, evidence gap codes) of a history, from the anomalies found here and
     its ``evidence``, by the rules of checkers/results.py."""
-    from checkers.results import build_checks, evidence_gaps, unknown_reasons, verdict
-
     counts = {name: len(keys) for name, keys in check(ops, config).items()}
-    final = any(_is_final_poll(op) for op in ops)
+    final = any(is_final_poll(op) for op in ops)
     checks = build_checks(counts, {}, config, final, acked_lost(expand(ops))[1])
     found = evidence(ops)
     return verdict(checks, unknown_reasons(checks, found)), evidence_gaps(found)
-
-
-def _is_final_poll(op: dict[str, Any]) -> bool:
-    return op["f"] == "poll" and isinstance(op["value"], dict) and bool(op["value"].get("final"))
 
 
 def check(ops: list[dict[str, Any]], config: dict[str, Any]) -> Anomalies:
@@ -454,8 +337,6 @@ def check(ops: list[dict[str, Any]], config: dict[str, Any]) -> Anomalies:
         for name, keys in part.items():
             found[name] += keys
     if is_txn(config):
-        from checkers.reference_txn import txn_anomalies
-
         for name, keys in txn_anomalies(raw, config).items():
             found[name] += keys
     return found
@@ -463,11 +344,7 @@ def check(ops: list[dict[str, Any]], config: dict[str, Any]) -> Anomalies:
 
 def key_of(check_name: str, ex: dict[str, Any]) -> tuple:
     """The reference's key for one example the Spark checker reported."""
-    from checkers.results import CHECKS
-
     if check_name not in CHECKS:
-        from checkers.reference_txn import key_of as txn_key_of
-
         return txn_key_of(check_name, ex)
     if check_name in ("lost-write", "unseen", "acked-lost", "failed-write-read"):
         return (ex["value"],)

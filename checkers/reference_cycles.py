@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from checkers.reference import _reads, expand
+from checkers.reference_reads import expand, reads_of
 from checkers.reference_txn import completions
 from checkers.results import WR_CYCLE_CHECK, WR_CYCLE_TYPES
 
@@ -70,7 +70,7 @@ def txn_graph(ops: list[dict[str, Any]], ww: bool = True) -> Edges:
     positions: dict[int, set] = defaultdict(set)
     for v, where in acked.items():
         positions[v].add(where)
-    for _, _, r in _reads(flat):
+    for _, _, r in reads_of(flat):
         if r["value"] in writer:
             positions[r["value"]].add((r["topic"], r["partition"], r["offset"]))
     for v, where in positions.items():

@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
 
-from checkers.reference import Anomalies, _acks, _groups, _reads, expand, known_offsets
+from checkers.reference_reads import Anomalies, acks_of, expand, groups_of, known_offsets, reads_of
 from checkers.results import is_ctp
 
 
@@ -55,8 +55,8 @@ def txn_anomalies(ops: list[dict[str, Any]], config: dict[str, Any]) -> Anomalie
         "read_committed"
     )
     flat = expand(ops)
-    _, drain = _groups(flat)
-    reads = list(_reads(flat))
+    _, drain = groups_of(flat)
+    reads = list(reads_of(flat))
     read_values = {r["value"] for _, _, r in reads}
     # Reads by readers that promised committed data: only they prove a commit.
     committed_reads = [(op, r) for op, _, r in reads if read_committed or op["process"] in drain]
@@ -78,7 +78,7 @@ def txn_anomalies(ops: list[dict[str, Any]], config: dict[str, Any]) -> Anomalie
         for op in flat
         if op["f"] == "send" and op["type"] == "fail" and "txn" in op
     }
-    aborted -= {v for _, _, _, _, v in _acks(flat)}
+    aborted -= {v for _, _, _, _, v in acks_of(flat)}
     seen_aborted = {r["value"] for _, r in committed_reads if r["value"] in aborted}
     out["aborted-read"] += [(v,) for v in seen_aborted]
 
@@ -149,10 +149,10 @@ def _exactly_once(
             for topic, part, off in op["value"]["offsets"]:
                 committed[(topic, part)] = max(committed.get((topic, part), off), off)
     inputs = set()
-    for _, topic, part, off, v in _acks(flat):
+    for _, topic, part, off, v in acks_of(flat):
         if 0 <= off < committed.get((topic, part), 0):
             inputs.add(v)
-    for _, _, r in _reads(flat):
+    for _, _, r in reads_of(flat):
         if r["offset"] < committed.get((r["topic"], r["partition"]), 0):
             inputs.add(r["value"])
     outputs: dict[int, set] = defaultdict(set)  # input value -> output values read

@@ -14,6 +14,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from checkers.collect import collect_anomalies
 from checkers.reference_share import FINAL_ACKS
 from checkers.tables import anomaly
 
@@ -400,7 +401,6 @@ def judge_share(
 ) -> tuple[dict[str, tuple[int, list]], dict[str, int], list[str], dict[str, Any]]:
     """({check: (count, examples)}, tallies {undecided, at-limit}, groups without a
     complete share drain, statistics), in a few Spark jobs."""
-    from checkers.api import collect_anomalies
 
     t = ShareTables(spark, history)
     try:

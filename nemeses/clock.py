@@ -38,12 +38,10 @@ from harness.cluster import Cluster
 from harness.errors import ConfigError
 from harness.node import Node, quote
 from nemeses.base import NEMESIS_COMMAND_TIMEOUT_S, TARGETING_PARAMS, FaultOp, NemesisError
-from nemeses.kinds import Ctx, NodeFault, Params, Sweep
+from nemeses.kinds import Ctx, Model, NodeFault, Params, Sweep
 
 if TYPE_CHECKING:
     from hypothesis.strategies import DrawFn
-
-    from nemeses.strategies import ModelCluster
 
 STROBE_SCRIPT = "clock-strobe.sh"
 STROBE_PID = "clock-strobe.pid"
@@ -343,12 +341,12 @@ class ClockFault(NodeFault):
     def heal_node(self, cluster: Cluster, node: Node, op: FaultOp) -> None:
         reset(cluster, node)
 
-    def model_start(self, model: ModelCluster, op: FaultOp) -> None:
+    def model_start(self, model: Model, op: FaultOp) -> None:
         _model_reset(model, op.targets)  # a clock fault first stops any strobe
         for t in op.targets:
             model.nodes[t].clock_ms = self.params(op.params)["delta_ms"]
 
-    def model_end(self, model: ModelCluster, op: FaultOp) -> None:
+    def model_end(self, model: Model, op: FaultOp) -> None:
         _model_reset(model, op.targets)
 
     def arbitrary_params(self, draw: DrawFn) -> Params:
@@ -389,12 +387,12 @@ class ClockStrobe(ClockFault):
     def move(self, cluster: Cluster, node: Node, params: Params, duration_s: float) -> None:
         strobe(cluster, node, params["delta_ms"], params["period_ms"], duration_s)
 
-    def model_start(self, model: ModelCluster, op: FaultOp) -> None:
+    def model_start(self, model: Model, op: FaultOp) -> None:
         super().model_start(model, op)
         model.mark(op.targets, "strobing")
 
 
-def _model_reset(model: ModelCluster, names: list[str]) -> None:
+def _model_reset(model: Model, names: list[str]) -> None:
     model.unmark(names, "strobing")
     for name in names:
         model.nodes[name].clock_ms = 0

@@ -34,7 +34,7 @@ import random
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from harness.cluster import Cluster
 from harness.node import Node
@@ -43,13 +43,34 @@ from nemeses.base import FaultOp, on_nodes
 if TYPE_CHECKING:
     from hypothesis.strategies import DrawFn
 
-    from nemeses.strategies import ModelCluster
-
 # ``node``: one node (or the resolved leader/controller/coordinator);
 # ``every-node``: every node in turn, in a drawn order;
 # ``topology``: the nodes a grudge between them names.
 Shape = Literal["node", "every-node", "topology"]
 Params = dict[str, Any]
+
+
+class Model(Protocol):
+    """The property tests' model cluster, as kinds change it
+    (``nemeses.strategies.ModelCluster`` is the one implementation).  Typed
+    here, so that kinds need not import the strategies, which import every kind.
+    """
+
+    name: str
+    names: list[str]
+    nodes: dict[str, Any]
+
+    def mark(self, nodes: list[str], flag: str) -> None: ...
+
+    def unmark(self, nodes: list[str], flag: str) -> None: ...
+
+    def clear(self, flag: str) -> None: ...
+
+    def address(self, node: str) -> str: ...
+
+    def add_rules(self, node: str, commands: list[str]) -> None: ...
+
+    def delete_rules(self, matches: Callable[[str], bool]) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -88,7 +109,7 @@ class Sweep:
     # idempotent (it is retried).  every_tag: also what other clusters' faults left.
     undo: Callable[[Cluster, Node, bool], Any]
     # the same on the property tests' model cluster
-    model: Callable[[ModelCluster], None]
+    model: Callable[[Model], None]
     done: str = ""  # the line for what undo did, ``{}`` standing for its result
 
 
@@ -149,11 +170,11 @@ class FaultKind(ABC):
     # --- the property tests -------------------------------------------------------
 
     @abstractmethod
-    def model_start(self, model: ModelCluster, op: FaultOp) -> None:
+    def model_start(self, model: Model, op: FaultOp) -> None:
         """What the fault breaks, on the model cluster."""
 
     @abstractmethod
-    def model_end(self, model: ModelCluster, op: FaultOp) -> None:
+    def model_end(self, model: Model, op: FaultOp) -> None:
         """What its heal mends, on the model cluster."""
 
     def arbitrary(self, draw: DrawFn, nodes: list[str]) -> tuple[list[str], Params]:
@@ -198,8 +219,8 @@ class NodeFault(FaultKind):
         on_nodes(nodes, lambda n: self.heal_node(cluster, n, op))
         return None
 
-    def model_start(self, model: ModelCluster, op: FaultOp) -> None:
+    def model_start(self, model: Model, op: FaultOp) -> None:
         model.mark(op.targets, self.flag)
 
-    def model_end(self, model: ModelCluster, op: FaultOp) -> None:
+    def model_end(self, model: Model, op: FaultOp) -> None:
         model.unmark(op.targets, self.flag)

@@ -23,12 +23,10 @@ from harness.cluster import Cluster
 from harness.errors import ConfigError
 from harness.node import Node
 from nemeses.base import NEMESIS_COMMAND_TIMEOUT_S, FaultOp, NemesisError, on_nodes
-from nemeses.kinds import Ctx, FaultKind, Params, Sweep
+from nemeses.kinds import Ctx, FaultKind, Model, Params, Sweep
 
 if TYPE_CHECKING:
     from hypothesis.strategies import DrawFn
-
-    from nemeses.strategies import ModelCluster
 
 Grudge = dict[str, list[str]]
 
@@ -344,12 +342,12 @@ class GrudgeFault(FaultKind):
     def heal(self, cluster: Cluster, op: FaultOp, nodes: list[Node]) -> dict[str, Any] | None:
         return {"rules_removed": heal(cluster, tag_matcher(cluster.name, op.id))}
 
-    def model_start(self, model: ModelCluster, op: FaultOp) -> None:
+    def model_start(self, model: Model, op: FaultOp) -> None:
         rule_tag = tag(model.name, op.id)
         for node, drops in op.params["grudge"].items():
             model.add_rules(node, drop_commands([model.address(d) for d in drops], rule_tag))
 
-    def model_end(self, model: ModelCluster, op: FaultOp) -> None:
+    def model_end(self, model: Model, op: FaultOp) -> None:
         model.delete_rules(tag_matcher(model.name, op.id))
 
 

@@ -11,15 +11,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from harness.cluster import Cluster
 from harness.node import Node
 from nemeses.base import FaultOp, NemesisError
-from nemeses.kinds import FaultKind, NodeFault, Sweep
-
-if TYPE_CHECKING:
-    from nemeses.strategies import ModelCluster
+from nemeses.kinds import FaultKind, Model, NodeFault, Sweep
 
 log = logging.getLogger(__name__)
 
@@ -202,10 +199,10 @@ class RollingRestart(FaultKind):
         return None
 
     # the bounces rejoin within the start step: nothing lingers for the model
-    def model_start(self, model: ModelCluster, op: FaultOp) -> None:
+    def model_start(self, model: Model, op: FaultOp) -> None:
         pass
 
-    def model_end(self, model: ModelCluster, op: FaultOp) -> None:
+    def model_end(self, model: Model, op: FaultOp) -> None:
         pass
 
 

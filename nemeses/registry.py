@@ -13,8 +13,11 @@ the order the sweeps of equal rank run in.
 
 from __future__ import annotations
 
+from typing import Any
+
 from harness.errors import ConfigError
 from nemeses import clock, netem, partition, process, unclean
+from nemeses.base import TARGET_MODES, FaultOp
 from nemeses.kinds import FaultKind, Sweep
 
 BUILTIN: tuple[FaultKind, ...] = (
@@ -72,3 +75,38 @@ def sweeps() -> list[Sweep]:
     """Every kind's sweeps, each once, in the order they run on a node."""
     unique = dict.fromkeys(s for k in _kinds.values() for s in k.sweeps)
     return sorted(unique, key=lambda s: s.order)
+
+
+def op_from_dict(data: Any, where: str = "schedule") -> FaultOp:
+    """A recorded fault, checked: its kind exists and accepts its params, whose
+    defaults are filled in (a recorded schedule says exactly what is done)."""
+    op = FaultOp.from_dict(data, where)
+    op.params = validate_op(op, where)
+    return op
+
+
+def validate_op(op: FaultOp, where: str) -> dict[str, Any]:
+    """Reject ops a runner could not execute, naming the bad field.
+
+    Returns the op's params with its kind's defaults filled in.
+    """
+    found = kind(op.f, where)
+    if not isinstance(op.id, int) or isinstance(op.id, bool) or op.id < 0:
+        raise ConfigError(f"{where}: fault id must be a non-negative integer, got {op.id!r}")
+    for key in ("at_s", "duration_s"):
+        value = getattr(op, key)
+        if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
+            raise ConfigError(f"{where}: {key} must be a number >= 0, got {value!r}")
+    if op.target not in TARGET_MODES:
+        raise ConfigError(
+            f"{where}: target must be one of {', '.join(TARGET_MODES)}, got {op.target!r}"
+        )
+    if not isinstance(op.targets, list) or not all(isinstance(t, str) for t in op.targets):
+        raise ConfigError(f"{where}: targets must be a list of node names")
+    if not isinstance(op.params, dict):
+        raise ConfigError(f"{where}: params must be a mapping")
+    if not op.targets and op.target == "random":
+        raise ConfigError(f"{where}: fault {op.id} has no targets and no leader/controller target")
+    if op.target != "random" and not found.targetable:
+        raise ConfigError(f"{where}: fault {op.f!r} cannot target the {op.target}")
+    return found.params(op.params, where)

@@ -24,7 +24,7 @@ from harness.errors import ConfigError
 from harness.jsonfile import load_json
 from harness.spec import NemesisSpec
 from nemeses import partition, registry
-from nemeses.base import REALISED_FIELDS, TARGET_MODES, FaultOp, validate_op
+from nemeses.base import REALISED_FIELDS, TARGET_MODES, FaultOp
 from nemeses.kinds import Ctx, Draft
 
 SCHEDULE_FORMAT = 1
@@ -180,7 +180,7 @@ class Schedule:
             raise ConfigError(f"{where}: expected a mapping with an 'ops' list, or a list of ops")
         if data.get("format", SCHEDULE_FORMAT) != SCHEDULE_FORMAT:
             raise ConfigError(f"{where}: unsupported schedule format {data.get('format')!r}")
-        ops = [FaultOp.from_dict(op, f"{where}.ops[{i}]") for i, op in enumerate(data["ops"])]
+        ops = [registry.op_from_dict(op, f"{where}.ops[{i}]") for i, op in enumerate(data["ops"])]
         validate_sequence(ops, where)
         return cls(
             ops=ops,
@@ -281,7 +281,7 @@ def replay_of(recorded: Schedule, source: str) -> Schedule:
         data = op.to_dict()
         for name in REALISED_FIELDS:
             data.pop(name, None)
-        ops.append(FaultOp.from_dict(data))
+        ops.append(registry.op_from_dict(data))
     return Schedule(
         ops=ops,
         seed=recorded.seed,
@@ -295,7 +295,7 @@ def check_nodes(sched: Schedule, nodes: Sequence[str]) -> None:
     """A replay must name only nodes the cluster has."""
     known = set(nodes)
     for op in sched.ops:
-        validate_op(op, f"schedule fault {op.id}")
+        registry.validate_op(op, f"schedule fault {op.id}")
         missing = [t for t in op.targets if t not in known]
         if missing:
             raise ConfigError(

@@ -90,7 +90,7 @@ def _lines(ops: list[dict]) -> list[tuple[int, int, dict]]:
 
 
 def _acked_values(ops: list[dict]) -> set[int]:
-    return {v for *_, v in reference._acks(reference.expand(ops))}
+    return {v for *_, v in reference.acks_of(reference.expand(ops))}
 
 
 def _sends(line: dict) -> list[tuple[int, dict]]:
@@ -112,13 +112,13 @@ def _polled(line: dict) -> list[tuple[int, int, dict]]:
 
 
 def _read_values(ops: list[dict]) -> set[int]:
-    return {r["value"] for _, _, r in reference._reads(reference.expand(ops))}
+    return {r["value"] for _, _, r in reference.reads_of(reference.expand(ops))}
 
 
 def inject_torn(h: TxnHistory, rnd: random.Random) -> Case | None:
     read = _read_values(h.ops)
     max_read: dict[tuple, int] = {}
-    for _, _, r in reference._reads(reference.expand(h.ops)):
+    for _, _, r in reference.reads_of(reference.expand(h.ops)):
         tp = (r["topic"], r["partition"])
         max_read[tp] = max(max_read.get(tp, -1), r["offset"])
     choices = [
