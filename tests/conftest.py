@@ -23,7 +23,7 @@ TIERS = ("unit", "integration", "browser", "vagrant")
 # Property tests read their example counts from these variables.
 FAST_EXAMPLES = {
     "CHECKER_PROPERTY_EXAMPLES": "40",
-    "TXN_PROPERTY_EXAMPLES": "50",
+    "TXN_PROPERTY_EXAMPLES": "100",  # every injected kind still shows up in each mode
     "CYCLE_PROPERTY_EXAMPLES": "25",
     "GRAPH_PROPERTY_EXAMPLES": "25",
     "SHARE_PROPERTY_EXAMPLES": "10",
