@@ -27,17 +27,14 @@ from __future__ import annotations
 import logging
 import random
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from harness.cluster import BROKER_PORT, Cluster
 from harness.errors import HarnessError
 from harness.node import Node
 from nemeses import partition, process
 from nemeses.base import NEMESIS_COMMAND_TIMEOUT_S, FaultOp, on_nodes
-from nemeses.kinds import Ctx, FaultKind, Params
-
-if TYPE_CHECKING:
-    from nemeses.strategies import ModelCluster
+from nemeses.kinds import Ctx, FaultKind, Model, Params
 
 log = logging.getLogger(__name__)
 
@@ -159,12 +156,12 @@ class UncleanElection(FaultKind):
     def heal(self, cluster: Cluster, op: FaultOp, nodes: list[Node]) -> dict[str, Any] | None:
         return heal(cluster, op)
 
-    def model_start(self, model: ModelCluster, op: FaultOp) -> None:
+    def model_start(self, model: Model, op: FaultOp) -> None:
         leader = op.targets[0]
         peers = [model.address(n) for n in model.names if n != leader]
         model.add_rules(leader, fetch_block_commands(peers, partition.tag(model.name, op.id)))
         model.mark([leader], "down")
 
-    def model_end(self, model: ModelCluster, op: FaultOp) -> None:
+    def model_end(self, model: Model, op: FaultOp) -> None:
         model.delete_rules(partition.tag_matcher(model.name, op.id))
         model.unmark(op.targets[:1], "down")
