@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from checkers import class_archive
+from checkers import class_archive, class_archive_build
 
 
 @pytest.fixture
@@ -37,12 +37,12 @@ def test_recording_wins(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_built_archive_loads_and_damaged_ones_do_not(tmp_path: Path) -> None:
     real = class_archive.archive_path()
     assert real.is_file(), "setup.sh builds the archive (python -m checkers.class_archive_build)"
-    assert class_archive._loads(real)
+    assert class_archive_build._loads(real)
     cut = tmp_path / "cut.jsa"
     with real.open("rb") as src, cut.open("wb") as dst:
         dst.write(src.read(1_000_000))
-    assert not class_archive._loads(cut)
+    assert not class_archive_build._loads(cut)
     # A file without an archive's header is ignored: Java starts without it.
     garbage = tmp_path / "garbage.jsa"
     garbage.write_bytes(b"not an archive" * 1000)
-    assert class_archive._loads(garbage)
+    assert class_archive_build._loads(garbage)
