@@ -56,7 +56,7 @@ def main() -> int:
     ap.add_argument("history", type=Path)
     ap.add_argument("--config", type=Path)
     args = ap.parse_args()
-    cmd = [sys.executable, "-m", "harness.cli", "check", str(args.history), "--json"]
+    cmd = [sys.executable, "-m", "kafka_chaos.cli", "check", str(args.history), "--json"]
     if args.config:
         cmd += ["--config", str(args.config)]
     started = time.monotonic()

@@ -36,7 +36,7 @@ def timed_check(
     ``spark_conf`` ("key=value,...") goes to checkers/session.py through KC_SPARK_CONF;
     ``config``: the run config to judge under (default: the CLI's).
     """
-    cmd = [sys.executable, "-m", "harness.cli", "check", str(history), "--json"]
+    cmd = [sys.executable, "-m", "kafka_chaos.cli", "check", str(history), "--json"]
     if config:
         cmd += ["--config", str(config)]
     if master:

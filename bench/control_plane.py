@@ -59,7 +59,7 @@ def spin(n: int) -> list[subprocess.Popen]:
 
 def one_run(i: int, args: argparse.Namespace, store: Path) -> RunFigures:
     cmd = [
-        sys.executable, "-m", "harness.cli", "run",
+        sys.executable, "-m", "kafka_chaos.cli", "run",
         "--name", f"cp{i}", "--store", str(store), "--cluster-name", args.cluster,
         "--time-limit", str(args.time_limit), "--faults", args.faults,
         "--fault-interval", str(args.fault_interval), "--fault-duration",

@@ -19,9 +19,9 @@ from pathlib import Path
 
 from harness.backends import destroy_cluster
 from harness.errors import HarnessError
-from harness.options import build_spec
-from harness.run import run_test
-from harness.suite import load_suite
+from kafka_chaos.options import build_spec
+from kafka_chaos.run import run_test
+from kafka_chaos.suite import load_suite
 
 SUITE = Path(__file__).resolve().parent.parent / "suites" / "matrix.yaml"
 

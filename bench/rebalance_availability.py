@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.backends import destroy_cluster
-from harness.options import build_spec
-from harness.run import run_test
-from harness.scenarios import scenario_layer
 from harness.spec import NEWEST_KAFKA
+from kafka_chaos.options import build_spec
+from kafka_chaos.run import run_test
+from kafka_chaos.scenarios import scenario_layer
 
 NS = 1_000_000_000
 PROTOCOLS = {"classic": "consumer-failover", "consumer": "consumer-failover-kip848"}

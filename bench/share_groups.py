@@ -20,10 +20,10 @@ from collections import Counter
 from pathlib import Path
 
 from harness.backends import destroy_cluster
-from harness.options import build_spec
-from harness.run import run_test
-from harness.scenarios import scenario_layer
 from harness.spec import NEWEST_KAFKA
+from kafka_chaos.options import build_spec
+from kafka_chaos.run import run_test
+from kafka_chaos.scenarios import scenario_layer
 
 PRESETS = "pubsub-vs-queue-share,share-group-consumer-crash,share-group-broker-kill"
 

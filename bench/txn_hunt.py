@@ -23,10 +23,10 @@ import time
 from pathlib import Path
 
 from harness.backends import destroy_cluster
-from harness.options import build_spec
-from harness.run import run_test
-from harness.scenarios import scenario_layer
 from harness.spec import KAFKA_39, NEWEST_KAFKA
+from kafka_chaos.options import build_spec
+from kafka_chaos.run import run_test
+from kafka_chaos.scenarios import scenario_layer
 
 HUNTED = ("aborted-read", "lost-write", "torn-transaction")
 SCENARIO = "txn-pause-hunt"

@@ -25,9 +25,9 @@ import time
 from pathlib import Path
 
 from harness.backends import destroy_cluster
-from harness.options import build_spec
-from harness.run import run_test
-from harness.scenarios import scenario_layer
+from kafka_chaos.options import build_spec
+from kafka_chaos.run import run_test
+from kafka_chaos.scenarios import scenario_layer
 
 LOSS_CHECKS = ("acked-lost", "lost-write", "inconsistent-offsets")
 PRESETS = ("unclean-leader-election", "unclean-leader-election-safe")

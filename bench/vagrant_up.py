@@ -31,9 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from harness import distribution, kafka_db  # noqa: E402
 from harness.backends import create_cluster, destroy_cluster  # noqa: E402
 from harness.errors import HarnessError  # noqa: E402
-from harness.options import build_spec  # noqa: E402
-from harness.run import run_test  # noqa: E402
 from harness.spec import NEWEST_KAFKA, ClusterSpec  # noqa: E402
+from kafka_chaos.options import build_spec  # noqa: E402
+from kafka_chaos.run import run_test  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,6 +1,6 @@
 """``kafka-chaos check RUN_DIR|history.jsonl``: judge a history and print the verdict.
 
-Exit codes follow harness/cli.py: 0 valid, 1 invalid, 2 unknown; a
+Exit codes follow kafka_chaos/cli.py: 0 valid, 1 invalid, 2 unknown; a
 HarnessError (e.g. a malformed history line) propagates and becomes 3.
 """
 

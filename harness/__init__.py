@@ -1,1 +1,1 @@
-"""kafka-chaos harness: cluster backends, Kafka lifecycle, run orchestration and CLI."""
+"""kafka-chaos harness, the ground floor: nodes, backends, clusters, Kafka on them, the spec."""

@@ -16,7 +16,7 @@ elected.  This fault drives exactly that, on any version and mode:
    stale follower; with it disabled the partition stays offline.
 5. At the fault's end: remove the rules and restart L, which truncates its
    log to the new leader's.  A copy of L's log, taken while it was down,
-   keeps the truncated tail for replica verification (harness.replica_verify).
+   keeps the truncated tail for replica verification (harness.log_copies).
 
 What happened (when the ISR shrank, who was elected) is recorded in the
 fault's ``resolved`` details, so the report can explain the mechanism.
@@ -31,6 +31,7 @@ from typing import Any
 
 from harness.cluster import BROKER_PORT, Cluster
 from harness.errors import HarnessError
+from harness.log_copies import copy_before_rejoin
 from harness.node import Node
 from nemeses import partition, process
 from nemeses.base import NEMESIS_COMMAND_TIMEOUT_S, FaultOp, on_nodes
@@ -98,8 +99,6 @@ def apply(cluster: Cluster, op: FaultOp, topic: str) -> None:
 
 def _keep_log_copy(leader: Node, topic: str, fault_id: int, details: dict[str, Any]) -> None:
     """Copy the dead leader's log: its rejoin truncates the tail that replica verification shows."""
-    from harness.replica_verify import copy_before_rejoin
-
     try:
         details["log_copy"] = copy_before_rejoin(leader, topic, fault_id)
     except HarnessError as e:  # evidence only: the fault itself goes on

@@ -1,6 +1,6 @@
 """Workloads by name: the one place that knows which workloads exist.
 
-``harness.run`` asks for ``spec.workload`` here and then talks to it only
+``kafka_chaos.run`` asks for ``spec.workload`` here and then talks to it only
 through ``Workload``: start, stop, final drain, summary - Jepsen's split
 between a test's client and its runner.  Adding a workload is adding a
 module with a class that keeps this protocol, and one line in ``_MODULES``.

@@ -16,8 +16,8 @@ import pytest
 
 from checkers.api import check_history
 from checkers.builder import HistoryBuilder
-from harness.options import build_spec
-from harness.scenarios import scenario_layer
+from kafka_chaos.options import build_spec
+from kafka_chaos.scenarios import scenario_layer
 from reports.render import write_report
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]

@@ -14,7 +14,7 @@ RUN_TIMEOUT_S = 600
 
 def kafka_chaos(*args: str, timeout: float = RUN_TIMEOUT_S) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "harness.cli", *args],
+        [sys.executable, "-m", "kafka_chaos.cli", *args],
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -22,13 +22,13 @@ from _waiting import wait_for
 from hypothesis import find, given, settings
 
 from harness.backends import load_cluster
-from harness.cli import main
 from harness.cluster import Cluster
 from harness.errors import ConfigError
 from harness.node import Node, quote
-from harness.options import build_spec, load_mapping
-from harness.run_cli import replay_layer
 from harness.spec import NemesisSpec, TestSpec
+from kafka_chaos.cli import main
+from kafka_chaos.options import build_spec, load_mapping
+from kafka_chaos.run_cli import replay_layer
 from nemeses import registry
 from nemeses import schedule as sch
 from nemeses.base import FaultOp

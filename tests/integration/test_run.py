@@ -160,7 +160,7 @@ def test_sigint_mid_fault_leaves_the_cluster_healed(kafka_cluster: Cluster, tmp_
         "7",
     )
     proc = subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", *args],
+        [sys.executable, "-m", "kafka_chaos.cli", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -70,7 +70,7 @@ def test_sigterm_mid_kill_heals_and_exits_130_within_thirty_seconds(
 ) -> None:
     args = run_args(kafka_cluster, tmp_path, "--name", "sigterm", "--time-limit", "120")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", *args, "--faults", "kill", "--fault-duration",
+        [sys.executable, "-m", "kafka_chaos.cli", *args, "--faults", "kill", "--fault-duration",
          "60", *FAULTS_EVERY_SECOND],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -9,9 +9,9 @@ import pytest
 
 from checkers.builder import HistoryBuilder
 from checkers.ingest import scan_for_bad_line
-from harness.cli import main
 from harness.errors import HistoryError
 from harness.spec import TestSpec
+from kafka_chaos.cli import main
 
 
 def _valid(b: HistoryBuilder) -> None:

@@ -6,7 +6,7 @@ import argparse
 import logging
 import sys
 
-from harness import cli
+from kafka_chaos import cli
 
 
 def _parser_failing_with(exc: Exception) -> argparse.ArgumentParser:
@@ -38,7 +38,7 @@ def test_log_records_with_a_trace_are_one_line_on_the_terminal() -> None:
     try:
         raise RuntimeError("ssh gone")
     except RuntimeError:
-        record = logging.LogRecord("harness.run", logging.ERROR, __file__, 1, "heal failed", (),
+        record = logging.LogRecord("kafka_chaos.run", logging.ERROR, __file__, 1, "heal failed", (),
                                    exc_info=sys.exc_info())  # fmt: skip
     line = formatter.format(record)
     assert "\n" not in line
@@ -51,6 +51,7 @@ def test_only_our_own_records_reach_the_terminal() -> None:
         return logging.LogRecord(name, level, __file__, 1, "m", (), None)
 
     assert cli._only_our_own(record("nemeses.runner", logging.INFO))
+    assert cli._only_our_own(record("kafka_chaos.run", logging.INFO))
     assert not cli._only_our_own(record("spark.jvm", logging.INFO))
     assert not cli._only_our_own(record("paramiko.transport", logging.WARNING))
     assert cli._only_our_own(record("py4j.clientserver", logging.ERROR))

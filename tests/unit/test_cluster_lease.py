@@ -12,12 +12,12 @@ import time
 
 import pytest
 
-from harness.lease import ClusterBusy, cluster_lease, lease_path
+from kafka_chaos.lease import ClusterBusy, cluster_lease, lease_path
 
 HOLD = textwrap.dedent(
     """
     import sys, time
-    from harness.lease import cluster_lease
+    from kafka_chaos.lease import cluster_lease
     with cluster_lease(sys.argv[1], sys.argv[2]):
         print("held", flush=True)
         time.sleep(60)

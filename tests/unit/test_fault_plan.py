@@ -12,7 +12,7 @@ import pytest
 from checkers import fault_plan, reference_stats
 from checkers.builder import HistoryBuilder
 from checkers.cli import summary_lines
-from harness.cli import main
+from kafka_chaos.cli import main
 from reports.timeline import summarize_history
 
 

@@ -5,9 +5,9 @@ import argparse
 import pytest
 
 from harness.errors import ConfigError
-from harness.options import add_run_options, build_spec, cli_overrides, load_mapping
-from harness.scenarios import SCENARIOS, scenario_layer
 from harness.spec import TestSpec
+from kafka_chaos.options import add_run_options, build_spec, cli_overrides, load_mapping
+from kafka_chaos.scenarios import SCENARIOS, scenario_layer
 
 
 def parse(argv):

@@ -20,7 +20,7 @@ from harness.replica_compare import (
     ranges,
     stored_twice,
 )
-from harness.replica_verify import summary
+from kafka_chaos.replica_verify import summary
 
 TOPIC = "chaos-20261125t042811z"
 BATCH = (

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from report_fixtures import XSS, assert_self_contained, build_run
 
-from harness.cli import main
+from kafka_chaos.cli import main
 from reports.render import ReportError, write_report
 
 

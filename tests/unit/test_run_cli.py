@@ -6,9 +6,9 @@ import pytest
 
 from harness import store as store_mod
 from harness.errors import ConfigError, HarnessError
-from harness.options import build_spec
-from harness.run_cli import _anomalies, replay_layer
 from harness.spec import TestSpec
+from kafka_chaos.options import build_spec
+from kafka_chaos.run_cli import _anomalies, replay_layer
 
 
 def recorded_run(tmp_path, schedule, results=None):
@@ -70,7 +70,7 @@ def test_anomalies_are_the_error_checks_that_fired(tmp_path):
     ],
 )
 def test_run_exit_codes_follow_the_verdict(tmp_path, verdict, interrupted, code):
-    from harness.run import RunOutcome
+    from kafka_chaos.run import RunOutcome
 
     run = store_mod.new_run_dir(tmp_path, "t")
     assert RunOutcome(run, verdict, None, interrupted=interrupted).exit_code == code

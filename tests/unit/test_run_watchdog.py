@@ -6,7 +6,7 @@ import logging
 import threading
 import time
 
-from harness import run
+from kafka_chaos import run
 
 
 class Nemesis:

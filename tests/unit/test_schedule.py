@@ -210,7 +210,7 @@ def _assert_heals(s: sch.Schedule) -> None:
 
 
 def test_schedule_command_prints_the_same_schedule_for_the_same_seed(capsys, tmp_path):
-    from harness.cli import main
+    from kafka_chaos.cli import main
 
     argv = ["schedule", "--seed", "11", "--faults", "kill,partition", "--json", "--nodes", "5"]
     assert main(argv) == 0

@@ -96,7 +96,7 @@ def _by_process(stats: dict) -> dict:
 )  # fmt: skip
 def test_a_share_run_is_judged_by_its_share_checks(spark, tmp_path, kind, verdict) -> None:
     from checkers.api import check_history
-    from harness.options import build_spec
+    from kafka_chaos.options import build_spec
 
     history = generate(0, kind, 7).write(tmp_path / "history.jsonl")
     config = build_spec({"consumer": {"mode": "share"}}).to_dict()

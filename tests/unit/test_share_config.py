@@ -11,8 +11,8 @@ import pytest
 from confluent_kafka import ShareConsumer
 
 from harness.errors import ConfigError
-from harness.options import build_spec
-from harness.suite import load_suite
+from kafka_chaos.options import build_spec
+from kafka_chaos.suite import load_suite
 from workloads.share_consumer import AckPolicy, group_settings, share_config
 
 ROOT = Path(__file__).resolve().parents[2]

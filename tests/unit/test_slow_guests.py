@@ -1,9 +1,9 @@
-"""Client timeouts scaled for slow guests (harness/slow_guests.py)."""
+"""Client timeouts scaled for slow guests (kafka_chaos/slow_guests.py)."""
 
 from __future__ import annotations
 
-from harness.slow_guests import CLIENT_TIMEOUTS, scale_config
 from harness.spec import TestSpec
+from kafka_chaos.slow_guests import CLIENT_TIMEOUTS, scale_config
 
 
 def test_a_host_speed_cluster_changes_nothing() -> None:

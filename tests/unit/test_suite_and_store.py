@@ -6,8 +6,8 @@ import pytest
 
 from harness import store as store_mod
 from harness.errors import ConfigError, HarnessError
-from harness.run import RunOutcome
-from harness.suite import SuiteEntry, SuiteResult, load_suite, write_junit
+from kafka_chaos.run import RunOutcome
+from kafka_chaos.suite import SuiteEntry, SuiteResult, load_suite, write_junit
 
 
 def test_sample_nightly_suite_loads():

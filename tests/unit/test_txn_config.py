@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import Consumer, Producer
 
-from harness.options import build_spec
-from harness.scenarios import SCENARIOS, scenario_layer
+from kafka_chaos.options import build_spec
+from kafka_chaos.scenarios import SCENARIOS, scenario_layer
 from workloads.txn_client import consumer_config, producer_config
 
 TXN_SCENARIOS = sorted(n for n, s in SCENARIOS.items() if s.get("workload") == "txn")

@@ -26,8 +26,8 @@ from hypothesis import strategies as st
 from checkers import ingest, reference
 from checkers.builder import HistoryBuilder, write_histories
 from checkers.synthetic_txn import Shape, config, generate
-from harness.cli import main
 from harness.spec import TestSpec
+from kafka_chaos.cli import main
 
 TOPICS = ["t", "t-out"]
 FUZZED: list[list[dict[str, Any]]] = []

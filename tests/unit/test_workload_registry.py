@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import run
 from harness.errors import ConfigError
 from harness.spec import TestSpec
+from kafka_chaos import run
 from workloads import registry
 from workloads.queue import QueueWorkload
 from workloads.txn import TxnWorkload

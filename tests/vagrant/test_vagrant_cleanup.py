@@ -27,7 +27,7 @@ def test_cluster_down_after_sigkill_during_vagrant_up_leaves_nothing() -> None:
     names = libvirt_host.cluster_names(NAME)
     env = {**os.environ, "KC_SUBNET": "192.168.58", "KC_MGMT_SUBNET": "192.168.123"}
     harness = subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", "cluster", "up", "--backend", "vagrant",
+        [sys.executable, "-m", "kafka_chaos.cli", "cluster", "up", "--backend", "vagrant",
          "--name", NAME, "--nodes", "1", "--no-kafka"],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip

@@ -29,12 +29,21 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from harness import admin, distribution, kafka_db
 from harness import store as store_mod
+from harness.backends import create_cluster, destroy_cluster, load_cluster, why_not_reusable
 from harness.cluster import Cluster
 from harness.errors import HarnessError
-from harness.lease import cluster_lease
 from harness.spec import TestSpec
 from harness.store import RunDir
+from kafka_chaos import replica_verify, slow_guests
+from kafka_chaos.lease import cluster_lease
+from nemeses.runner import NemesisRunner
+from reports.index import write_index
+from reports.render import write_report
+from workloads import registry
+from workloads.history import HistoryWriter
+from workloads.sampler import cluster_probe
 
 log = logging.getLogger(__name__)
 
@@ -144,14 +153,6 @@ def _harness_version() -> str:
 
 def ensure_cluster(spec: TestSpec) -> Cluster:
     """Reuse a running cluster of the same shape, else (re)create it."""
-    from harness import distribution, kafka_db
-    from harness.backends import (
-        create_cluster,
-        destroy_cluster,
-        load_cluster,
-        why_not_reusable,
-    )
-
     want = spec.cluster
     # Fetch Kafka before touching any node: an unfetchable version must fail
     # fast and leave nothing behind.
@@ -188,8 +189,6 @@ def run_test(
     on_progress: Any = None,
 ) -> RunOutcome:
     """Execute one run; always heals, always leaves a readable run directory."""
-    from workloads import registry
-
     registry.validate(spec.workload, spec)  # before anything is created
     store = Path(store)
     run = store_mod.new_run_dir(store, spec.name)
@@ -232,12 +231,6 @@ def run_test(
 
 def _execute(spec: TestSpec, run: RunDir) -> bool:
     """Steps 1-6. Returns True when interrupted by a signal."""
-    from harness import admin, kafka_db, replica_verify
-    from nemeses.runner import NemesisRunner
-    from workloads import registry
-    from workloads.history import HistoryWriter
-    from workloads.sampler import cluster_probe
-
     stop = threading.Event()
     with _stop_on_signals(stop) as signals, cluster_lease(spec.cluster.name, run.path):
         cluster = ensure_cluster(spec)
@@ -317,8 +310,6 @@ def _end_phase(nemesis: Any, workload: Any, hurry: bool, time_scale: float = 1.0
 
 
 def _collect_logs(cluster: Cluster, run: RunDir) -> None:
-    from harness import kafka_db
-
     for node in cluster.nodes:
         dest = run.file(store_mod.LOGS) / node.name
         dest.mkdir(parents=True, exist_ok=True)
@@ -326,10 +317,8 @@ def _collect_logs(cluster: Cluster, run: RunDir) -> None:
 
 
 def _for_guest_speed(spec: TestSpec, scale: float, run: RunDir) -> TestSpec:
-    """``spec`` with client timeouts scaled for slow guests (harness.slow_guests);
+    """``spec`` with client timeouts scaled for slow guests (kafka_chaos.slow_guests);
     config.json records the scaled bounds, which the checks then judge by."""
-    from harness import slow_guests
-
     if scale <= 1.0:
         return spec
     log.info(
@@ -345,7 +334,7 @@ def _for_guest_speed(spec: TestSpec, scale: float, run: RunDir) -> TestSpec:
 
 
 def _check(run: RunDir, spec: TestSpec) -> dict[str, Any]:
-    from checkers.api import check_history
+    from checkers.api import check_history  # Spark import only when actually checking
 
     config = run.read_json(store_mod.CONFIG)
     return check_history(
@@ -357,9 +346,6 @@ def _check(run: RunDir, spec: TestSpec) -> dict[str, Any]:
 
 
 def _report(run: RunDir, store: Path) -> Path:
-    from reports.index import write_index
-    from reports.render import write_report
-
     report = write_report(run.path)
     _guarded("write store index", write_index, store)
     return report

@@ -7,12 +7,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+from checkers.cli import answer_line
 from harness import store as store_mod
 from harness.errors import ConfigError, HarnessError
-from harness.options import add_run_options, build_spec, cli_overrides, load_mapping
-from harness.run import RunOutcome, run_test
-from harness.scenarios import describe, scenario_layer
 from harness.spec import TestSpec
+from kafka_chaos.options import add_run_options, build_spec, cli_overrides, load_mapping
+from kafka_chaos.replica_verify import RESULT, summary
+from kafka_chaos.run import RunOutcome, run_test
+from kafka_chaos.scenarios import describe, scenario_layer
+from kafka_chaos.suite import run_suite
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -86,9 +89,6 @@ def _print_outcome(outcome: RunOutcome) -> None:
 
 def _answer_lines(run: store_mod.RunDir) -> list[str]:
     """The loss figures and what the replicas say, when the run got that far."""
-    from checkers.cli import answer_line
-    from harness.replica_verify import RESULT, summary
-
     lines = []
     for name, say in ((store_mod.RESULTS, answer_line), (RESULT, summary)):
         try:
@@ -117,8 +117,6 @@ def _scenarios(_args: argparse.Namespace) -> int:
 
 
 def _suite(args: argparse.Namespace) -> int:
-    from harness.suite import run_suite
-
     return run_suite(args.suite_file, store=args.store, junit=args.junit)
 
 

@@ -27,9 +27,10 @@ from typing import Any
 
 from harness import store as store_mod
 from harness.errors import ConfigError, HarnessError
-from harness.options import build_spec, load_mapping
-from harness.run import RunOutcome, run_test
-from harness.scenarios import scenario_layer
+from kafka_chaos.options import build_spec, load_mapping
+from kafka_chaos.run import RunOutcome, run_test
+from kafka_chaos.scenarios import scenario_layer
+from reports.index import write_index
 
 log = logging.getLogger(__name__)
 
@@ -109,8 +110,6 @@ def run_suite(path: Path, store: Path | None = None, junit: Path | None = None) 
         verdict = r.outcome.verdict if r.outcome else "error"
         print(f"{entry.name}: {verdict} (expected {entry.expect}) {'PASS' if r.passed else 'FAIL'}")
     write_junit(suite_name, results, junit)
-    from reports.index import write_index
-
     index = write_index(store)
     print(f"junit: {junit}")
     print(f"index: {index}")

@@ -1,9 +1,9 @@
 """``kafka-chaos`` command line.
 
 Each area registers its own subcommands (``add_commands(subparsers)``) so the
-CLI stays a thin index: cluster commands live with the cluster code, ``check``
-with the checkers, ``heal`` with the nemeses, ``run``/``suite``/``reproduce``
-with the run orchestration.
+CLI stays a thin index: ``check`` lives with the checkers, ``heal`` with the
+nemeses, ``report`` with the reports; the ground floor's commands (``cluster``,
+``dist``, ``elle``) and ``run``/``suite``/``reproduce`` live here beside it.
 
 Exit codes: 0 valid, 1 invalid, 2 unknown, 3 or more a harness error.
 """
@@ -11,24 +11,27 @@ Exit codes: 0 valid, 1 invalid, 2 unknown, 3 or more a harness error.
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import sys
 
+from checkers import cli as checkers_cli
+from harness.cluster import home
 from harness.errors import HarnessError
+from kafka_chaos import cluster_cli, dist_cli, elle_cli, run_cli
+from nemeses import cli as nemeses_cli
+from reports import cli as reports_cli
 
 EXIT_HARNESS_ERROR = 3
 
-# Modules providing ``add_commands(subparsers)``; missing ones are skipped so
-# partial installs still offer what they have.
+# Modules providing ``add_commands(subparsers)``, in the order ``--help`` lists them.
 COMMAND_MODULES = (
-    "harness.cluster_cli",
-    "harness.dist_cli",
-    "harness.elle_cli",
-    "harness.run_cli",
-    "checkers.cli",
-    "nemeses.cli",
-    "reports.cli",
+    cluster_cli,
+    dist_cli,
+    elle_cli,
+    run_cli,
+    checkers_cli,
+    nemeses_cli,
+    reports_cli,
 )
 
 
@@ -38,18 +41,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as e:
-            if e.name == name:
-                continue
-            raise
+    for module in COMMAND_MODULES:
         module.add_commands(sub)
     return parser
 
 
-OUR_LOGGERS = ("harness", "nemeses", "workloads", "checkers", "reports", "__main__")
+OUR_LOGGERS = (
+    "kafka_chaos",
+    "harness",
+    "nemeses",
+    "workloads",
+    "checkers",
+    "reports",
+    "__main__",
+)
 
 
 TERMINAL_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -111,8 +116,6 @@ def main(argv: list[str] | None = None) -> int:
 def _log_trace(e: Exception) -> str:
     """Append the trace to ``<home>/harness.log`` (a run also has it in its own log)."""
     import traceback
-
-    from harness.cluster import home
 
     path = home() / "harness.log"
     try:

@@ -6,7 +6,7 @@ SSH and compares them offset by offset, as of the high watermark once all
 replicas are back in sync.  Kafka's rejoin truncates a deposed leader's
 divergent tail, so that evidence would be gone by then: faults that kill a
 leader it may be deposed from (``nemeses.unclean``) keep a copy of its log
-taken while it was down (``copy_before_rejoin``), and that copy is compared
+taken while it was down (``harness.log_copies``), and that copy is compared
 too.  The truncations themselves are read from the brokers' server.log.
 
 Writes ``replicas.json`` (the contract is in docs/results.md) and the raw
@@ -26,9 +26,12 @@ from pathlib import Path
 from shlex import quote
 from typing import Any
 
-from harness import host_dump, kafka_db
+from confluent_kafka import Consumer, TopicPartition
+
+from harness import admin, host_dump, kafka_db
 from harness.cluster import Cluster
 from harness.errors import HarnessError
+from harness.log_copies import CHECKPOINT, copies_dir
 from harness.log_dump import (
     ReplicaLog,
     merge_truncations,
@@ -38,6 +41,8 @@ from harness.log_dump import (
 )
 from harness.node import Node
 from harness.replica_compare import compare_before_rejoin, compare_follower, stored_twice
+from workloads.consumer import close_quietly
+from workloads.values import CLIENT_LOGGER
 
 log = logging.getLogger(__name__)
 
@@ -46,31 +51,6 @@ RAW_DIR = "replicas"
 IN_SYNC_TIMEOUT_S = 60.0
 ADMIN_TIMEOUT_S = 10.0
 DUMP_TIMEOUT_S = 300.0
-COPY_TIMEOUT_S = 60.0
-CHECKPOINT = "replication-offset-checkpoint"  # the broker's high watermarks
-
-
-def copies_dir(node: Node) -> str:
-    """Where a node keeps copies of its logs taken before it rejoined."""
-    return node.path("run", "before-rejoin")
-
-
-def copy_before_rejoin(node: Node, topic: str, fault_id: int) -> str:
-    """Copy the (stopped) broker's partitions of ``topic``; returns the copy's directory.
-
-    Call it only while the broker is down: a live broker's segments change
-    under ``cp``.  Kafka truncates a deposed leader's divergent tail as it
-    rejoins, so this copy is the only place that tail survives.
-    """
-    dest = f"{copies_dir(node)}/fault-{fault_id}"
-    data = node.path("data", "kafka")
-    node.run(
-        f"mkdir -p {quote(dest)} && for d in {quote(data)}/{quote(topic)}-*; do "
-        f'[ -d "$d" ] && cp -a "$d" {quote(dest)}/; done; '
-        f"cp -a {quote(data)}/{CHECKPOINT} {quote(dest)}/ 2>/dev/null; true",
-        timeout=COPY_TIMEOUT_S,
-    )
-    return dest
 
 
 @dataclass
@@ -168,8 +148,6 @@ def _agreement(parts: list[dict[str, Any]]) -> str:
 
 def wait_in_sync(cluster: Cluster, topic: str, timeout_s: float) -> tuple[list[Any], float]:
     """Partition states once every replica is in its ISR, or as they are at the timeout."""
-    from harness import admin
-
     start = time.monotonic()
     states: list[Any] = []
     while True:
@@ -191,11 +169,6 @@ def wait_in_sync(cluster: Cluster, topic: str, timeout_s: float) -> tuple[list[A
 
 def high_watermarks(bootstrap: str, topic: str, partitions: list[int]) -> dict[int, int | None]:
     """Each partition's high watermark from its leader (None when it would not say)."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    from workloads.consumer import close_quietly
-    from workloads.values import CLIENT_LOGGER
-
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,

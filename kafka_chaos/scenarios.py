@@ -1,6 +1,6 @@
 """Built-in scenario presets: named bundles of cluster, topic, client and fault settings.
 
-Each preset is a layer of options (see harness/options.py) plus the verdict
+Each preset is a layer of options (see kafka_chaos/options.py) plus the verdict
 it expects.  The report states whether the expectation held, so a nightly
 suite can keep a known-broken configuration (unclean leader election) next to
 the safe one and notice when either changes behaviour.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 
+from checkers import elle_jvm
 from harness import elle_classpath
 
 
@@ -39,7 +40,5 @@ def _fetch(args: argparse.Namespace) -> int:
     print(elle_classpath.describe(jars, args.version))
     if args.no_compile or args.version != elle_classpath.ELLE_VERSION:
         return 0  # the JVM always loads the default version
-    from checkers import elle_jvm
-
     elle_jvm.clojure()  # logs how long the start took, and whether it compiled
     return 0

@@ -6,7 +6,7 @@ then take longer than the clients' defaults to acknowledge, join a group or
 commit a transaction, although nothing is wrong: on 3 such guests every one
 of 60,005 sends outlived its 15 s delivery timeout while the brokers stored
 them all.  Brokers scale their own failure detection
-(``kafka_config.SCALED_WITH_GUEST_SPEED``); this scales the clients' and the
+(``harness.kafka_config.SCALED_WITH_GUEST_SPEED``); this scales the clients' and the
 checker's matching bounds, and records that it did in the run's config.json,
 so the checks and the report judge the run by the bounds it really had.
 """
