@@ -23,6 +23,7 @@ from typing import Any
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from checkers.results import is_share, is_txn
 from harness.errors import ConfigError
 
 
@@ -66,9 +67,9 @@ def _shown(rows: Path) -> str | None:
 
 
 def _workload_of(config: dict[str, Any]) -> str:
-    if config.get("workload", "queue") == "txn":
+    if is_txn(config):
         return "txn"
-    return "share" if (config.get("consumer") or {}).get("mode") == "share" else "queue"
+    return "share" if is_share(config) else "queue"
 
 
 def _part(rows: Path, kind: str) -> Path:
