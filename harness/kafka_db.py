@@ -23,18 +23,16 @@ import tarfile
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
-from harness import admin
+from harness import admin, fan_out
 from harness import kafka_config as kc
 from harness.cluster import ZOOKEEPER_PORT, Cluster
 from harness.distribution import Distribution, for_spec, major
 from harness.distribution import install as install_dist
-from harness.errors import CommandFailed, HarnessError, NodeUnreachable
+from harness.errors import CommandFailed, HarnessError
 from harness.node import Node, RunResult, quote
 from harness.spec import ClusterSpec
 
@@ -48,8 +46,10 @@ SLOW_GUEST_NICENESS = 10
 HEALTHY_TIMEOUT_S = 120.0
 FORMAT_TIMEOUT_S = 120.0
 TOOL_HEAP_MB = 256
-
-T = TypeVar("T")
+# Backstop for one node's share of a whole-cluster step (install, configure,
+# format, start, stop, revive): each ends by its own command timeouts well
+# within this, and a node still busy after it is reported, not waited for.
+NODE_STEP_TIMEOUT_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -403,7 +403,12 @@ def node_files(
 
 def configure(cluster: Cluster, spec: ClusterSpec, dist: Distribution) -> None:
     """Render and write every node's configs and launchers (running JVMs keep theirs)."""
-    _parallel(cluster.nodes, lambda n: write_files(n, node_files(cluster, n, spec, dist)))
+    fan_out.on_nodes(
+        cluster.nodes,
+        lambda n: write_files(n, node_files(cluster, n, spec, dist)),
+        timeout_s=NODE_STEP_TIMEOUT_S,
+        what="writing configs",
+    ).values()
 
 
 def _tool_command(node: Node, dist: Distribution, main: str, args: list[str], tools: bool) -> str:
@@ -517,22 +522,6 @@ def in_tools_jars(main: str) -> bool:
 # --- whole-cluster operations -------------------------------------------------------
 
 
-def _parallel(nodes: Iterable[Node], fn: Callable[[Node], T]) -> list[T]:
-    """Run ``fn`` on every node concurrently; after all finish, raise the first failure."""
-    nodes = list(nodes)
-    with ThreadPoolExecutor(max_workers=max(1, len(nodes))) as pool:
-        futures = [pool.submit(fn, n) for n in nodes]
-        results, errors = [], []
-        for f in futures:
-            try:
-                results.append(f.result())
-            except HarnessError as e:
-                errors.append(e)
-        if errors:
-            raise errors[0]
-        return results
-
-
 def start_cluster(
     cluster: Cluster, spec: ClusterSpec, timeout_s: float = HEALTHY_TIMEOUT_S
 ) -> None:
@@ -544,14 +533,26 @@ def start_cluster(
     as it is and only what is missing is done.
     """
     kc.validate(cluster.kafka_version, cluster.mode, len(cluster.nodes), spec.broker_heap_mb)
-    if _load_state(cluster).get("dist") and all(_parallel(cluster.nodes, _all_running(cluster))):
+    if _load_state(cluster).get("dist") and all(
+        fan_out.on_nodes(
+            cluster.nodes,
+            _all_running(cluster),
+            timeout_s=NODE_STEP_TIMEOUT_S,
+            what="checking processes",
+        ).values()
+    ):
         wait_healthy(cluster, timeout_s)  # already up: nothing to install, format or start
         return
     t0 = time.monotonic()
     dist = for_spec(cluster.kafka_version, spec.kafka_tarball)
     # One node first: local nodes share a filesystem, so the rest find it installed.
     install(cluster.nodes[0], dist)
-    _parallel(cluster.nodes[1:], lambda n: install(n, dist))
+    fan_out.on_nodes(
+        cluster.nodes[1:],
+        lambda n: install(n, dist),
+        timeout_s=NODE_STEP_TIMEOUT_S,
+        what="installing Kafka",
+    ).values()
     configure(cluster, spec, dist)
     _save_state(
         cluster,
@@ -564,13 +565,22 @@ def start_cluster(
     )
     t1 = time.monotonic()
     if cluster.mode == "zk":
-        _parallel(cluster.nodes, start_zookeeper)
+        fan_out.on_nodes(
+            cluster.nodes, start_zookeeper, timeout_s=NODE_STEP_TIMEOUT_S, what="starting ZooKeeper"
+        ).values()
         wait_zookeeper(cluster, timeout_s)
     else:
         cid = kafka_cluster_id(cluster)
-        _parallel(cluster.nodes, lambda n: format_storage(n, cid, dist))
+        fan_out.on_nodes(
+            cluster.nodes,
+            lambda n: format_storage(n, cid, dist),
+            timeout_s=NODE_STEP_TIMEOUT_S,
+            what="formatting storage",
+        ).values()
     t2 = time.monotonic()
-    _parallel(cluster.nodes, start)
+    fan_out.on_nodes(
+        cluster.nodes, start, timeout_s=NODE_STEP_TIMEOUT_S, what="starting Kafka"
+    ).values()
     wait_healthy(cluster, timeout_s)
     log.info(
         "cluster %s up: install+configure %.1fs, %s %.1fs, brokers healthy %.1fs",
@@ -595,18 +605,14 @@ def stop_cluster(cluster: Cluster, timeout_s: float = CLUSTER_STOP_GRACE_S) -> l
     the controller quorum and their controlled shutdown waits forever.
     """
     problems: list[str] = []
-
-    def guarded(fn: Callable[[Node], object]) -> Callable[[Node], None]:
-        def run(node: Node) -> None:
-            try:
-                fn(node)
-            except HarnessError as e:
-                problems.append(str(e))
-
-        return run
-
     for service in (KAFKA, ZOOKEEPER) if cluster.mode == "zk" else (KAFKA,):
-        _parallel(cluster.nodes, guarded(lambda n, s=service: _stop(s, n, timeout_s, True)))
+        stopped = fan_out.on_nodes(
+            cluster.nodes,
+            lambda n, s=service: _stop(s, n, timeout_s, True),
+            timeout_s=NODE_STEP_TIMEOUT_S + timeout_s,
+            what=f"stopping {service.name}",
+        )
+        problems += [str(o.error) for o in stopped.failures()]  # best effort: on to the next
     for p in problems:
         log.warning("stop_cluster %s: %s", cluster.name, p)
     return problems
@@ -627,7 +633,9 @@ def recover_cluster(cluster: Cluster, timeout_s: float = HEALTHY_TIMEOUT_S) -> N
             else:
                 _start(service, node)
 
-    _parallel(cluster.nodes, revive)
+    fan_out.on_nodes(
+        cluster.nodes, revive, timeout_s=NODE_STEP_TIMEOUT_S, what="reviving processes"
+    ).values()
     if cluster.mode == "zk":
         wait_zookeeper(cluster, timeout_s)
     wait_healthy(cluster, timeout_s)
@@ -675,14 +683,19 @@ def controller_id(cluster: Cluster, timeout_s: float = 10.0) -> int | None:
 
     def quorum_state(node: Node) -> dict:
         path = node.path("data", "kafka", "__cluster_metadata-0", "quorum-state")
+        res = node.run(f"cat {quote(path)}", timeout=timeout_s, check=False)
         try:
-            res = node.run(f"cat {quote(path)}", timeout=timeout_s, check=False)
             return json.loads(res.stdout) if res.ok else {}
-        except (NodeUnreachable, json.JSONDecodeError):
+        except json.JSONDecodeError:
             return {}
 
+    # A voter that does not answer (its command is tried up to three times) names no leader.
+    read = fan_out.on_nodes(
+        cluster.nodes, quorum_state, timeout_s=3 * timeout_s, what="reading the quorum state"
+    )
     best: tuple[int, int] | None = None
-    for state in _parallel(cluster.nodes, quorum_state):
+    for outcome in read:
+        state = outcome.value or {}
         leader, epoch = state.get("leaderId", -1), state.get("leaderEpoch", -1)
         if leader is not None and leader >= 0 and (best is None or epoch > best[0]):
             best = (epoch, leader)

@@ -20,7 +20,6 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from shlex import quote
@@ -31,6 +30,7 @@ from confluent_kafka import Consumer, TopicPartition
 from harness import admin, host_dump, kafka_db
 from harness.cluster import Cluster
 from harness.errors import HarnessError
+from harness.fan_out import on_nodes
 from harness.log_copies import CHECKPOINT, copies_dir
 from harness.log_dump import (
     ReplicaLog,
@@ -51,6 +51,9 @@ RAW_DIR = "replicas"
 IN_SYNC_TIMEOUT_S = 60.0
 ADMIN_TIMEOUT_S = 10.0
 DUMP_TIMEOUT_S = 300.0
+# Backstop for one node's reads and dump (on the node, or fetched and dumped
+# here by ``host_dump``): each command is bounded, all of them well within it.
+NODE_DUMP_TIMEOUT_S = 1800.0
 
 
 @dataclass
@@ -81,8 +84,14 @@ def verify(
         states, waited = wait_in_sync(cluster, topic, IN_SYNC_TIMEOUT_S)
         result["in_sync_wait_s"] = waited
         high = high_watermarks(cluster.bootstrap_servers(), topic, [s.partition for s in states])
-        with ThreadPoolExecutor(max_workers=max(1, len(cluster.nodes))) as pool:
-            dumps = list(pool.map(lambda n: dump_node(cluster, n, topic, run_dir), cluster.nodes))
+        dumped = on_nodes(
+            cluster.nodes,
+            lambda n: dump_node(cluster, n, topic, run_dir),
+            timeout_s=NODE_DUMP_TIMEOUT_S,
+            what="dumping replicas",
+        )
+        # dump_node keeps its own errors: only a stuck node fails here, one unread dump.
+        dumps = [o.value or NodeDump(o.node, error=str(o.error)) for o in dumped]
         result["partitions"] = [_partition_result(cluster, topic, s, high, dumps) for s in states]
         result["truncations"] = [t for d in dumps for t in d.truncations]
         if anchor is not None:

@@ -1,4 +1,4 @@
-"""What a fault is, as data, and the few helpers every nemesis shares.
+"""What a fault is, as data, and the constants and error every nemesis shares.
 
 A fault is a plain record (``FaultOp``) so that a schedule can be generated,
 written to ``schedule.json``, read back and replayed without any code knowing
@@ -9,13 +9,10 @@ all of which act on nodes only through ``node.run`` with a timeout.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from harness.errors import ConfigError, HarnessError
-from harness.node import Node
 
 TARGET_MODES = ("random", "leader", "controller", "coordinator")
 
@@ -28,6 +25,10 @@ TARGET_MODES = ("random", "leader", "controller", "coordinator")
 REALISED_FIELDS = ("started_s", "applied_s", "healing_s", "ended_s", "error", "resolved")
 
 NEMESIS_COMMAND_TIMEOUT_S = 20.0
+# Backstop for one node's share of a fault's apply or heal (``fan_out.on_nodes``):
+# a few commands of NEMESIS_COMMAND_TIMEOUT_S, or a broker's clean stop with its
+# grace, end well within it; a node still busy after it fails that step.
+FAULT_STEP_TIMEOUT_S = 300.0
 
 # Params leader/controller targeting adds to any targetable fault.
 TARGETING_PARAMS = ("topic", "partition")
@@ -101,29 +102,3 @@ class FaultOp:
         # Its kind and params are checked against the registry of kinds
         # (``nemeses.registry.op_from_dict``): this module sits below them.
         return cls(**data)
-
-
-T = TypeVar("T")
-
-
-def on_nodes(nodes: Iterable[Node], fn: Callable[[Node], T]) -> dict[str, T]:
-    """Run ``fn`` on several nodes at once; a partition must hit all sides together.
-
-    Every node is attempted even if another fails; the first failure is
-    re-raised afterwards so that no side is silently skipped.
-    """
-    nodes = list(nodes)
-    if not nodes:
-        return {}
-    results: dict[str, T] = {}
-    errors: list[BaseException] = []
-    with ThreadPoolExecutor(max_workers=min(8, len(nodes))) as pool:
-        futures = {n.name: pool.submit(fn, n) for n in nodes}
-        for name, fut in futures.items():
-            try:
-                results[name] = fut.result()
-            except BaseException as e:  # noqa: BLE001 - collected and re-raised below
-                errors.append(e)
-    if errors:
-        raise errors[0]
-    return results

@@ -37,8 +37,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from harness.cluster import Cluster
+from harness.fan_out import on_nodes
 from harness.node import Node
-from nemeses.base import FaultOp, on_nodes
+from nemeses.base import FAULT_STEP_TIMEOUT_S, FaultOp
 
 if TYPE_CHECKING:
     from hypothesis.strategies import DrawFn
@@ -52,7 +53,7 @@ Params = dict[str, Any]
 
 class Model(Protocol):
     """The property tests' model cluster, as kinds change it
-    (``nemeses.strategies.ModelCluster`` is the one implementation).  Typed
+    (``testkit.strategies.ModelCluster`` is the one implementation).  Typed
     here, so that kinds need not import the strategies, which import every kind.
     """
 
@@ -213,10 +214,10 @@ class NodeFault(FaultKind):
     def heal_node(self, cluster: Cluster, node: Node, op: FaultOp) -> None: ...
 
     def apply(self, cluster: Cluster, op: FaultOp, nodes: list[Node], topic: str | None) -> None:
-        on_nodes(nodes, lambda n: self.apply_node(cluster, n, op))
+        _on_every_target(nodes, f"applying {op.f}", lambda n: self.apply_node(cluster, n, op))
 
     def heal(self, cluster: Cluster, op: FaultOp, nodes: list[Node]) -> dict[str, Any] | None:
-        on_nodes(nodes, lambda n: self.heal_node(cluster, n, op))
+        _on_every_target(nodes, f"healing {op.f}", lambda n: self.heal_node(cluster, n, op))
         return None
 
     def model_start(self, model: Model, op: FaultOp) -> None:
@@ -224,3 +225,8 @@ class NodeFault(FaultKind):
 
     def model_end(self, model: Model, op: FaultOp) -> None:
         model.unmark(op.targets, self.flag)
+
+
+def _on_every_target(nodes: list[Node], what: str, step: Callable[[Node], None]) -> None:
+    """``step`` on every target at once; each must succeed, or the error names each that did not."""
+    on_nodes(nodes, step, timeout_s=FAULT_STEP_TIMEOUT_S, what=what).values()

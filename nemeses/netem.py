@@ -12,8 +12,9 @@ from typing import Any
 
 from harness.cluster import Cluster
 from harness.errors import HarnessError
+from harness.fan_out import on_nodes
 from harness.node import Node
-from nemeses.base import NEMESIS_COMMAND_TIMEOUT_S, FaultOp, on_nodes
+from nemeses.base import FAULT_STEP_TIMEOUT_S, NEMESIS_COMMAND_TIMEOUT_S, FaultOp
 from nemeses.kinds import NodeFault, Sweep
 
 DEFAULT_DEVICE = "eth0"
@@ -98,7 +99,9 @@ class Netem(NodeFault):
     sweeps = (PACKET_SWEEP,)
 
     def check_cluster(self, cluster: Cluster) -> None:
-        on_nodes(cluster.nodes, check_available)  # refuse up front, never pretend
+        on_nodes(  # refuse up front, never pretend
+            cluster.nodes, check_available, timeout_s=FAULT_STEP_TIMEOUT_S, what="probing netem"
+        ).values()
 
     def apply_node(self, cluster: Cluster, node: Node, op: FaultOp) -> None:
         start(cluster, node, op.params)

@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 from harness.cluster import Cluster
 from harness.errors import ConfigError
+from harness.fan_out import on_nodes
 from harness.node import Node
-from nemeses.base import NEMESIS_COMMAND_TIMEOUT_S, FaultOp, NemesisError, on_nodes
+from nemeses.base import FAULT_STEP_TIMEOUT_S, NEMESIS_COMMAND_TIMEOUT_S, FaultOp, NemesisError
 from nemeses.kinds import Ctx, FaultKind, Model, Params, Sweep
 
 if TYPE_CHECKING:
@@ -286,7 +287,8 @@ def apply_grudge(cluster: Cluster, grudge: Grudge, rule_tag: str) -> None:
             timeout=NEMESIS_COMMAND_TIMEOUT_S,
         )
 
-    on_nodes([cluster.node(n) for n in involved(grudge)], install)
+    nodes = [cluster.node(n) for n in involved(grudge)]
+    on_nodes(nodes, install, timeout_s=FAULT_STEP_TIMEOUT_S, what="partitioning").values()
 
 
 def heal_node(node: Node, matches: Callable[[str], bool]) -> int:
@@ -313,7 +315,13 @@ def heal(
 ) -> int:
     """Remove matching rules from the given nodes (default: all); returns the count."""
     targets = cluster.nodes if nodes is None else [cluster.node(n) for n in nodes]
-    return sum(on_nodes(targets, lambda n: heal_node(n, matches)).values())
+    healed = on_nodes(
+        targets,
+        lambda n: heal_node(n, matches),
+        timeout_s=FAULT_STEP_TIMEOUT_S,
+        what="removing partition rules",
+    )
+    return sum(healed.values())
 
 
 # --- the kinds ------------------------------------------------------------------------

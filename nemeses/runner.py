@@ -20,10 +20,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from harness.cluster import Cluster
+from harness.fan_out import on_nodes
 from harness.node import Node
 from harness.spec import TestSpec
 from nemeses import partition, registry, targeting
-from nemeses.base import FaultOp, NemesisError, on_nodes
+from nemeses.base import FAULT_STEP_TIMEOUT_S, FaultOp, NemesisError
 from nemeses.kinds import FaultKind
 from nemeses.schedule import Schedule, for_spec, steps
 from workloads.history import NEMESIS, HistoryWriter
@@ -80,8 +81,13 @@ class NemesisRunner:
             # controller over SSH every second and may hold one when a fault
             # comes.  Best effort: a node unreachable now fails its own fault.
             try:
-                on_nodes(cluster.nodes, lambda n: (n.warm(2), partition.harness_address(n)))
-            except Exception as e:
+                on_nodes(
+                    cluster.nodes,
+                    lambda n: (n.warm(2), partition.harness_address(n)),
+                    timeout_s=FAULT_STEP_TIMEOUT_S,
+                    what="connecting",
+                ).values()
+            except Exception as e:  # paramiko's own errors too: opening is not wrapped
                 log.warning("nemesis: could not reach every node before the run: %s", e)
         self.schedule.save(self.path)
 
@@ -295,8 +301,10 @@ def heal_cluster(
     fails; a failed step is tried again until ``deadline_s``, and what still
     fails is raised together at the end so none goes unnoticed.
     """
-    deadline_s *= cluster.time_scale  # slow guests (VMs under emulation) take longer
     sweeps = registry.sweeps()
+    # Each sweep is retried until its deadline, plus the try under way then.
+    backstop_s = len(sweeps) * (deadline_s + FAULT_STEP_TIMEOUT_S)
+    deadline_s *= cluster.time_scale  # slow guests (VMs under emulation) take longer
 
     def heal_node(node: Node) -> tuple[list[str], list[str]]:
         done: list[str] = []
@@ -312,8 +320,9 @@ def heal_cluster(
                 done.append(f"{node.name}: {sweep.done.format(result)}")
         return done, errors
 
-    outcomes = on_nodes(cluster.nodes, heal_node).values()
-    errors = [e for _, errs in outcomes for e in errs]
+    healed = on_nodes(cluster.nodes, heal_node, timeout_s=backstop_s, what="healing")
+    outcomes = [o.value for o in healed if o.value is not None]
+    errors = [str(o.error) for o in healed.failures()] + [e for _, es in outcomes for e in es]
     if errors:
         raise NemesisError("heal incomplete: " + "; ".join(errors))
     done = [d for ds, _ in outcomes for d in ds]

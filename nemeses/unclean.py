@@ -31,10 +31,11 @@ from typing import Any
 
 from harness.cluster import BROKER_PORT, Cluster
 from harness.errors import HarnessError
+from harness.fan_out import on_nodes
 from harness.log_copies import copy_before_rejoin
 from harness.node import Node
 from nemeses import partition, process
-from nemeses.base import NEMESIS_COMMAND_TIMEOUT_S, FaultOp, on_nodes
+from nemeses.base import FAULT_STEP_TIMEOUT_S, NEMESIS_COMMAND_TIMEOUT_S, FaultOp
 from nemeses.kinds import Ctx, FaultKind, Model, Params
 
 log = logging.getLogger(__name__)
@@ -109,7 +110,12 @@ def _keep_log_copy(leader: Node, topic: str, fault_id: int, details: dict[str, A
 def heal(cluster: Cluster, op: FaultOp) -> dict[str, Any]:
     """Remove the fetch block and restart the killed leader."""
     removed = partition.heal(cluster, partition.tag_matcher(cluster.name, op.id))
-    on_nodes([cluster.node(t) for t in op.targets], lambda n: process.ensure_running(cluster, n))
+    on_nodes(
+        [cluster.node(t) for t in op.targets],
+        lambda n: process.ensure_running(cluster, n),
+        timeout_s=FAULT_STEP_TIMEOUT_S,
+        what="restarting the killed leader",
+    ).values()
     return {"rules_removed": removed}
 
 

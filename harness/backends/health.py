@@ -7,16 +7,18 @@ partitioned node still reports truthfully; remote nodes are asked over SSH.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.backends.procs import owned, read_pid
 from harness.cluster import Cluster
-from harness.errors import HarnessError
+from harness.fan_out import on_nodes
 from harness.node import Node, quote
 
 PROBE_TIMEOUT_S = 5.0
+# Beyond a probe's own timeout: connecting (and reconnecting) time; a node
+# still silent after it is down.
+PROBE_CONNECT_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -27,18 +29,17 @@ class ProcessState:
 
 
 def probe_nodes(cluster: Cluster, timeout: float = PROBE_TIMEOUT_S) -> dict[str, bool]:
-    """Node name -> answers ``true`` over SSH within ``timeout``; probed in parallel."""
+    """Node name -> answers ``true`` over SSH within ``timeout``; probed in parallel.
 
-    def probe(node: Node) -> bool:
-        try:
-            node.run("true", timeout=timeout)
-            return True
-        except HarnessError:
-            return False
-
-    with ThreadPoolExecutor(max_workers=max(1, len(cluster.nodes))) as pool:
-        answers = pool.map(probe, cluster.nodes)
-        return dict(zip([n.name for n in cluster.nodes], answers, strict=True))
+    A node whose probe fails, or has not ended in time, is down: never an error.
+    """
+    probed = on_nodes(
+        cluster.nodes,
+        lambda n: n.run("true", timeout=timeout),
+        timeout_s=timeout + PROBE_CONNECT_S,
+        what="probing SSH",
+    )
+    return {o.node.name: o.ok for o in probed}
 
 
 def node_processes(

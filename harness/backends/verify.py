@@ -8,21 +8,16 @@ quorum), and has the tools the Kafka layer and the nemeses rely on.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 
 from harness.cluster import Cluster
 from harness.errors import HarnessError, NodeUnreachable
+from harness.fan_out import on_nodes
 from harness.node import Node, quote
 
 REQUIRED_TOOLS = ("java", "iptables", "bash")
-
-
-def on_each_node(cluster: Cluster, fn: Callable[[Node], None]) -> None:
-    """Run ``fn`` on all nodes in parallel (SSH round trips dominate); re-raise the first error."""
-    with ThreadPoolExecutor(max_workers=max(1, len(cluster.nodes))) as pool:
-        for future in [pool.submit(fn, n) for n in cluster.nodes]:
-            future.result()
+# Backstop for one node's check: its commands (15 s; the mesh probe 10 s and
+# 6 s a peer), tried up to three times on fresh connections, end within it.
+CHECK_TIMEOUT_S = 180.0
 
 
 def wait_reachable(cluster: Cluster, timeout_s: float) -> None:
@@ -39,7 +34,9 @@ def wait_reachable(cluster: Cluster, timeout_s: float) -> None:
                     raise
                 time.sleep(0.3)
 
-    on_each_node(cluster, wait)
+    on_nodes(
+        cluster.nodes, wait, timeout_s=timeout_s + CHECK_TIMEOUT_S, what="waiting for SSH"
+    ).values()
 
 
 def mesh_probe(addresses: list[str], port: int) -> str:
@@ -66,7 +63,12 @@ def check_mesh(cluster: Cluster, port: int = 22) -> None:
                 "and br_netfilter)"
             )
 
-    on_each_node(cluster, probe)
+    on_nodes(
+        cluster.nodes,
+        probe,
+        timeout_s=CHECK_TIMEOUT_S + 3 * 6 * len(cluster.nodes),
+        what="checking the mesh",
+    ).values()
 
 
 def check_tools(cluster: Cluster, tools: tuple[str, ...] = REQUIRED_TOOLS) -> None:
@@ -81,7 +83,7 @@ def check_tools(cluster: Cluster, tools: tuple[str, ...] = REQUIRED_TOOLS) -> No
                 "install openjdk-17-jre-headless, iptables and bash there"
             )
 
-    on_each_node(cluster, probe)
+    on_nodes(cluster.nodes, probe, timeout_s=CHECK_TIMEOUT_S, what="checking tools").values()
 
 
 def prepare_root_dirs(cluster: Cluster) -> None:
@@ -91,4 +93,6 @@ def prepare_root_dirs(cluster: Cluster) -> None:
         dirs = " ".join(quote(node.path(d)) for d in ("run", "data", "logs", "config"))
         node.run(f"mkdir -p {dirs}", timeout=15)
 
-    on_each_node(cluster, prepare)
+    on_nodes(
+        cluster.nodes, prepare, timeout_s=CHECK_TIMEOUT_S, what="creating directories"
+    ).values()
