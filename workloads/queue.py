@@ -1,31 +1,22 @@
 """The queue workload: producers, consumer groups, consumer failover, final drain.
 
-This is the API the run orchestration calls (start / stop / final_drain).  It
-only wires the pieces together: sends in workloads.producer, polls and
-commits in workloads.consumer (or share-group members in
-workloads.share_consumer, ``consumer.mode: share``), the drain in
-workloads.drain, leader/ISR samples in workloads.sampler and the display in
-workloads.progress.
+Only what is the queue's own is here: its clients (sends in
+workloads.producer, polls and commits in workloads.consumer, or share-group
+members in workloads.share_consumer, ``consumer.mode: share``) and its
+summary.  Start, crash schedule, stop, progress display and the final drain
+are workloads.lifecycle's, the same for every workload.
 """
 
 from __future__ import annotations
 
-import logging
 import random
-import threading
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 from harness.errors import ConfigError
-from harness.spec import TestSpec
 from workloads.consumer import CLOSE_TIMEOUT_S, COMMIT_TIMEOUT_S, ConsumerWorker, group_name
-from workloads.drain import DrainResult, final_drain
-from workloads.history import HistoryWriter
-from workloads.producer import ProducerWorker, producer_config, split_rate
-from workloads.progress import ProgressDisplay, RateMeter, Snapshot
-from workloads.sampler import CLUSTER_STATE, ClusterSampler, Probe, admin_probe
+from workloads.drain import DrainResult
+from workloads.lifecycle import Lifecycle, Progress, per_second, rate_verdict
+from workloads.producer import ProducerWorker
 from workloads.share_consumer import (
     AckPolicy,
     GroupProgress,
@@ -34,13 +25,6 @@ from workloads.share_consumer import (
     share_drain,
     share_group_name,
 )
-from workloads.values import Counter
-
-log = logging.getLogger(__name__)
-
-# An interrupted run's flush of in-flight sends (see ``stop``).
-HURRIED_FLUSH_S = 3.0
-RATE_TOLERANCE = 0.10  # achieved below (1 - this) x target is a reported shortfall
 
 
 @dataclass
@@ -73,69 +57,29 @@ class WorkloadSummary:
             f"{self.rate_message}"
         )
 
-
-def rate_verdict(target: float, achieved: float) -> tuple[bool, str]:
-    """Shortfall flag and a message that states the numbers either way."""
-    if target <= 0:
-        return False, f"achieved {achieved:.0f} sends/s (no target: unlimited)"
-    ratio = achieved / target
-    if ratio < 1 - RATE_TOLERANCE:
-        return True, (
-            f"RATE SHORTFALL: achieved {achieved:.0f} sends/s, {ratio:.0%} of the "
-            f"{target:.0f}/s target"
-        )
-    return False, f"achieved {achieved:.0f} sends/s ({ratio:.0%} of the {target:.0f}/s target)"
+    def progress(self) -> Progress:
+        return Progress(
+            self.sends_invoked, self.sends_ok, self.sends_fail, self.sends_info,
+            self.polls, self.records_read, self.consumer_crashes, self.target_rate,
+        )  # fmt: skip
 
 
-class QueueWorkload:
-    def __init__(
-        self,
-        spec: TestSpec,
-        bootstrap: str,
-        history: HistoryWriter,
-        run_dir: Path,
-        fault_status: Callable[[], str] | None = None,
-        *,
-        probe: Probe | None = None,
-        sample_interval_s: float = 1.0,
-        live: bool | None = None,
-    ) -> None:
-        producer_config(spec.producer, bootstrap, "validate")  # ConfigError early, not in a thread
-        if spec.consumer.groups < 0 or spec.consumer.workers_per_group < 1:
+class QueueWorkload(Lifecycle[WorkloadSummary]):
+    """Paced producers and consumer-group (or share-group) members of the run's topic."""
+
+    producers: list[ProducerWorker]
+    consumers: list[ConsumerWorker | ShareWorker]
+
+    def build_clients(self) -> None:
+        c = self.spec.consumer
+        self.producers = self.plain_producers()
+        if c.groups < 0 or c.workers_per_group < 1:
             raise ConfigError(
                 "consumer.groups must be >= 0 and consumer.workers_per_group >= 1, got "
-                f"{spec.consumer.groups} and {spec.consumer.workers_per_group}"
+                f"{c.groups} and {c.workers_per_group}"
             )
-        self.spec = spec
-        self.bootstrap = bootstrap
-        self.history = history
-        self.run_dir = Path(run_dir)
-        self.fault_status = fault_status or (lambda: "none")
-        self.processes = Counter()
-        self.values = Counter()
-        self._stop_producers = threading.Event()
-        self._stop_consumers = threading.Event()
-        self._stop_crasher = threading.Event()
-        flush_s = spec.producer.delivery_timeout_ms / 1000 + 2
-        self.producers = [
-            ProducerWorker(
-                spec, bootstrap, history, self.processes, self.values, rate,
-                self._stop_producers, flush_s,
-            )
-            for rate in split_rate(spec.producer.rate, spec.producer.workers)
-        ]  # fmt: skip
         self.consumers = self._consumers()
-        self.sampler = ClusterSampler(
-            probe or admin_probe(bootstrap, spec.topic.name),
-            self.run_dir / CLUSTER_STATE,
-            history.elapsed_ns,
-            sample_interval_s,
-        )
-        self._meter = RateMeter()
-        self.display = ProgressDisplay(self._snapshot, live=live)
-        self._crasher = threading.Thread(target=self._crash_loop, name="crasher", daemon=True)
-        self._started = 0.0
-        self._send_duration = 0.0
+        self.senders, self.slots = self.producers, self.consumers
 
     @property
     def share(self) -> bool:
@@ -148,7 +92,7 @@ class QueueWorkload:
             return [
                 ConsumerWorker(
                     self.spec, self.bootstrap, self.history, self.processes,
-                    group_name(self.spec, k), slot, self._stop_consumers,
+                    group_name(self.spec, k), slot, self.stop_slots,
                 )
                 for k in range(c.groups)
                 for slot in range(c.workers_per_group)
@@ -158,7 +102,7 @@ class QueueWorkload:
         return [
             ShareWorker(
                 self.spec, self.bootstrap, self.history, self.processes,
-                share_group_name(self.spec, k), self._stop_consumers, progress,
+                share_group_name(self.spec, k), self.stop_slots, progress,
                 AckPolicy(
                     c.share_release_probability, c.share_reject_probability,
                     random.Random(rng.random()),
@@ -171,54 +115,17 @@ class QueueWorkload:
     def _share_groups(self) -> list[str]:
         return [share_group_name(self.spec, k) for k in range(self.spec.consumer.groups)]
 
-    def start(self) -> None:
-        """Start consumers first (so they are in their groups), then producers."""
-        self._started = time.monotonic()
+    def prepare(self) -> None:
+        """Share groups get their settings before any member joins."""
         if self.share:
             from harness import admin
 
             for group in self._share_groups():
                 admin.set_group_config(self.bootstrap, group, group_settings(self.spec))
-        self.sampler.start()
-        for c in self.consumers:
-            c.start()
-        for p in self.producers:
-            p.start()
-        if self.spec.consumer.crash_interval_s and self.consumers:
-            self._crasher.start()
-        self.display.start()
 
-    def stop(self, hurry: bool = False) -> WorkloadSummary:
-        """Stop producers (bounded flush), then consumers (clean close), then the sampler.
-
-        ``hurry`` (an interrupted run) gives in-flight sends only a short
-        flush: their outcome stays unknown in the history, which is honest,
-        and the run can heal and exit within its 30 s.
-        """
-        stuck: list[str] = []
-        if hurry:
-            for p in self.producers:
-                p.flush_timeout_s = min(p.flush_timeout_s, HURRIED_FLUSH_S)
-        self._stop_crasher.set()
-        self._stop_producers.set()
-        self._send_duration = time.monotonic() - self._started
-        flush_s = max(p.flush_timeout_s for p in self.producers) if self.producers else 0.0
-        deadline = time.monotonic() + flush_s + 5
-        for p in self.producers:
-            if not p.join(max(0.1, deadline - time.monotonic())):
-                stuck.append(f"producer {p.process}")
-        self._stop_consumers.set()
-        deadline = time.monotonic() + COMMIT_TIMEOUT_S + CLOSE_TIMEOUT_S + 2
-        for c in self.consumers:
-            if not c.join(max(0.1, deadline - time.monotonic())):
-                stuck.append(f"consumer {c.process}")
-        if self._crasher.is_alive():
-            self._crasher.join(2.0)
-        self.sampler.stop()
-        self.display.stop()
-        summary = self.summary(stuck)
-        (log.warning if summary.rate_shortfall else log.info)("workload: %s", summary)
-        return summary
+    def slot_bound(self, hurry: bool) -> float:
+        """A consumer's last commit and its clean close, each bounded."""
+        return COMMIT_TIMEOUT_S + CLOSE_TIMEOUT_S + 2
 
     def final_drain(self, timeout_s: float) -> DrainResult:
         """Read every partition from the beginning to its high watermark (fresh consumer).
@@ -231,37 +138,16 @@ class QueueWorkload:
                 self.spec, self.bootstrap, self.history, self.processes,
                 self._share_groups(), timeout_s,
             ):  # fmt: skip
-                (log.info if r.complete else log.warning)("%s", r)
-        result = final_drain(
-            self.bootstrap,
-            self.spec.topic.name,
-            self.spec.topic.partitions,
-            self.history,
-            self.processes.next(),
-            timeout_s,
-        )
-        (log.info if result.complete else log.warning)("%s", result)
-        return result
-
-    # -- consumer failover ----------------------------------------------
-
-    def _crash_loop(self) -> None:
-        """Crash one consumer every crash_interval_s, chosen by the seeded RNG."""
-        rng = random.Random(self.spec.seed)
-        interval = float(self.spec.consumer.crash_interval_s or 0)
-        while not self._stop_crasher.wait(interval):
-            victim = rng.choice(self.consumers)
-            victim.request_crash(f"consumer failover: scheduled crash every {interval:g}s")
-
-    # -- figures ---------------------------------------------------------
+                (self.log.info if r.complete else self.log.warning)("%s", r)
+        return self.drain_topics(timeout_s)[0]
 
     def summary(self, stuck: list[str] | None = None) -> WorkloadSummary:
         ps = [p.stats for p in self.producers]
         cs = [c.stats for c in self.consumers]
-        duration = self._send_duration or (time.monotonic() - self._started)
+        duration = self.duration_s()
         invoked = sum(s.invoked for s in ps)
         ok = sum(s.ok for s in ps)
-        achieved = invoked / duration if duration > 0 else 0.0
+        achieved = per_second(invoked, duration)
         shortfall, message = rate_verdict(self.spec.producer.rate, achieved)
         return WorkloadSummary(
             duration_s=duration,
@@ -279,28 +165,8 @@ class QueueWorkload:
             producer_crashes=sum(s.crashes for s in ps),
             target_rate=self.spec.producer.rate,
             achieved_rate=achieved,
-            acked_rate=ok / duration if duration > 0 else 0.0,
+            acked_rate=per_second(ok, duration),
             rate_shortfall=shortfall,
             rate_message=message,
             workers_stuck=stuck or [],
-        )
-
-    def _snapshot(self) -> Snapshot:
-        s = self.summary()
-        try:
-            fault = self.fault_status() or "none"
-        except Exception as e:  # the display must not depend on the nemesis being healthy
-            fault = f"? ({type(e).__name__})"
-        return Snapshot(
-            elapsed_s=time.monotonic() - self._started,
-            sends=s.sends_invoked,
-            ok=s.sends_ok,
-            fail=s.sends_fail,
-            info=s.sends_info,
-            polls=s.polls,
-            records=s.records_read,
-            crashes=s.consumer_crashes,
-            target_rate=s.target_rate,
-            rate=self._meter.rate(s.sends_invoked),
-            fault=fault,
         )

@@ -19,20 +19,16 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 from confluent_kafka import KafkaError, KafkaException
 
 from harness import admin
 from harness.spec import TestSpec, replace
-from workloads.drain import DrainResult, final_drain
+from workloads.drain import DrainResult
 from workloads.history import HistoryWriter
-from workloads.producer import Pacer, ProducerWorker, producer_config, split_rate
-from workloads.progress import ProgressDisplay, RateMeter, Snapshot
-from workloads.queue import rate_verdict
-from workloads.sampler import CLUSTER_STATE, ClusterSampler, Probe, admin_probe
+from workloads.lifecycle import Lifecycle, Progress, per_second, rate_verdict
+from workloads.producer import Pacer, ProducerWorker, split_rate
 from workloads.txn_client import CTP, Teardown, TxnClient, TxnStats, output_topic, validate
 from workloads.values import Counter
 from workloads.worker import RESTART_PAUSE_S, Slot
@@ -144,137 +140,63 @@ class TxnSummary:
             f"{self.seeks} rewinds; {self.crashes} client crashes; {self.rate_message}"
         )
 
+    def progress(self) -> Progress:
+        done = self.txns_ok + self.txns_fail + self.txns_info
+        return Progress(
+            done, self.txns_ok, self.txns_fail, self.txns_info,
+            self.polls, self.records_read, self.crashes, self.target_rate,
+        )  # fmt: skip
 
-class TxnWorkload:
-    """The ``registry.Workload`` protocol for transactions."""
+
+class TxnWorkload(Lifecycle[TxnSummary]):
+    """Transactional processes; in ctp mode also the plain producers of their input."""
 
     check_config = staticmethod(validate)
+    unit = "txns"
+    slot_kind = "txn process"
+    failover = "client failover"
+    ctp: bool  # consume-transform-produce: plain producers fill the input
+    workers: list[TxnWorker]
+    input_producers: list[ProducerWorker]
 
-    def __init__(
-        self,
-        spec: TestSpec,
-        bootstrap: str,
-        history: HistoryWriter,
-        run_dir: Path,
-        fault_status: Callable[[], str] | None = None,
-        *,
-        probe: Probe | None = None,
-        live: bool | None = None,
-    ) -> None:
-        validate(spec)
-        self.spec = spec
-        self.bootstrap = bootstrap
-        self.history = history
-        self.fault_status = fault_status or (lambda: "none")
-        self.processes = Counter()
-        self.values = Counter()
-        self._stop = threading.Event()
-        self._stop_input = threading.Event()
-        self._stop_crasher = threading.Event()
-        self.ctp = spec.txn.mode == CTP
+    def build_clients(self) -> None:
+        validate(self.spec)
+        self.ctp = self.spec.txn.mode == CTP
         self.workers = [
-            TxnWorker(spec, bootstrap, history, self.processes, self.values, slot, rate, self._stop)
-            for slot, rate in enumerate(split_rate(spec.txn.rate, spec.txn.processes))
-        ]
-        self.input_producers: list[ProducerWorker] = []
-        if self.ctp:
-            producer_config(spec.producer, bootstrap, "validate")
-            flush_s = spec.producer.delivery_timeout_ms / 1000 + 2
-            self.input_producers = [
-                ProducerWorker(
-                    spec, bootstrap, history, self.processes, self.values, rate,
-                    self._stop_input, flush_s,
-                )
-                for rate in split_rate(spec.producer.rate, spec.producer.workers)
-            ]  # fmt: skip
-        self.sampler = ClusterSampler(
-            probe or admin_probe(bootstrap, spec.topic.name),
-            Path(run_dir) / CLUSTER_STATE,
-            history.elapsed_ns,
-            1.0,
-        )
-        self._meter = RateMeter()
-        self.display = ProgressDisplay(self._snapshot, live=live)
-        self._crasher = threading.Thread(target=self._crash_loop, name="crasher", daemon=True)
-        self._started = 0.0
-        self._duration = 0.0
+            TxnWorker(
+                self.spec, self.bootstrap, self.history, self.processes, self.values,
+                slot, rate, self.stop_slots,
+            )
+            for slot, rate in enumerate(split_rate(self.spec.txn.rate, self.spec.txn.processes))
+        ]  # fmt: skip
+        self.input_producers = self.plain_producers() if self.ctp else []
+        self.senders, self.slots = self.input_producers, self.workers
 
     def topics(self) -> list[str]:
-        """Every topic this workload writes: the final drain reads them all."""
-        return [self.spec.topic.name, output_topic(self.spec.topic.name)] if self.ctp else [
-            self.spec.topic.name
-        ]  # fmt: skip
+        """The run's topic and, in ctp mode, the output topic the processes copy it to."""
+        name = self.spec.topic.name
+        return [name, output_topic(name)] if self.ctp else [name]
 
-    def start(self) -> None:
+    def prepare(self) -> None:
+        """The output topic exists before any process writes to it."""
         if self.ctp:
             out = replace(self.spec.topic, name=output_topic(self.spec.topic.name))
             admin.create_topic(self.bootstrap, out, timeout_s=60)
-        self._started = time.monotonic()
-        self.sampler.start()
-        for w in self.workers:
-            w.start()
-        for p in self.input_producers:
-            p.start()
-        if self.spec.consumer.crash_interval_s:
-            self._crasher.start()
-        self.display.start()
 
-    def stop(self, hurry: bool = False) -> TxnSummary:
-        """Stop the input producers, then let each process finish its transaction (bounded)."""
-        stuck: list[str] = []
-        self._stop_crasher.set()
-        self._stop_input.set()
-        self._duration = time.monotonic() - self._started
-        for p in self.input_producers:
-            if hurry:
-                p.flush_timeout_s = min(p.flush_timeout_s, 3.0)
-            if not p.join(p.flush_timeout_s + 5):
-                stuck.append(f"producer {p.process}")
-        self._stop.set()
-        # A transaction in flight ends within its calls' bounds: a few of them.
-        bound = 2.0 if hurry else 4 * (self.spec.txn.client_timeout_s + 5)
-        deadline = time.monotonic() + bound
-        for w in self.workers:
-            if not w.join(max(0.1, deadline - time.monotonic())):
-                stuck.append(f"txn process {w.process}")
-        if self._crasher.is_alive():
-            self._crasher.join(2.0)
-        self.sampler.stop()
-        self.display.stop()
-        summary = self.summary(stuck)
-        (log.warning if summary.rate_shortfall else log.info)("workload: %s", summary)
-        return summary
+    def slot_bound(self, hurry: bool) -> float:
+        """A transaction in flight ends within its calls' bounds: a few of them."""
+        return 2.0 if hurry else 4 * (self.spec.txn.client_timeout_s + 5)
 
     def final_drain(self, timeout_s: float) -> list[DrainResult]:
         """Read every topic the workload wrote, read_committed, up to its high watermarks."""
-        results = []
-        deadline = time.monotonic() + timeout_s
-        for topic in self.topics():
-            result = final_drain(
-                self.bootstrap,
-                topic,
-                self.spec.topic.partitions,
-                self.history,
-                self.processes.next(),
-                max(1.0, deadline - time.monotonic()),
-            )
-            (log.info if result.complete else log.warning)("%s: %s", topic, result)
-            results.append(result)
-        return results
-
-    def _crash_loop(self) -> None:
-        rng = random.Random(self.spec.seed)
-        interval = float(self.spec.consumer.crash_interval_s or 0)
-        while not self._stop_crasher.wait(interval):
-            victim = rng.choice(self.workers)
-            victim.request_crash(f"client failover: scheduled crash every {interval:g}s")
+        return self.drain_topics(timeout_s)
 
     def summary(self, stuck: list[str] | None = None) -> TxnSummary:
         s = [w.stats for w in self.workers]
-        duration = self._duration or (time.monotonic() - self._started)
+        duration = self.duration_s()
         done = sum(x.ok + x.fail + x.info for x in s)
-        achieved = done / duration if duration > 0 else 0.0
-        shortfall, message = rate_verdict(self.spec.txn.rate, achieved)
+        achieved = per_second(done, duration)
+        shortfall, message = rate_verdict(self.spec.txn.rate, achieved, self.unit)
         return TxnSummary(
             duration_s=duration,
             txns_ok=sum(x.ok for x in s),
@@ -290,28 +212,6 @@ class TxnWorkload:
             target_rate=self.spec.txn.rate,
             achieved_rate=achieved,
             rate_shortfall=shortfall,
-            rate_message=message.replace("sends/s", "txns/s"),
+            rate_message=message,
             workers_stuck=stuck or [],
-        )
-
-    def _snapshot(self) -> Snapshot:
-        s = self.summary()
-        try:
-            fault = self.fault_status() or "none"
-        except Exception as e:  # the display must not depend on the nemesis being healthy
-            fault = f"? ({type(e).__name__})"
-        done = s.txns_ok + s.txns_fail + s.txns_info
-        return Snapshot(
-            elapsed_s=time.monotonic() - self._started,
-            sends=done,
-            ok=s.txns_ok,
-            fail=s.txns_fail,
-            info=s.txns_info,
-            polls=s.polls,
-            records=s.records_read,
-            crashes=s.crashes,
-            target_rate=s.target_rate,
-            rate=self._meter.rate(done),
-            fault=fault,
-            unit="txns",
         )

@@ -17,8 +17,8 @@ from workloads.consumer import (
     group_name,
     next_offsets,
 )
+from workloads.lifecycle import rate_verdict
 from workloads.producer import producer_config, single_attempt
-from workloads.queue import rate_verdict
 from workloads.sampler import ClusterSampler, at_most_every, partition_row
 
 
