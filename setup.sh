@@ -52,8 +52,8 @@ if ! kafka-chaos elle fetch; then
 fi
 
 # Archive the JVM classes a check loads, once, so every later check's JVM
-# starts faster (checkers/class_archive_build.py; kept per Spark version).
-python3 -m checkers.class_archive_build >/dev/null
+# starts faster (testkit/class_archive_build.py; kept per Spark version).
+python3 -m testkit.class_archive_build >/dev/null
 
 if [ "$with_vagrant" -eq 1 ]; then
   # libvirtd is started here when no init system did it (containers, CI).

@@ -34,7 +34,8 @@ if [ -d ../shared/maven ]; then
 fi
 ./setup.sh "${setup_args[@]}" || exit 1
 ruff check . || exit 1
-python3 -m pytest -p no:cacheprovider --timeout=900 "$@" "${suite[@]}"
+# --durations: every run, CI included, shows where its time went.
+python3 -m pytest -p no:cacheprovider --timeout=900 --durations=30 "$@" "${suite[@]}"
 rc=$?
 # Never leave a cluster behind, whatever happened: this removes EVERY
 # kafka-chaos cluster on the machine, not only the tests' own.  The fast

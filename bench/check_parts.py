@@ -21,11 +21,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from checkers import group_checks, loss_checks, poll_checks, send_checks, tables, txn_checks
+from checkers import (
+    catalog,
+    group_checks,
+    loss_checks,
+    poll_checks,
+    send_checks,
+    tables,
+    txn_checks,
+)
+from checkers.check import Context
 from checkers.load import expected_ops, read_rows, rows_dir
-from checkers.results import is_ctp, is_txn
 from checkers.session import get_spark
-from checkers.tables import Tables, read_committed
+from checkers.spec_view import CheckedSpec
+from checkers.tables import Tables
 
 _MODULES = (send_checks, poll_checks, group_checks, txn_checks, loss_checks)
 
@@ -60,28 +69,21 @@ def main() -> int:
     t0 = time.monotonic()
     rows = timed("rows table (Parquet cache)", lambda: rows_dir(args.history))
     spark = timed("Spark session", lambda: get_spark(None, expected_ops(args.history)))
-    t = Tables(read_rows(spark, rows), read_committed=read_committed(config))
+    spec = CheckedSpec.of(config)
+    t = Tables(read_rows(spark, rows), read_committed=spec.read_committed)
     print("shared tables:", flush=True)
     for name in ("control", "commits", "polls", "per_value", "per_position", "partitions",
                  "members", "member_ops", "meta"):  # fmt: skip
         timed(name, lambda name=name: getattr(t, name).count())
     print("checks (rows found):", flush=True)
-    pairs = timed("suspicious pairs", lambda: poll_checks.suspicious_pairs(t))
-    checker = config.get("checker", {})
-    frames = send_checks.send_checks(t, pairs) + poll_checks.poll_checks(t, pairs)
-    frames += group_checks.group_checks(
-        t,
-        float(checker.get("ownership_grace_s", 10.0)),
-        float(checker.get("unowned_threshold_s", 30.0)),
-    )
-    if is_txn(config):
-        frames += txn_checks.txn_checks(t, is_ctp(config))
-    frames.append(loss_checks.acked_lost(loss_checks.missing(t)))
+    timed("suspicious pairs", lambda: poll_checks.suspicious_pairs(t).count())
+    ctx = Context(spark, t, spec, examples=10)
+    frames = [f for family in catalog.families_for(spec) for f in family.frames(ctx)]
     for frame in frames:
         n = [0]
         timed(getattr(frame, "kc_check", "?"), lambda f=frame, n=n: n.__setitem__(0, f.count()))
         print(f"             {n[0]} found", flush=True)
-    if is_txn(config):
+    if any(f.name == "cycles" for f in catalog.families_for(spec)):
         from checkers import txn_graph
 
         print("cycle search graph:", flush=True)

@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pyspark
 
-from checkers.synthetic import generate
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # testkit is not installed
+from testkit.synthetic import generate  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 

@@ -1,4 +1,4 @@
-"""Write a synthetic history of N operations (checkers/synthetic.py) for checker benchmarks.
+"""Write a synthetic history of N operations (testkit/synthetic.py) for checker benchmarks.
 
 python bench/gen_history.py 1000000 /tmp/h1e6.jsonl
 """
@@ -6,10 +6,12 @@ python bench/gen_history.py 1000000 /tmp/h1e6.jsonl
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
-from checkers.synthetic import generate
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # testkit is not installed
+from testkit.synthetic import generate  # noqa: E402
 
 
 def main() -> None:

@@ -5,7 +5,7 @@ transactional and cycle checks, side by side.
     python bench/txn_check_scale.py [--sizes 1e5 1e6 1e7] [--mode mixed|ctp] [--inject 5]
                                     [--dir /tmp/kc-txn-bench]
 
-Histories come from ``checkers.synthetic_txn.write`` (a model of Kafka's
+Histories come from ``testkit.synthetic_txn.write`` (a model of Kafka's
 transactional log; valid), generated once and reused.  Each check runs in a
 fresh process (JVM start included) from the Parquet cache, so the figures
 are the checks' own cost; the first, conversion included, is printed too.
@@ -35,8 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the checkers,
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from check_scale import timed_check  # noqa: E402
 
-from checkers.reference_txn import completions  # noqa: E402
-from checkers.synthetic_txn import Shape, config, write  # noqa: E402
+from testkit.reference_txn import completions  # noqa: E402
+from testkit.synthetic_txn import Shape, config, write  # noqa: E402
 
 
 def inject_cycles(history: Path, n: int, seed: int = 1) -> list[tuple[int, int]]:

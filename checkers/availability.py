@@ -22,7 +22,10 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from checkers import fault_plan
+from checkers.check import Check, Context, Findings
+from checkers.collect import Found
 from checkers.op_codes import ACK, FAIL, INFO, INVOKE, READ
+from checkers.spec_view import CheckedSpec
 from checkers.tables import Tables, is_read, is_send, local_table, op_is
 
 NS = 10**9
@@ -259,3 +262,46 @@ def availability_check(stats: dict[str, Any]) -> list[dict[str, Any]]:
         for f in stats["faults"]
         if f["rate_during"] is not None and f["rate_during"] < threshold
     ]
+
+
+def stats(ctx: Context) -> dict[int, dict[str, Any]]:
+    """``availability`` of every history, once per analysis (statistics and check)."""
+    threshold = ctx.spec.spec.checker.availability_min_rate
+    return ctx.memo("availability", lambda: availability(ctx.spark, ctx.t, ctx.meta, threshold))
+
+
+AVAILABILITY = Check(
+    name="availability",
+    family="availability",
+    title="Availability below threshold",
+    explanation=(
+        "The acknowledged-send rate fell below the configured minimum while a fault was active."
+    ),
+    finds="a fault during which acked sends/s fell below `checker.availability_min_rate`",
+    severity_doc="error",
+    meaning="The acknowledged send rate during a fault fell below the configured minimum.",
+    causes=(
+        "Leader elections, min.insync.replicas blocking writes while replicas are down, or clients"
+        " timing out on unreachable brokers."
+    ),
+)
+
+
+class AvailabilityFamily:
+    """The acked-send rate during faults, judged only where the run set a minimum."""
+
+    name = "availability"
+    checks = (AVAILABILITY,)
+
+    def applies(self, spec: CheckedSpec) -> bool:
+        return spec.spec.checker.availability_min_rate is not None
+
+    def frames(self, ctx: Context) -> list[DataFrame]:
+        return []
+
+    def findings(self, ctx: Context, found: Found) -> Findings:
+        slow = {hid: availability_check(s) for hid, s in stats(ctx).items()}
+        return Findings(found={hid: {AVAILABILITY.name: (len(s), s)} for hid, s in slow.items()})
+
+
+AVAILABILITY_FAMILY = AvailabilityFamily()

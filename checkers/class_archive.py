@@ -6,7 +6,7 @@ records them once (``-XX:ArchiveClassesAtExit``); a JVM started with
 ``-XX:SharedArchiveFile`` maps them in ready-made.  Side by side on a 1e5-op
 history: 26 s without it, 21.5 s with it (Spark session start 4.5 s -> 2.5 s).
 
-``setup.sh`` builds it (``python -m checkers.class_archive_build``) by
+``setup.sh`` builds it (``python -m testkit.class_archive_build``) by
 judging a small synthetic history, and keeps it only if a JVM starts with it
 (a damaged archive crashes the JVM).  This module only says where the
 archive is and which JVM options use it: the Spark session reads it, so it

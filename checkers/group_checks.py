@@ -12,6 +12,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from checkers.check import Check
 from checkers.tables import TP, Tables, anomaly
 
 NS = 1e9
@@ -237,3 +238,77 @@ def group_checks(t: Tables, grace_s: float, unowned_s: float) -> list[DataFrame]
         unowned(t, intervals, unowned_s),
         commit_past_unread(t),
     ]
+
+
+GROUP_DOUBLE_OWNERSHIP = Check(
+    name="group-double-ownership",
+    family="queue",
+    title="Double ownership",
+    explanation=(
+        "Two live members of one consumer group owned the same partition at the same time for "
+        "longer than the grace period."
+    ),
+    finds=(
+        "two members of a group own a partition at once for longer than "
+        "`checker.ownership_grace_s`"
+    ),
+    severity_doc="error",
+    meaning=(
+        "Two members of one consumer group owned the same partition at the same time for longer "
+        "than the configured grace period."
+    ),
+    causes=(
+        "A zombie consumer that missed its revocation (session timeout during a network "
+        "partition), or a group-coordinator bug."
+    ),
+)
+
+GROUP_UNOWNED = Check(
+    name="group-unowned",
+    family="queue",
+    title="Unowned partition",
+    explanation=(
+        "No member of the group owned this partition for longer than the threshold while the group"
+        " had live members: nobody was consuming it."
+    ),
+    finds=(
+        "nobody in the group owns a partition for longer than `checker.unowned_threshold_s` while "
+        "the group has live members"
+    ),
+    severity_doc=(
+        "error; warning when the run injects faults (a coordinator cut off by a fault leaves "
+        "partitions unowned until it heals: lost liveness, not lost data)"
+    ),
+    meaning=(
+        "No member of the group owned this partition for longer than the threshold, so its "
+        "messages were not consumed."
+    ),
+    causes="Slow rebalances, a coordinator that is unreachable, or every member crashed.",
+    # A fault that cuts off the group coordinator leaves partitions unowned
+    # until it heals: lost liveness, which Kafka never promised to bound, not
+    # lost data.  Without faults an ownership gap is a real defect.
+    severity=lambda spec: "warning" if spec.faults_planned else "error",
+)
+
+GROUP_COMMIT_PAST_UNREAD = Check(
+    name="group-commit-past-unread",
+    family="queue",
+    title="Commit past unread messages",
+    explanation=(
+        "The group committed an offset past records no member ever polled: those records are "
+        "skipped for good (at-least-once broken)."
+    ),
+    finds=(
+        "the group's highest committed offset of a partition lies beyond offsets that someone read"
+        " (so they hold data) but no member of the group ever polled"
+    ),
+    severity_doc="error",
+    meaning=(
+        "The group committed an offset beyond messages no member had read; a restart from that "
+        "commit skips them for good (at-most-once delivery)."
+    ),
+    causes=(
+        "Auto-commit committing offsets of records fetched but not yet processed, or a commit "
+        "issued after a revocation."
+    ),
+)

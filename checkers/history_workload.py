@@ -23,7 +23,7 @@ from typing import Any
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from checkers.results import is_share, is_txn
+from checkers.spec_view import CheckedSpec
 from harness.errors import ConfigError
 
 
@@ -67,9 +67,11 @@ def _shown(rows: Path) -> str | None:
 
 
 def _workload_of(config: dict[str, Any]) -> str:
-    if is_txn(config):
+    """What the lines of a history under ``config`` show: txn, share or queue."""
+    spec = CheckedSpec.of(config)
+    if spec.workload == "txn":
         return "txn"
-    return "share" if is_share(config) else "queue"
+    return "share" if spec.share else "queue"
 
 
 def _part(rows: Path, kind: str) -> Path:

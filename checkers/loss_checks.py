@@ -24,6 +24,8 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from checkers import examples
+from checkers.check import Check, Context
 from checkers.results import LossTally
 from checkers.tables import TP, Tables, anomaly
 
@@ -115,3 +117,53 @@ def tallies(rows: DataFrame, topic_names: dict[int, Any]) -> dict[int, LossTally
         )
         for r in found
     }
+
+
+def absent(ctx: Context) -> DataFrame:
+    """``missing(ctx.t)``, once per analysis: its frame and its tallies share it."""
+    return ctx.memo("absent", lambda: missing(ctx.t))
+
+
+def losses(ctx: Context) -> dict[int, LossTally]:
+    """``tallies`` of every history, once per analysis."""
+    return ctx.memo("losses", lambda: tallies(absent(ctx), ctx.t.topic_names))
+
+
+def drain_proven(ctx: Context, hid: int, final_drain: bool) -> bool:
+    """Whether a history's final drain proves a value it did not read gone: it ran,
+    and it read every partition holding an acknowledged value to the end."""
+    tally = losses(ctx).get(hid)
+    return final_drain and not (tally and tally.undecided)
+
+
+ACKED_LOST = Check(
+    name="acked-lost",
+    family="queue",
+    title="Acknowledged message lost",
+    explanation=(
+        "The broker acknowledged these sends, yet they are absent from the final log: a final "
+        "drain read every partition from its log start to its high watermark and did not find "
+        "them. Unlike lost-write and unseen, it counts values some consumer read before they "
+        "vanished (an unclean leader election truncates exactly those). Values below the log start"
+        " (retention) are excused."
+    ),
+    finds=(
+        "an acked value absent from a **complete** final drain (one that read its partition from "
+        "the log start to the high watermark, as its `drain` lines prove), at or above the log "
+        "start; valid `\"unknown\"` while acked values are missing where the drain did not prove "
+        "completeness, or no drain ran"
+    ),
+    severity_doc="error, always",
+    meaning=(
+        "The broker acknowledged this message, and it is not in the final log: a final drain read "
+        "every partition from its start to its high watermark after all faults healed and did not "
+        "find it. It may have been read by a consumer before it vanished, which is why lost-write "
+        "and unseen do not count it."
+    ),
+    causes=(
+        "An unclean leader election: an out-of-sync replica became leader without the message, and"
+        " the old leader truncated its log to match when it rejoined. Also min.insync.replicas=1 "
+        "with a lone leader acknowledging, or acks=1."
+    ),
+    enrich=examples.vanished,
+)

@@ -29,6 +29,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from checkers import examples
+from checkers.check import Check
 from checkers.tables import POLL, TP, Tables, anomaly, is_read, is_send
 
 STREAM = ["hid", "process", "topic", "partition"]
@@ -241,3 +243,46 @@ def poll_checks(t: Tables, pairs: DataFrame) -> list[DataFrame]:
         anomaly(backwards, "nonmonotonic-poll", F.col("index"), *_fields()),
         anomaly(skips, "poll-skip", F.col("index"), *_fields()),
     ]
+
+
+NONMONOTONIC_POLL = Check(
+    name="nonmonotonic-poll",
+    family="queue",
+    title="Non-monotonic poll",
+    explanation=(
+        "A consumer read a partition backwards (or re-read an offset) without any assignment "
+        "change that could explain a seek."
+    ),
+    finds=(
+        "one consumer process, same partition: a read at an offset <= its previous read, with no "
+        "reset in between; right after a seek to o, a read below o"
+    ),
+    severity_doc="error",
+    meaning="A consumer read offsets of a partition that went backwards or repeated.",
+    causes=(
+        "Expected across rebalances in subscribe mode (the new owner restarts from the committed "
+        "offset); a bug with manual assignment, or log truncation."
+    ),
+)
+
+POLL_SKIP = Check(
+    name="poll-skip",
+    family="queue",
+    title="Poll skip",
+    explanation=(
+        "A consumer jumped over offsets known to hold values, without any assignment change in "
+        "between: those records were skipped."
+    ),
+    finds=(
+        "consecutive reads a -> b of one consumer process and partition jump over offsets it must "
+        "read, with no reset in between; right after a seek to o, a read past such an offset at or"
+        " above o"
+    ),
+    severity_doc="error",
+    meaning="A consumer jumped over offsets of a partition that held messages it never read.",
+    causes=(
+        "Offsets committed past unread data, a seek after a rebalance, or truncation; expected in "
+        "subscribe mode when another member read the skipped range."
+    ),
+    enrich=examples.skipped,
+)

@@ -4,7 +4,7 @@ failed-write-read and nonmonotonic-send (definitions in docs/results.md).
 All but nonmonotonic-send are filters of the two cached aggregations in
 checkers/tables.py.  Evidence that is costly to gather for every anomaly (all
 positions of a duplicate, all values at an offset) is added afterwards, only
-for the examples shown (checkers/api.py ``enrich``).
+for the examples shown (checkers/examples.py, named by each check's record).
 """
 
 from __future__ import annotations
@@ -12,7 +12,165 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from checkers import examples
+from checkers.check import Check
+from checkers.spec_view import CheckedSpec
 from checkers.tables import TP, Tables, anomaly
+
+
+def unless_acked_0(spec: CheckedSpec) -> str:
+    """With acks=0 the broker promised nothing, so a missing value breaks no promise."""
+    return "warning" if spec.acks == "0" else "error"
+
+
+LOST_WRITE = Check(
+    name="lost-write",
+    family="queue",
+    title="Lost write",
+    explanation=(
+        "The broker acknowledged these sends, yet no consumer ever read them, although later "
+        "offsets of the same partition were read: the acknowledged data vanished from the log."
+    ),
+    finds="an acked value never read, although some read saw a higher offset of its partition",
+    severity_doc="error (warning with acks=0)",
+    meaning=(
+        "The broker acknowledged this message (the producer got a partition and an offset), but no"
+        " consumer ever read it, while later offsets of the same partition were read. Kafka "
+        "promised the data was stored and then lost it."
+    ),
+    causes=(
+        "An unclean leader election (an out-of-sync replica became leader and truncated the log), "
+        "acks=0/1 (the leader acknowledged before followers copied the message and then failed), "
+        "min.insync.replicas=1 letting a lone leader acknowledge, or brokers losing unflushed "
+        "page-cache data when several crash together."
+    ),
+    severity=unless_acked_0,
+    enrich=examples.neighbours,
+)
+
+UNSEEN = Check(
+    name="unseen",
+    family="queue",
+    title="Unseen acknowledged write",
+    explanation=(
+        "The broker acknowledged these sends but nobody read them, and nothing beyond them was "
+        "read in their partition. After a final drain this means the data is gone; without one the"
+        " consumers may simply not have reached it yet."
+    ),
+    finds=(
+        "an acked value never read, nothing read beyond it in its partition; valid `false` after a"
+        " final drain, `\"unknown\"` without one"
+    ),
+    severity_doc="error (warning with acks=0)",
+    meaning=(
+        "The message was acknowledged but never read, and nothing after its offset was read "
+        "either, so it may be lost or the consumers may simply not have got that far."
+    ),
+    causes=(
+        "A final drain that timed out or stopped early, consumers stuck on an unavailable "
+        "partition, or a real loss at the end of the log."
+    ),
+    severity=unless_acked_0,
+    needs_drain=True,
+    enrich=examples.neighbours,
+)
+
+DUPLICATE = Check(
+    name="duplicate",
+    family="queue",
+    title="Duplicate",
+    explanation=(
+        "One sent value sits at more than one offset, i.e. it was written twice. Legal for a "
+        "non-idempotent producer that retries; a broken promise when idempotence is on. The "
+        "replica verification says whether the broker's log shows its producer sending it again "
+        "under a bumped epoch (a client-side retry the broker could not recognise)."
+    ),
+    finds=(
+        "one value at more than one (topic, partition, offset), from delivery reports and reads"
+    ),
+    severity_doc="error with idempotence on and acks=all, else info",
+    meaning=(
+        "One message value appears at more than one offset: the producer's write was stored twice."
+    ),
+    causes=(
+        "Producer retries without idempotence (enable.idempotence=false), or an idempotent "
+        "producer whose session was reset (producer id expired, fatal error)."
+    ),
+    severity=lambda spec: "error" if spec.idempotent else "info",
+    enrich=examples.duplicate_places,
+)
+
+INCONSISTENT_OFFSETS = Check(
+    name="inconsistent-offsets",
+    family="queue",
+    title="Inconsistent offsets",
+    explanation=(
+        "Two different values were seen at the same partition offset (by acks or reads): the log "
+        "was rewritten, typically truncated after an unclean leader election."
+    ),
+    finds=(
+        "one (topic, partition, offset) with two or more distinct values (delivery reports count, "
+        "whatever became of the send: an aborted or unknown transaction's record still sits at its"
+        " offset)"
+    ),
+    severity_doc="error",
+    meaning=(
+        "Different reads (or the ack and a read) disagree on which message sits at one offset. "
+        "Replicas diverged: the log was rewritten after being observed."
+    ),
+    causes=(
+        "Unclean leader election or truncation after a leader change that served data it later "
+        "dropped."
+    ),
+    enrich=examples.offset_values,
+)
+
+FAILED_WRITE_READ = Check(
+    name="failed-write-read",
+    family="queue",
+    title="Read of a failed write",
+    explanation=(
+        "A send the client was told definitely failed was nevertheless read: the failure report "
+        "was wrong (an aborted read, G1a)."
+    ),
+    finds=(
+        "a value whose send definitely failed (`fail`) outside a transaction was read (an aborted "
+        "transaction's sends are `aborted-read`'s)"
+    ),
+    severity_doc="error",
+    meaning=(
+        "The producer was told the write definitely failed, yet a consumer read it. Clients that "
+        "retry on failure would then create duplicates or act on a phantom value."
+    ),
+    causes=(
+        "A client library classifying an ambiguous error as definite, or a broker returning an "
+        "error after appending."
+    ),
+)
+
+NONMONOTONIC_SEND = Check(
+    name="nonmonotonic-send",
+    family="queue",
+    title="Non-monotonic send",
+    explanation=(
+        "A producer got an acknowledgement at a lower or equal offset than an earlier "
+        "acknowledgement of its own in the same partition: its writes were reordered."
+    ),
+    finds=(
+        "one producer process, same partition: an ack at a lower or equal offset than its previous"
+        " ack there (two acks of one transaction are not compared: `int-nonmonotonic-send`)"
+    ),
+    severity_doc="error (warning without idempotence)",
+    meaning=(
+        "One producer's successive acknowledged sends to a partition got offsets that went "
+        "backwards."
+    ),
+    causes=(
+        "Reordering of in-flight batches on retry without idempotence (max.in.flight > 1), or log "
+        "truncation between the sends."
+    ),
+    severity=lambda spec: "error" if spec.idempotent else "warning",
+)
 
 
 def _pair(*cols: str) -> F.Column:

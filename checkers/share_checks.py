@@ -1,4 +1,4 @@
-"""The share-group checks in Spark (definitions: checkers/reference_share.py, docs/results.md).
+"""The share-group checks in Spark (definitions: docs/results.md; twin: testkit/reference_share.py).
 
 Share lines are read straight from history.jsonl with Spark's JSON reader:
 only share-group runs need them, and the shared ingest stays as it is for
@@ -14,8 +14,9 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from checkers.collect import collect_anomalies
-from checkers.reference_share import FINAL_ACKS
+from checkers.check import Check, Context, Findings, always
+from checkers.collect import Found, collect_anomalies
+from checkers.spec_view import CheckedSpec
 from checkers.tables import anomaly
 
 LINE = "index long, time long, process string, type string, f string, value string"
@@ -28,6 +29,8 @@ ACKS = (
     "type string>>, failed array<struct<topic string, partition int>>"
 )
 REC = ["group", "topic", "partition", "offset"]
+# The acknowledgements that end a record's life in the group (release does not).
+FINAL_ACKS = ("accept", "reject")
 SHARE_LINES = ("share-subscribe", "share-poll", "share-ack", "share-drain", "crash", "send")
 
 
@@ -415,3 +418,231 @@ def judge_share(
         return found, counts, incomplete, share_stats(t)
     finally:
         t.release()
+
+
+SHARE_LOST = Check(
+    name="share-lost",
+    family="share",
+    title="Acknowledged message never accepted by the share group",
+    explanation=(
+        "The broker acknowledged these sends, yet no member of the share group ever had an accept "
+        "or reject of them committed, though their delivery count stayed below the limit and the "
+        "group's share drain went quiet: the queue dropped them. Values whose accept or reject has"
+        " an unknown outcome are counted apart (undecided)."
+    ),
+    finds=(
+        "An acknowledged send whose record no member ever had an accept or reject of committed, "
+        "although its delivery count stayed below the limit and the group's share drain went "
+        "quiet. The queue dropped it. Values with an accept or reject of unknown outcome are "
+        "counted as `undecided`, and records the broker archived at the limit as "
+        "`at_delivery_limit`: neither is lost."
+    ),
+    severity_doc="error",
+    meaning=(
+        "The broker acknowledged this message, but no member of the share group ever had an accept"
+        " or reject of it committed, although it was delivered fewer times than the group's "
+        "delivery limit and the share drain went quiet: the queue dropped it."
+    ),
+    causes=(
+        "Share-partition state lost or rolled back when its leader moved (a broker kill), "
+        "acquisition locks that never expire, or a share-group start offset past the data."
+    ),
+)
+
+SHARE_DOUBLE_ACQUIRE = Check(
+    name="share-double-acquire",
+    family="share",
+    title="Record held by two share-group members at once",
+    explanation=(
+        "Two members held the same record at once: two deliveries with the same delivery count "
+        "(one acquisition handed out twice), or a member's acknowledgement applied after another "
+        "member had already received the record."
+    ),
+    finds=(
+        "Two members held the record at once. Either two deliveries to *different* members carried"
+        " the same delivery count, so one acquisition was handed out twice (each acquisition "
+        "increments the count), or a member's committed ack of the record was invoked after "
+        "another member had already received it. The broker applies an ack only from the member "
+        "holding the lock, so the first member still held it when the second got it."
+    ),
+    severity_doc="error",
+    meaning=(
+        "Two members held the same record at the same time: either two deliveries carried the same"
+        " delivery count (one acquisition handed out twice), or one member's acknowledgement was "
+        "applied after another member had already received the record."
+    ),
+    causes=(
+        "Share-partition state lost across a leader change, lock expiry racing an acknowledgement,"
+        " or a broker-side bookkeeping bug."
+    ),
+)
+
+SHARE_REDELIVERED_AFTER_ACCEPT = Check(
+    name="share-redelivered-after-accept",
+    family="share",
+    title="Record delivered again after it was accepted",
+    explanation=(
+        "A record was delivered again after a member's accept of it had been committed: the broker"
+        " forgot an acknowledgement."
+    ),
+    finds=(
+        "a delivery whose poll began after a committed accept of the record had completed. The "
+        "broker forgot a final acknowledgement."
+    ),
+    severity_doc="error",
+    meaning=(
+        "A member's accept of this record was committed, and the record was later delivered again:"
+        " the broker forgot the acknowledgement."
+    ),
+    causes="Acknowledgement state not persisted before a share-partition leader failed over.",
+)
+
+SHARE_REDELIVERED_AFTER_REJECT = Check(
+    name="share-redelivered-after-reject",
+    family="share",
+    title="Record delivered again after it was rejected",
+    explanation=(
+        "A record was delivered again after a member's reject (archive) of it had been committed."
+    ),
+    finds=(
+        "a delivery whose poll began after a committed reject of the record had completed. The "
+        "broker forgot a final acknowledgement."
+    ),
+    severity_doc="error",
+    meaning=(
+        "A member's reject (archive) of this record was committed, and the record was later "
+        "delivered again."
+    ),
+    causes="Acknowledgement state not persisted before a share-partition leader failed over.",
+)
+
+SHARE_DELIVERY_COUNT = Check(
+    name="share-delivery-count",
+    family="share",
+    title="Delivery count went backwards or past the limit",
+    explanation=(
+        "A record's delivery count went backwards between two deliveries, or exceeded the group's "
+        "delivery limit."
+    ),
+    finds=(
+        "A delivery whose count is lower than that of an earlier delivery that had completed "
+        "before its poll began, or a count above the group's limit."
+    ),
+    severity_doc="error",
+    meaning=(
+        "Between two deliveries of this record its delivery count decreased, or a delivery carried"
+        " a count above the group's delivery limit."
+    ),
+    causes="Share-partition state reloaded from an older snapshot after a leader change.",
+)
+
+SHARE_DELIVERY_COUNT_STALLED = Check(
+    name="share-delivery-count-stalled",
+    family="share",
+    title="Redelivered without its delivery count advancing",
+    explanation=(
+        "The same member got a record again with the same delivery count: that acquisition was not"
+        " counted, so the record can be delivered more often than the delivery limit allows. Seen "
+        "after a share-partition leader failover, whose in-flight acquisitions Kafka does not "
+        "persist; a warning, not lost data."
+    ),
+    finds=(
+        "The *same* member got the record again with the same delivery count: that acquisition was"
+        " never counted, so the record can be delivered more often than the limit allows. Kafka "
+        "4.4.0 does this after a share-partition leader failover "
+        "(evidence/share-count-stalled-after-leader-kill-4.4.0). The old leader's in-flight "
+        "acquisitions are not persisted. Nothing is lost or processed twice at once, so it is a "
+        "warning."
+    ),
+    severity_doc="warning",
+    meaning=(
+        "The same member received this record twice with the same delivery count: the first "
+        "acquisition was not counted, so the record could be delivered more often than the group's"
+        " delivery limit allows."
+    ),
+    causes=(
+        "A share-partition leader failover (a broker kill): the old leader's in-flight "
+        "acquisitions are not persisted, so the new leader hands the record out again with the "
+        "last persisted count."
+    ),
+    # An uncounted acquisition after a leader failover: nothing lost or held twice.
+    severity=always("warning"),
+)
+
+SHARE_MISSING_REDELIVERY = Check(
+    name="share-missing-redelivery",
+    family="share",
+    title="Released or abandoned record never delivered again",
+    explanation=(
+        "A record released by a member, or held by one that crashed or never acknowledged it, was "
+        "never delivered again although its delivery limit was not reached and the share drain "
+        "went quiet."
+    ),
+    finds=(
+        "The record's last delivery ended without a committed accept or reject: its holder "
+        "committed a release, crashed, closed without acking it, or let its lock lapse. Its count "
+        "was below the limit, and nobody ever got it again."
+    ),
+    severity_doc="error",
+    meaning=(
+        "A member released this record, or held it and crashed or never acknowledged it, and no "
+        "member ever got it again, although its delivery limit was not reached and the share drain"
+        " waited longer than a lock for it."
+    ),
+    causes=(
+        "Acquisition locks that never expire, or released records lost from the share-partition's "
+        "state."
+    ),
+)
+
+SHARE_CHECKS = (
+    SHARE_LOST,
+    SHARE_DOUBLE_ACQUIRE,
+    SHARE_REDELIVERED_AFTER_ACCEPT,
+    SHARE_REDELIVERED_AFTER_REJECT,
+    SHARE_DELIVERY_COUNT,
+    SHARE_DELIVERY_COUNT_STALLED,
+    SHARE_MISSING_REDELIVERY,
+)
+# Need the whole story: unknown while a group's share drain did not complete.
+NEEDS_SHARE_DRAIN = (SHARE_LOST.name, SHARE_MISSING_REDELIVERY.name)
+
+
+class ShareFamily:
+    """Share-group acknowledgements (KIP-932), judged from history.jsonl's share lines.
+
+    Only share-group runs need those lines, so they are read here rather than
+    by the shared ingest that every other run pays for."""
+
+    name = "share"
+    checks = SHARE_CHECKS
+
+    def applies(self, spec: CheckedSpec) -> bool:
+        return spec.share
+
+    def frames(self, ctx: Context) -> list[DataFrame]:
+        return []
+
+    def findings(self, ctx: Context, found: Found) -> Findings:
+        hid = 0 if 0 in ctx.meta else next(iter(ctx.meta))
+        names = [c.name for c in self.checks]
+        if ctx.history is None:  # an analysis of rows alone: no lines to judge
+            reason = "the share checks did not run"
+            unknown = {n: {"valid": "unknown", "reason": reason} for n in names}
+            return Findings(fields={hid: unknown})
+        judged, tallies, incomplete, share_stats = judge_share(ctx.spark, ctx.history, ctx.examples)
+        fields: dict[str, dict[str, Any]] = {}
+        for name in names:
+            fields[name] = {"reason": None}
+            if name in NEEDS_SHARE_DRAIN and incomplete and not judged.get(name, (0, []))[0]:
+                reason = f"the share drain of {', '.join(incomplete)} did not complete"
+                fields[name] = {"valid": "unknown", "reason": reason}
+        fields[SHARE_LOST.name].update(
+            undecided=tallies.get("undecided", 0), at_delivery_limit=tallies.get("at-limit", 0)
+        )
+        return Findings(
+            found={hid: judged}, fields={hid: fields}, stats={hid: {"share": share_stats}}
+        )
+
+
+SHARE = ShareFamily()

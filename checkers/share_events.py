@@ -2,7 +2,7 @@
 
 Deliveries, acknowledgements with their outcome, crashes and share drains,
 extracted once from the history lines.  The reference twin
-(checkers/reference_share.py) judges these; the Spark checks
+(testkit/reference_share.py) judges these; the Spark checks
 (checkers/share_checks.py) derive the same tables in Spark.
 """
 

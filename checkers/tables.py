@@ -58,11 +58,6 @@ def own_row() -> Column:
     return F.col("txn").isNull() | (F.col("f") == "txn")
 
 
-def read_committed(config: dict) -> bool:
-    """Whether the run's consumers read committed data only (``txn.isolation_level``)."""
-    return config.get("txn", {}).get("isolation_level", "read_committed") == "read_committed"
-
-
 def is_send(type_: str | None = None) -> Column:
     """A send line; with ``type_`` ("invoke", "ok", ...) only that kind."""
     op = F.col("op")

@@ -1,5 +1,5 @@
 """The transactional checks, in Spark (definitions: docs/results.md,
-"Transactional checks"; twin: ``checkers.reference_txn``).
+"Transactional checks"; twin: ``testkit.reference_txn``).
 
 aborted-read, precommitted-read, torn-transaction and exactly-once are
 filters of the cached ``Tables.per_value``, which knows of each value its
@@ -19,6 +19,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from checkers.check import Check, Context, Group, always
 from checkers.op_codes import ACK, INFO
 from checkers.poll_checks import skipping, suspicious
 from checkers.tables import POLL, TP, Tables, anomaly, is_read, is_send, tp_columns
@@ -221,3 +222,223 @@ def txn_checks(t: Tables, ctp: bool) -> list[DataFrame]:
     if ctp:
         frames.append(exactly_once(t))
     return frames
+
+
+def _frames(ctx: Context) -> list[DataFrame]:
+    return txn_checks(ctx.t, ctx.spec.ctp)
+
+
+ABORTED_READ = Check(
+    name="aborted-read",
+    family="txn",
+    title="Aborted read",
+    explanation=(
+        "A value that only an aborted transaction wrote was read by a consumer that promised "
+        "committed data only (read_committed, or the final drain): Kafka exposed aborted data "
+        "(G1a). Under read_uncommitted the workload's own consumers may read it legally."
+    ),
+    finds=(
+        "(G1a) a value that only an aborted (`fail`) transaction sent, read by a committed "
+        "reader (a skipped send, never written, counts too). One finding per value."
+    ),
+    severity_doc="error",
+    meaning=(
+        "A consumer that promised to return committed data only (read_committed, or the final "
+        "drain) returned a message written by a transaction that was aborted. Kafka exposed data "
+        "that never committed (G1a)."
+    ),
+    causes=(
+        "An abort marker lost or placed wrongly after a coordinator failover, a delayed abort "
+        "applied to a later transaction (KAFKA-17754), or a broker serving reads above the last "
+        "stable offset."
+    ),
+)
+
+TORN_TRANSACTION = Check(
+    name="torn-transaction",
+    family="txn",
+    title="Torn transaction",
+    explanation=(
+        "A transaction committed (an unknown outcome counts once a committed reader read one of "
+        "its writes) and was partly read: some of its writes were read, yet another was never read"
+        " although its partition was read past that offset, so it was not all or nothing. Each "
+        "such unread write is also a lost-write; a committed transaction none of whose writes was "
+        "read is lost-write only, since nothing shows it half visible."
+    ),
+    finds=(
+        "a transaction that committed (`ok`; or `info` and one of its values read by a committed "
+        "reader) and was **partly read**: at least one of its sends was read, and another never "
+        "was although its partition was read past that send's offset. One finding per transaction,"
+        " listing the unread values and their positions. A send without a delivery report has no "
+        "offset to be read past and is never one of them."
+    ),
+    severity_doc="error",
+    meaning=(
+        "A transaction committed, and some of its messages were read, but another of its messages "
+        "was never read although later offsets of its partition were. Kafka promises all or "
+        "nothing. (A committed transaction none of whose messages was read is a lost write "
+        "instead.)"
+    ),
+    causes=(
+        "A commit marker written to some partitions and not others, truncation of part of a "
+        "transaction after a leader change, or a delayed commit landing on a later transaction "
+        "(KAFKA-17754)."
+    ),
+)
+
+PRECOMMITTED_READ = Check(
+    name="precommitted-read",
+    family="txn",
+    title="Read of its own uncommitted write",
+    explanation=(
+        "A transaction read its own writes before it committed. A read_committed consumer stops at"
+        " the last stable offset, so this is an error under read_committed and legal under "
+        "read_uncommitted."
+    ),
+    finds="a transaction's poll returned one of its own sends.",
+    severity_doc=(
+        "error under `read_committed`; info under `read_uncommitted` (such a consumer reads open "
+        "transactions)"
+    ),
+    meaning=(
+        "A transaction's consumer returned a message the same transaction had just written, before"
+        " the transaction committed."
+    ),
+    causes=(
+        "Expected with isolation.level=read_uncommitted; with read_committed, a broker serving "
+        "data above the last stable offset."
+    ),
+    # A read_uncommitted consumer sees open transactions, its own included.
+    severity=lambda spec: "error" if spec.read_committed else "info",
+)
+
+INT_NONMONOTONIC_POLL = Check(
+    name="int-nonmonotonic-poll",
+    family="txn",
+    title="Non-monotonic poll inside a transaction",
+    explanation=(
+        "Inside one transaction, a consumer read a partition backwards (or re-read an offset) with"
+        " no rebalance of that partition during the transaction."
+    ),
+    finds=(
+        "inside one transaction, in the order its polls returned records, a partition read "
+        "backwards or re-read."
+    ),
+    severity_doc="error",
+    meaning=(
+        "Within one transaction, a consumer read a partition backwards or twice, with no rebalance"
+        " of that partition while the transaction ran."
+    ),
+    causes="A consumer seek or position reset the client did not report, or log truncation.",
+)
+
+INT_POLL_SKIP = Check(
+    name="int-poll-skip",
+    family="txn",
+    title="Poll skip inside a transaction",
+    explanation=(
+        "Inside one transaction, a consumer jumped over offsets known to hold values it had to "
+        "return, with no rebalance of that partition during the transaction."
+    ),
+    finds=(
+        "inside one transaction, two consecutive reads of a partition jump over an offset the "
+        "consumer had to return (the offsets of `poll-skip`: under `read_committed` not "
+        "aborted-only ones)."
+    ),
+    severity_doc="error",
+    meaning=(
+        "Within one transaction, a consumer jumped over messages of a partition it had to return, "
+        "with no rebalance of that partition while the transaction ran."
+    ),
+    causes="A position reset past unread data, or truncation of the skipped messages.",
+)
+
+INT_NONMONOTONIC_SEND = Check(
+    name="int-nonmonotonic-send",
+    family="txn",
+    title="Reordered writes inside a transaction",
+    explanation=(
+        "Two writes of one committed transaction to one partition landed out of order: the later "
+        "one at a lower or equal offset."
+    ),
+    finds=(
+        "two consecutive sends of a committed transaction to one partition, the later at a lower "
+        "or equal offset."
+    ),
+    severity_doc="error",
+    meaning=(
+        "Two writes of one committed transaction to one partition landed in the opposite order to "
+        "the one the producer sent them in."
+    ),
+    causes=(
+        "Batches reordered on retry (an idempotence or sequence-number bug), or truncation between"
+        " the writes."
+    ),
+)
+
+INT_SEND_SKIP = Check(
+    name="int-send-skip",
+    family="txn",
+    title="Interleaved writes inside a transaction",
+    explanation=(
+        "Two consecutive writes of one committed transaction to one partition are not adjacent: "
+        "another producer's write (or another transaction's) landed between them. Kafka "
+        "interleaves concurrent producers in a partition, so this is legal and reported for "
+        "information only, as Jepsen does."
+    ),
+    finds=(
+        "two consecutive sends of a committed transaction to one partition with a known offset "
+        "between them."
+    ),
+    severity_doc="info",
+    meaning=(
+        "Other messages landed between two consecutive writes of one committed transaction to a "
+        "partition. Kafka never promised adjacent offsets: this is information only."
+    ),
+    causes="Concurrent producers writing to the same partition, or other transactions' markers.",
+    # Concurrent producers interleave in a partition: never a broken promise.
+    severity=always("info"),
+)
+
+EXACTLY_ONCE = Check(
+    name="exactly-once",
+    family="txn",
+    title="Exactly-once effect broken",
+    explanation=(
+        "Consume-transform-produce: an input below the offsets the pipeline committed never "
+        "reached the output topic (lost), or reached it more than once (duplicated). Without a "
+        "final drain a missing output may simply be unread yet."
+    ),
+    finds=(
+        "(`txn.mode: ctp` only) "
+        "an input below the offsets that committed transactions sent to the group (`offsets`) "
+        "whose output (a send with that `source`, read from the output topic) was read never "
+        "(`lost`) or more than once as different values (`duplicated`)."
+    ),
+    severity_doc="error; `unknown` instead of invalid without a final drain",
+    meaning=(
+        "In a consume-transform-produce pipeline, an input whose consumption was committed never "
+        "reached the output topic (lost), or reached it more than once (duplicated)."
+    ),
+    causes=(
+        "Offsets committed outside the transaction, a consumer not rewound after an abort "
+        "(KAFKA-17582), or a zombie producer that was not fenced after a rebalance."
+    ),
+    needs_drain=True,
+    applies=lambda spec: spec.ctp,
+)
+
+TXN = Group(
+    "txn",
+    (
+        ABORTED_READ,
+        TORN_TRANSACTION,
+        PRECOMMITTED_READ,
+        INT_NONMONOTONIC_POLL,
+        INT_POLL_SKIP,
+        INT_NONMONOTONIC_SEND,
+        INT_SEND_SKIP,
+        EXACTLY_ONCE,
+    ),
+    _frames,
+)

@@ -18,12 +18,20 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# No example database: a property test draws what its seed says, the same on a
+# developer's machine as in a clean CI clone.  (With the database, examples a
+# past run saved are replayed first, and a test whose assertions need each
+# kind of injected anomaly drawn once passed or failed by the machine's past.)
+settings.register_profile("kafka-chaos", database=None)
+settings.load_profile("kafka-chaos")
 
 TIERS = ("unit", "integration", "browser", "vagrant")
 # Property tests read their example counts from these variables.
 FAST_EXAMPLES = {
     "CHECKER_PROPERTY_EXAMPLES": "40",
-    "TXN_PROPERTY_EXAMPLES": "100",  # every injected kind still shows up in each mode
+    "TXN_PROPERTY_EXAMPLES": "120",  # every injected kind shows up in each mode (100 misses one)
     "CYCLE_PROPERTY_EXAMPLES": "25",
     "GRAPH_PROPERTY_EXAMPLES": "25",
     "SHARE_PROPERTY_EXAMPLES": "10",

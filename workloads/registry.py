@@ -3,7 +3,10 @@
 ``kafka_chaos.run`` asks for ``spec.workload`` here and then talks to it only
 through ``Workload``: start, stop, final drain, summary - Jepsen's split
 between a test's client and its runner.  Adding a workload is adding a
-module with a class that keeps this protocol, and one line in ``_MODULES``.
+module with a class that keeps this protocol, one line in ``_MODULES``
+and one in ``_CHECK_FAMILIES`` (which checks judge its histories).  A
+subclass of ``workloads.lifecycle.Lifecycle`` keeps the protocol for it:
+the module supplies only its clients and its summary.
 """
 
 from __future__ import annotations
@@ -23,6 +26,13 @@ from workloads.sampler import Probe
 _MODULES = {
     "queue": "workloads.queue:QueueWorkload",
     "txn": "workloads.txn:TxnWorkload",
+}
+# name -> the families of checks (checkers/catalog.py) its histories are
+# judged by, so the checkers never ask which workload a run used.  A family
+# may still decline a run by its settings (share: share-group consumers).
+_CHECK_FAMILIES = {
+    "queue": ("queue", "share", "availability"),
+    "txn": ("queue", "txn", "cycles", "availability"),
 }
 
 
@@ -50,6 +60,13 @@ WorkloadFactory = Callable[..., Workload]
 
 def names() -> list[str]:
     return sorted(_MODULES)
+
+
+def check_families(name: str) -> tuple[str, ...]:
+    """The families of checks that judge workload ``name``'s histories."""
+    if name not in _CHECK_FAMILIES:
+        raise ConfigError(f"workload: unknown workload {name!r} (known: {', '.join(names())})")
+    return _CHECK_FAMILIES[name]
 
 
 def create(

@@ -33,7 +33,7 @@ from nemeses import registry
 from nemeses import schedule as sch
 from nemeses.base import FaultOp
 from nemeses.runner import NemesisRunner, apply, heal_cluster
-from nemeses.strategies import ModelCluster, fault_ops, generated_schedules, schedules
+from testkit.strategies import ModelCluster, fault_ops, generated_schedules, schedules
 from workloads.history import HistoryWriter, read_history
 
 pytestmark = pytest.mark.integration

@@ -10,8 +10,8 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, seed, settings
 
-from checkers.reference_txn import completions
-from checkers.synthetic_txn import histories
+from testkit.reference_txn import completions
+from testkit.synthetic_txn import histories
 
 
 @dataclass
@@ -197,7 +197,7 @@ class SeekRead:
 def seek_reads(ops: list[dict[str, Any]]) -> list[SeekRead]:
     """Every seek entry (to an offset >= 0) that a read of its partition by its
     process follows before any reset, with that read's offset."""
-    from checkers.reference import expand
+    from testkit.reference import expand
 
     pending: dict[tuple, tuple[int, int, int]] = {}
     out = []
@@ -241,7 +241,7 @@ def inject_seek_back(
     """A rewind's seek moved back to an offset its consumer must read, below the
     offset the next read returned: that read skipped it, one ``poll-skip``
     (process, topic, partition, new offset - 1, read offset)."""
-    from checkers.reference import expand, known_offsets
+    from testkit.reference import expand, known_offsets
 
     known, committed = known_offsets(expand(ops), committed_only)
     must = committed if committed_only else known  # a seeking process is no drain

@@ -11,8 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from checkers import reference
 from checkers.builder import HistoryBuilder
+from testkit import reference
 
 Record = tuple[str, int, int, int]
 

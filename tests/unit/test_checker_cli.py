@@ -186,8 +186,8 @@ def test_without_elle_a_txn_history_is_never_valid_and_says_why_in_one_line(
     PATH) still runs every other check, but the cycle checks are unknown, so the
     verdict is unknown, and the reason is one line naming all six checks."""
     from checkers.builder import history_lines
-    from checkers.results import CYCLE_CHECKS
-    from checkers.synthetic_txn import generate
+    from checkers.cycle_checks import CYCLE_CHECKS
+    from testkit.synthetic_txn import generate
 
     h = generate(seed=11, txns=40)
     run = tmp_path / "run"

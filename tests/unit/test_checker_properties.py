@@ -28,19 +28,18 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from checkers import reference
 from checkers.builder import HistoryBuilder, write_histories
+from checkers.catalog import names
 from checkers.results import (
-    CHECKS,
     FAULTS_FAILED,
     NOTHING_ACKED,
     NOTHING_READ,
     LossTally,
-    build_checks,
     evidence_gaps,
     unknown_reasons,
     verdict,
 )
+from testkit import reference
 
 SEED = int(os.environ.get("CHECKER_PROPERTY_SEED", "20261122"))
 EXAMPLES = int(os.environ.get("CHECKER_PROPERTY_EXAMPLES", "200"))
@@ -68,7 +67,7 @@ KINDS = (
     "valid-retention",
     DRAIN_INCOMPLETE,
     *UNKNOWN_KINDS,
-    *CHECKS,
+    *names("queue"),
 )
 # Kinds whose group reads everything before the final drain, so what the drain
 # misses is judged by acked-lost alone (lost-write and unseen see it read).
@@ -636,7 +635,7 @@ def test_spark_agrees_with_reference_on_all_generated_histories(
         # the verdict under the case's own config (the job judged all under one)
         counts = {n: c["count"] for n, c in checks.items()}
         losses = LossTally.of(checks["acked-lost"])
-        built = build_checks(counts, {}, case.config, case.drain, losses)
+        built = reference.checks_of(counts, case.config, case.drain, losses)
         have, gaps = judged_verdict(built, evidence)
         ref = reference.judge(case.ops, case.config)
         if (have, gaps) != ref:

@@ -1,13 +1,14 @@
 """Severities follow the run's configuration (docs/results.md)."""
 
-from checkers.results import CYCLE_CHECKS, checks_for, severities
+from checkers.catalog import checks_for, severities
+from checkers.cycle_checks import CYCLE_CHECKS
 from harness.spec import TestSpec
 
 
 def test_defaults_make_every_safety_anomaly_an_error():
     config = {"producer": {"acks": "all", "enable_idempotence": True}}
     sev = severities(config)
-    assert {sev[name] for name in checks_for(config)} == {"error"}
+    assert {sev[name] for name in _names(config)} == {"error"}
 
 
 def test_a_txn_run_allows_only_what_jepsen_allows():
@@ -16,7 +17,7 @@ def test_a_txn_run_allows_only_what_jepsen_allows():
     config = {"workload": "txn", "txn": {"mode": "ctp"}}
     sev = severities(config)
     legal = {"int-send-skip", *CYCLE_CHECKS}
-    assert {n for n in checks_for(config) if sev[n] != "error"} == legal
+    assert {n for n in _names(config) if sev[n] != "error"} == legal
     assert {sev[n] for n in legal} == {"info"}
     no_ww = severities({**config, "checker": {"ww_deps": False}})
     assert {n for n in CYCLE_CHECKS if no_ww[n] == "error"} == {
@@ -44,3 +45,7 @@ def test_ownership_gaps_under_faults_are_liveness_not_safety():
     no_faults["nemesis"]["faults"] = []
     assert severities(no_faults)["group-unowned"] == "error"
     assert severities(with_faults)["group-double-ownership"] == "error"
+
+
+def _names(config: dict) -> list[str]:
+    return [c.name for c in checks_for(config)]

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from checkers import class_archive, class_archive_build
+from checkers import class_archive
+from testkit import class_archive_build
 
 
 @pytest.fixture
@@ -36,7 +37,7 @@ def test_recording_wins(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_built_archive_loads_and_damaged_ones_do_not(tmp_path: Path) -> None:
     real = class_archive.archive_path()
-    assert real.is_file(), "setup.sh builds the archive (python -m checkers.class_archive_build)"
+    assert real.is_file(), "setup.sh builds the archive (python -m testkit.class_archive_build)"
     assert class_archive_build._loads(real)
     cut = tmp_path / "cut.jsa"
     with real.open("rb") as src, cut.open("wb") as dst:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from harness.errors import ConfigError
 from nemeses import partition
-from nemeses.strategies import ModelCluster, _as_listed, grudges, node_names
+from testkit.strategies import ModelCluster, _as_listed, grudges, node_names
 
 NODES5 = ["n1", "n2", "n3", "n4", "n5"]
 

@@ -13,7 +13,7 @@ from harness.spec import NemesisSpec
 from nemeses import registry
 from nemeses import schedule as sch
 from nemeses.base import FaultOp
-from nemeses.strategies import ModelCluster, generated_schedules, schedules
+from testkit.strategies import ModelCluster, generated_schedules, schedules
 
 NODES = ["n1", "n2", "n3", "n4", "n5"]
 ALL = NemesisSpec(faults=list(registry.names()), interval_s=5.0, duration_s=4.0)

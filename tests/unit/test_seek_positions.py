@@ -18,8 +18,8 @@ from __future__ import annotations
 import pytest
 from _txn_hand import Cases, check_case, drain
 
-from checkers import reference
 from checkers.builder import HistoryBuilder, poll_mop, send_mop
+from testkit import reference
 
 CASES = Cases()
 case = CASES.case

@@ -12,11 +12,11 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from checkers.builder import write_histories
-from checkers.reference_share import judge_share as reference
-from checkers.reference_share import share_stats as reference_stats
 from checkers.share_checks import judge_share
 from checkers.share_events import share_events
-from checkers.synthetic_share import KINDS, generate
+from testkit.reference_share import judge_share as reference
+from testkit.reference_share import share_stats as reference_stats
+from testkit.synthetic_share import KINDS, generate
 
 SEED = int(os.environ.get("CHECKER_PROPERTY_SEED", "20261125"))
 EXAMPLES = int(os.environ.get("SHARE_PROPERTY_EXAMPLES", "25"))
@@ -122,7 +122,7 @@ def test_crash_statistics_count_held_records_that_never_came_back(spark, tmp_pat
     import random
 
     from checkers.builder import HistoryBuilder
-    from checkers.synthetic_share import LOCK_MS, Namespace, ShareHistory, final_drain
+    from testkit.synthetic_share import LOCK_MS, Namespace, ShareHistory, final_drain
 
     b = HistoryBuilder(step_ms=5)
     h = ShareHistory(b, Namespace(0), random.Random(0), limit=5)

@@ -1,5 +1,5 @@
 """Property tests: the Spark statistics (availability, realtime lag) equal the
-pure-Python reference (``checkers/reference_stats.py``) on generated histories.
+pure-Python reference (``testkit/reference_stats.py``) on generated histories.
 
 Histories mix acked, failed and indeterminate sends with latencies that
 differ, polls that re-read, pauses that leave whole seconds without acks (or
@@ -21,8 +21,8 @@ from typing import Any
 from hypothesis import given, seed, settings
 from hypothesis import strategies as st
 
-from checkers import reference_stats
 from checkers.builder import HistoryBuilder, write_histories
+from testkit import reference_stats
 
 SEED = int(os.environ.get("CHECKER_PROPERTY_SEED", "20261122"))
 EXAMPLES = int(os.environ.get("STATISTICS_PROPERTY_EXAMPLES", "150"))

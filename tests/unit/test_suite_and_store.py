@@ -7,6 +7,7 @@ import pytest
 from harness import store as store_mod
 from harness.errors import ConfigError, HarnessError
 from kafka_chaos.run import RunOutcome
+from kafka_chaos.scenarios import SCENARIOS
 from kafka_chaos.suite import SuiteEntry, SuiteResult, load_suite, write_junit
 
 
@@ -17,6 +18,8 @@ def test_sample_nightly_suite_loads():
     assert expects["unclean-leader-election"] == "invalid"
     assert expects["unclean-leader-election-safe"] == "valid"
     assert expects["kill-partition-kraft"] == "valid"
+    # Every preset, so every family of checks, runs nightly; the hunt is measured apart.
+    assert set(SCENARIOS) - set(expects) == {"txn-pause-hunt"}
 
 
 def test_suite_errors_name_the_entry(tmp_path):

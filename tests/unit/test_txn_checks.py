@@ -1,6 +1,6 @@
 """Property tests of the transactional checks (docs/results.md, "Transactional checks").
 
-Valid histories come from ``checkers.synthetic_txn``: the reference must find
+Valid histories come from ``testkit.synthetic_txn``: the reference must find
 no error-severity anomaly in any (int-send-skip, and precommitted-read under
 read_uncommitted, are legal and only informative).  Each new anomaly is then
 injected into them, and the reference must find exactly the injected key:
@@ -39,21 +39,15 @@ from _txn_cases import (
     with_records,
 )
 
-from checkers import reference
-from checkers.reference_txn import completions
-from checkers.results import (
-    CTP_CHECKS,
-    NOTHING_ACKED,
-    NOTHING_READ,
-    TXN_CHECKS,
-    checks_for,
-    severities,
-)
-from checkers.synthetic_txn import TxnHistory
+from checkers.catalog import checks_for, names, severities
+from checkers.results import NOTHING_ACKED, NOTHING_READ
+from testkit import reference
+from testkit.reference_txn import completions
+from testkit.synthetic_txn import TxnHistory
 
 SEED = int(os.environ.get("TXN_PROPERTY_SEED", "20261124"))
 EXAMPLES = int(os.environ.get("TXN_PROPERTY_EXAMPLES", "150"))
-NEW = TXN_CHECKS + CTP_CHECKS
+NEW = names("txn")
 
 print(f"txn check property tests: seed={SEED} examples={EXAMPLES}")
 
@@ -314,7 +308,7 @@ def _judge_with_spark(spark, tmp_path, cases: list[Case], config: dict[str, Any]
     mismatches = []
     for hid, case in enumerate(cases):
         checks = results[hid]["checks"]
-        assert set(checks) == set(checks_for(case.config))
+        assert set(checks) == {c.name for c in checks_for(case.config)}
         got = {
             name: Counter(reference.key_of(name, ex) for ex in c["examples"])
             for name, c in checks.items()
@@ -349,7 +343,7 @@ def test_spark_finds_what_the_reference_finds(spark, tmp_path, record_property, 
     mismatches = _judge_with_spark(spark, tmp_path, cases, cases[0].config)
     assert not mismatches, mismatches[:3]
     # Every injection must have been exercised, or these tests could not fail.
-    wanted = {"mixed": set(TXN_CHECKS) - {"int-send-skip"}, "ctp": {"exactly-once"}}[mode]
+    wanted = {"mixed": set(NEW) - {"int-send-skip", "exactly-once"}, "ctp": {"exactly-once"}}[mode]
     if level == "read_uncommitted":
         wanted -= {"torn-transaction"}
     assert wanted <= set(kinds), kinds

@@ -1,7 +1,7 @@
 """Property tests: the existing checks over transactional histories (docs/results.md,
 "Transactions").
 
-Histories come from ``checkers.synthetic_txn`` (a model of Kafka's
+Histories come from ``testkit.synthetic_txn`` (a model of Kafka's
 transactional log: aborted records and markers take offsets, read_committed
 reads skip them, read_uncommitted reads return aborted and open records
 while the final drain stays read_committed, rewinds, rebalances inside
@@ -55,16 +55,15 @@ from _txn_cases import (
     with_records,
 )
 
-from checkers import reference
 from checkers.results import (
     NOTHING_ACKED,
     NOTHING_READ,
-    build_checks,
     evidence_gaps,
     unknown_reasons,
     verdict,
 )
-from checkers.synthetic_txn import TxnHistory
+from testkit import reference
+from testkit.synthetic_txn import TxnHistory
 
 SEED = int(os.environ.get("TXN_PROPERTY_SEED", "20261124"))
 EXAMPLES = int(os.environ.get("TXN_PROPERTY_EXAMPLES", "150"))
@@ -124,8 +123,8 @@ def existing_keys(found: dict[str, list[tuple]]) -> dict[str, Counter]:
 def existing_verdict(counts: dict[str, int], case: Case, evidence: dict[str, int]) -> str:
     """The verdict the existing checks give (the new ones are judged elsewhere)."""
     final = any(op["value"] and op["value"].get("final") for op in case.ops if op["f"] == "poll")
-    checks = build_checks(
-        {n: c for n, c in counts.items() if n in EXISTING}, {}, case.config, final
+    checks = reference.checks_of(
+        {n: c for n, c in counts.items() if n in EXISTING}, case.config, final
     )
     checks = {n: c for n, c in checks.items() if n in EXISTING}
     return verdict(checks, unknown_reasons(checks, evidence))

@@ -23,11 +23,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from checkers import ingest, reference
+from checkers import ingest
 from checkers.builder import HistoryBuilder, write_histories
-from checkers.synthetic_txn import Shape, config, generate
 from harness.spec import TestSpec
 from kafka_chaos.cli import main
+from testkit import reference
+from testkit.synthetic_txn import Shape, config, generate
 
 TOPICS = ["t", "t-out"]
 FUZZED: list[list[dict[str, Any]]] = []

@@ -16,7 +16,17 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from checkers.reference_reads import (
+from checkers import catalog
+from checkers.results import (
+    LossTally,
+    acked_lost_result,
+    build_checks,
+    evidence_gaps,
+    unknown_reasons,
+    verdict,
+)
+from checkers.spec_view import CheckedSpec
+from testkit.reference_reads import (
     Anomalies,
     aborted_positions,
     acks_of,
@@ -27,17 +37,8 @@ from checkers.reference_reads import (
     reads_of,
     reports_of,
 )
-from checkers.reference_txn import key_of as txn_key_of
-from checkers.reference_txn import txn_anomalies
-from checkers.results import (
-    CHECKS,
-    LossTally,
-    build_checks,
-    evidence_gaps,
-    is_txn,
-    unknown_reasons,
-    verdict,
-)
+from testkit.reference_txn import key_of as txn_key_of
+from testkit.reference_txn import txn_anomalies
 
 NS = 1e9
 
@@ -310,9 +311,22 @@ def judge(ops: list[dict[str, Any]], config: dict[str, Any]) -> tuple[str, list[
     its ``evidence``, by the rules of checkers/results.py."""
     counts = {name: len(keys) for name, keys in check(ops, config).items()}
     final = any(is_final_poll(op) for op in ops)
-    checks = build_checks(counts, {}, config, final, acked_lost(expand(ops))[1])
+    checks = checks_of(counts, config, final, acked_lost(expand(ops))[1])
     found = evidence(ops)
     return verdict(checks, unknown_reasons(checks, found)), evidence_gaps(found)
+
+
+def checks_of(
+    counts: dict[str, int], config: dict[str, Any], final: bool, losses: LossTally | None = None
+) -> dict[str, dict[str, Any]]:
+    """results.json's checks from anomaly counts, by the product's rules: every
+    check of the run (checkers/catalog.py), with acked-lost's tallies ``losses``."""
+    spec = CheckedSpec.of(config)
+    tally = losses or LossTally()
+    found = {name: (n, []) for name, n in counts.items()}
+    checks = build_checks(catalog.checks_for(spec), spec, found, final and not tally.undecided)
+    acked_lost_result(checks["acked-lost"], tally, final)
+    return checks
 
 
 def check(ops: list[dict[str, Any]], config: dict[str, Any]) -> Anomalies:
@@ -336,7 +350,7 @@ def check(ops: list[dict[str, Any]], config: dict[str, Any]) -> Anomalies:
     ):
         for name, keys in part.items():
             found[name] += keys
-    if is_txn(config):
+    if CheckedSpec.of(config).workload == "txn":
         for name, keys in txn_anomalies(raw, config).items():
             found[name] += keys
     return found
@@ -344,7 +358,7 @@ def check(ops: list[dict[str, Any]], config: dict[str, Any]) -> Anomalies:
 
 def key_of(check_name: str, ex: dict[str, Any]) -> tuple:
     """The reference's key for one example the Spark checker reported."""
-    if check_name not in CHECKS:
+    if check_name not in catalog.names("queue"):
         return txn_key_of(check_name, ex)
     if check_name in ("lost-write", "unseen", "acked-lost", "failed-write-read"):
         return (ex["value"],)

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from checkers.builder import HistoryBuilder
-from checkers.results import SHARE_CHECKS
+from checkers.catalog import names
 
-KINDS = ("valid", "unknown-drain-incomplete", *SHARE_CHECKS)
+KINDS = ("valid", "unknown-drain-incomplete", *names("share"))
 LOCK_MS = 15000
 
 

@@ -27,9 +27,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from checkers.reference_reads import expand, reads_of
-from checkers.reference_txn import completions
-from checkers.results import WR_CYCLE_CHECK, WR_CYCLE_TYPES
+from checkers.cycle_checks import WR_CYCLE_CHECK, WR_CYCLE_TYPES
+from testkit.reference_reads import expand, reads_of
+from testkit.reference_txn import completions
 
 SPECS: dict[str, tuple[frozenset[str], tuple[frozenset[str], ...]]] = {
     "G0": (frozenset({"ww"}), ()),

@@ -3,8 +3,10 @@ synthetic history in a JVM that records the classes it loads.
 
 Apart from ``class_archive`` because building runs a whole check (the top of
 the checkers), while the archive's path and options are read by the Spark
-session at the bottom; one module holding both made an import cycle.
-``setup.sh`` runs ``python -m checkers.class_archive_build``.
+session at the bottom; one module holding both made an import cycle.  In
+``testkit`` (not shipped), not ``checkers``, because it needs the synthetic
+history generator (``testkit.synthetic``) and only setup runs it:
+``setup.sh`` runs ``python3 -m testkit.class_archive_build`` from the checkout.
 """
 
 from __future__ import annotations
@@ -21,13 +23,14 @@ from pathlib import Path
 from checkers.class_archive import RECORD_ENV, archive_path
 from harness.errors import HarnessError
 
+CHECKOUT = Path(__file__).resolve().parent.parent
 WARM_UP_OPS = 20_000  # enough for every check's plans; seconds to judge
 JVM_EXIT_TIMEOUT_S = 120.0
 
 
 def build(force: bool = False, timeout: float = 600.0) -> Path:
     """Make the archive unless it exists: judge a small history in a recording JVM."""
-    from checkers.synthetic import generate
+    from testkit.synthetic import generate
 
     archive = archive_path()
     if archive.is_file() and not force:
@@ -37,7 +40,8 @@ def build(force: bool = False, timeout: float = 600.0) -> Path:
         history, recorded = Path(tmp) / "history.jsonl", Path(tmp) / "classes.jsa"
         generate(WARM_UP_OPS, history)
         proc = subprocess.run(
-            [sys.executable, "-m", "checkers.class_archive_build", "--record", str(history)],
+            [sys.executable, "-m", "testkit.class_archive_build", "--record", str(history)],
+            cwd=CHECKOUT,  # testkit is not installed: ``-m`` finds it from the checkout
             env={**os.environ, RECORD_ENV: str(recorded)},
             capture_output=True,
             text=True,

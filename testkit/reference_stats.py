@@ -1,6 +1,6 @@
 """Pure-Python reference for the statistics (availability and realtime lag).
 
-Like ``checkers/reference.py`` for the anomalies, it states the definitions
+Like ``testkit/reference.py`` for the anomalies, it states the definitions
 as plainly as possible so property tests can demand that the Spark figures
 equal them exactly.  Percentiles are the element of rank ceil(q * n), as
 Spark computes them (checkers/availability.py, checkers/lag.py).

@@ -2,8 +2,8 @@
 stands for, and the reads, acks, delivery reports, groups and known offsets
 their definitions are written in terms of.
 
-Shared by the queue reference (``checkers.reference``) and the transactional
-one (``checkers.reference_txn``), which the queue reference calls: kept apart
+Shared by the queue reference (``testkit.reference``) and the transactional
+one (``testkit.reference_txn``), which the queue reference calls: kept apart
 so that neither imports the other back.
 """
 

@@ -27,16 +27,15 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from checkers.results import SHARE_CHECKS
+from checkers.catalog import names
+from checkers.share_checks import FINAL_ACKS
 from checkers.share_events import Ack, Delivery, Record, ShareEvents
-
-FINAL_ACKS = ("accept", "reject")
 
 
 @dataclass
 class ShareFindings:
     anomalies: dict[str, list[dict[str, Any]]] = field(
-        default_factory=lambda: {c: [] for c in SHARE_CHECKS}
+        default_factory=lambda: {c: [] for c in names("share")}
     )
     undecided: int = 0  # acked values whose accept/reject has an unknown outcome
     at_limit: int = 0  # acked values the broker archived at the delivery limit
@@ -200,7 +199,7 @@ def share_stats(ev: ShareEvents) -> dict[str, Any]:
     long acknowledged records waited for their first delivery, and per crash how many
     records the crashed member held (its latest delivery before the crash, never acked
     by it, not taken by another member in between) and how soon they came back."""
-    from checkers.reference_stats import rank_percentile
+    from testkit.reference_stats import rank_percentile
 
     ms = 1e-6
     first: dict[tuple[str, Record], int] = {}

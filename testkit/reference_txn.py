@@ -3,7 +3,7 @@
 The twin of ``checkers.txn_checks`` (Spark): property tests demand that both
 find exactly the same anomalies, keyed the same way (``key_of``).  It reads
 the raw ``txn`` lines, whose completions list every micro-op in order, and
-the polls every line stands for (``checkers.reference.expand``), so a
+the polls every line stands for (``testkit.reference.expand``), so a
 transaction's reads, sends and commits are those the existing checks see.
 The definitions are in docs/results.md, "Transactional checks".
 """
@@ -14,8 +14,8 @@ from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
 
-from checkers.reference_reads import Anomalies, acks_of, expand, groups_of, known_offsets, reads_of
-from checkers.results import is_ctp
+from checkers.spec_view import CheckedSpec
+from testkit.reference_reads import Anomalies, acks_of, expand, groups_of, known_offsets, reads_of
 
 
 def completions(ops: list[dict[str, Any]]) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -104,7 +104,7 @@ def txn_anomalies(ops: list[dict[str, Any]], config: dict[str, Any]) -> Anomalie
                 out["torn-transaction"].append((txn, tuple(torn)))
         _inside(out, txn, line, known, read_committed)
 
-    if is_ctp(config):
+    if CheckedSpec.of(config).ctp:
         out["exactly-once"] += _exactly_once(flat, txns, read_values)
     return out
 

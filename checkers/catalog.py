@@ -1,0 +1,142 @@
+"""Every check by family: the one list the verdict, the report and the docs read.
+
+Why this exists: ``checkers.api`` loops over the families that apply to a
+run, the report takes each check's title and texts from its record, and
+docs/results.md's tables are written from it (``python3 -m checkers.catalog
+docs/results.md``; a test fails while they differ).  So a new check is one
+record (``checkers.check.Check``) beside its filter, in a family here, or
+``add`` ed from anywhere with frames of its own; a new family is one module
+and a line in ``BUILTIN``.  Which families judge a workload's histories is
+the workload's to say (``workloads.registry.check_families``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from checkers.availability import AVAILABILITY_FAMILY
+from checkers.check import Check, Family
+from checkers.cycle_checks import CYCLES
+from checkers.queue_checks import QUEUE
+from checkers.share_checks import SHARE
+from checkers.spec_view import CheckedSpec
+from checkers.txn_checks import TXN
+from workloads.registry import check_families
+
+# results.json lists checks in this order: family by family, each family's own.
+BUILTIN: tuple[Family, ...] = (QUEUE, TXN, CYCLES, SHARE, AVAILABILITY_FAMILY)
+
+_families: dict[str, Family] = {f.name: f for f in BUILTIN}
+_added: dict[str, Check] = {}
+
+
+def add(check: Check) -> Check:
+    """Add a check to its family; every run that family judges has it from now on.
+
+    The check brings its own anomaly frames (``Check.frames``).
+    """
+    if check.family not in _families:
+        raise ValueError(f"check {check.name!r}: no family {check.family!r}")
+    if find(check.name) is not None:
+        raise ValueError(f"check {check.name!r} exists already")
+    if check.frames is None:
+        raise ValueError(f"check {check.name!r}: an added check needs frames of its own")
+    _added[check.name] = check
+    return check
+
+
+def remove(name: str) -> None:
+    """Remove a check added with ``add`` (a test's, when the test is done)."""
+    del _added[name]
+
+
+def families() -> tuple[Family, ...]:
+    return tuple(_families.values())
+
+
+def checks_of(family: Family) -> tuple[Check, ...]:
+    """A family's checks, its own and those added to it."""
+    return family.checks + tuple(c for c in _added.values() if c.family == family.name)
+
+
+def every_check() -> tuple[Check, ...]:
+    return tuple(c for f in families() for c in checks_of(f))
+
+
+def find(name: str) -> Check | None:
+    return next((c for c in every_check() if c.name == name), None)
+
+
+def names(family: str) -> tuple[str, ...]:
+    """The names of one family's checks, under any settings."""
+    return tuple(c.name for c in checks_of(_families[family]))
+
+
+def view(config: dict[str, Any] | CheckedSpec) -> CheckedSpec:
+    return config if isinstance(config, CheckedSpec) else CheckedSpec.of(config)
+
+
+def families_for(config: dict[str, Any] | CheckedSpec) -> tuple[Family, ...]:
+    """The families that judge this run: those its workload brings that apply."""
+    spec = view(config)
+    brought = check_families(spec.workload)
+    return tuple(f for f in families() if f.name in brought and f.applies(spec))
+
+
+def checks_for(config: dict[str, Any] | CheckedSpec) -> tuple[Check, ...]:
+    """Every check of this run, in results.json's order."""
+    spec = view(config)
+    return tuple(c for f in families_for(spec) for c in checks_of(f) if c.applies(spec))
+
+
+def severities(config: dict[str, Any] | CheckedSpec) -> dict[str, str]:
+    """Every check's severity under this run's settings: which findings break a
+    promise the configured producer and consumer actually made."""
+    spec = view(config)
+    return {c.name: c.severity(spec) for c in every_check()}
+
+
+# --- docs/results.md --------------------------------------------------------------
+
+_TABLE = re.compile(r"(<!-- checks: (\S+) -->\n)(.*?)(<!-- /checks -->)", re.S)
+
+
+def table(family: str) -> str:
+    """docs/results.md's table of one family, in Markdown."""
+    rows = ["| check | finds | severity |", "|---|---|---|"]
+    for c in checks_of(_families[family]):
+        rows.append(f"| `{c.name}` | {_cell(c.finds)} | {_cell(c.severity_doc)} |")
+    return "\n".join(rows) + "\n"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_docs(text: str) -> str:
+    """``text`` with every ``<!-- checks: FAMILY -->`` table written anew."""
+    return _TABLE.sub(lambda m: m.group(1) + table(m.group(2)) + m.group(4), text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description="write the checks' tables into a Markdown file")
+    p.add_argument("doc", type=Path, help="e.g. docs/results.md")
+    p.add_argument("--check", action="store_true", help="only say whether it is up to date")
+    args = p.parse_args(argv)
+    text = args.doc.read_text()
+    fresh = render_docs(text)
+    if args.check:
+        if fresh != text:
+            print(f"{args.doc}: the checks' tables are stale; run python3 -m checkers.catalog")
+            return 1
+        return 0
+    args.doc.write_text(fresh)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+"""The run settings the checks depend on, typed, with the defaults of harness/spec.py.
+
+Why: a check's verdict depends on the run (a duplicate breaks a promise only
+when the producer made it), and the checkers used to read the config as
+nested dicts, restating defaults such as ``read_committed`` in several
+files.  Here the config is read once, as a run reads it (``TestSpec``), and
+every check asks this view.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from harness.spec import TestSpec
+
+
+@dataclass(frozen=True)
+class CheckedSpec:
+    """A run's ``TestSpec`` plus the facts the checks derive from it."""
+
+    spec: TestSpec
+    # Whether the config names faults.  Not a default: a config without a
+    # nemesis section (a bare history's) planned none, as far as it says.
+    faults_planned: bool
+
+    @classmethod
+    def of(cls, config: dict[str, Any]) -> CheckedSpec:
+        """The view of a config.json dict; missing sections take the run defaults."""
+        sections = {k: v for k, v in config.items() if v is not None}
+        faults = bool((config.get("nemesis") or {}).get("faults"))
+        return cls(TestSpec.from_dict(sections), faults)
+
+    @property
+    def workload(self) -> str:
+        return self.spec.workload
+
+    @property
+    def share(self) -> bool:
+        """Share-group consumers (KIP-932)."""
+        return self.spec.consumer.mode == "share"
+
+    @property
+    def ctp(self) -> bool:
+        """The transactional workload's consume-transform-produce mode."""
+        return self.spec.txn.mode == "ctp"
+
+    @property
+    def read_committed(self) -> bool:
+        """Whether the workload's consumers promised committed data only."""
+        return self.spec.txn.isolation_level == "read_committed"
+
+    @property
+    def idempotent(self) -> bool:
+        """Whether the producer promised each send is written once and in order."""
+        producer = self.spec.producer
+        return bool(producer.enable_idempotence) and str(producer.acks) in ("all", "-1")
+
+    @property
+    def acks(self) -> str:
+        return str(self.spec.producer.acks)
+
+    @property
+    def ww_deps(self) -> bool:
+        """Whether the cycle search infers ww edges (off: Jepsen's --no-ww-deps)."""
+        return bool(self.spec.checker.ww_deps)
