@@ -3,8 +3,10 @@
 # and browser tests. pytest's "no tests collected" (exit 5) counts as failure.
 #
 # ./test.sh --fast runs the unit tier only (no cluster, no browser), its
-# property tests on fewer generated histories (tests/conftest.py): minutes,
-# not the better part of an hour.
+# property tests on fewer generated histories (tests/conftest.py), and
+# leaves out the unit tests marked slow (whole end-to-end checks of one
+# history, which the same checks' property tests cover in one Spark job):
+# minutes, not the better part of an hour.
 # ./test.sh --vagrant runs the tests on real VMs instead (tests/vagrant):
 # it installs Vagrant, libvirt and QEMU and builds the box first.
 set -uo pipefail
@@ -14,7 +16,7 @@ setup_args=()
 case "${1:-}" in
   --fast)
     shift
-    suite=(tests/unit)
+    suite=(tests/unit -m "not slow")
     export KC_TEST_TIER=fast
     ;;
   --vagrant)

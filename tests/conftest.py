@@ -8,7 +8,9 @@ Tiers: every test is marked by its folder (``unit``, ``integration``,
 --fast`` (``KC_TEST_TIER=fast``) runs the unit tier, property tests
 included, with fewer generated histories per property test (``FAST_EXAMPLES``:
 each test still sees every kind of history it asserts on, so nothing is
-skipped, only sampled less), to answer within minutes on a 2-core machine.
+skipped, only sampled less), and leaves out the unit tests marked ``slow``
+(end-to-end checks of one whole history each), to answer within minutes on
+a 2-core machine.
 The full tier keeps the counts each test sets by default.
 """
 

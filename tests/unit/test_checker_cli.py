@@ -47,6 +47,7 @@ def _lost(b: HistoryBuilder) -> None:
     b.poll(99, [("t", 0, 5, 10)], final=True)
 
 
+@pytest.mark.slow
 def test_run_dir_valid_writes_results_and_exits_0(spark, tmp_path, capsys):
     run = tmp_path / "run"
     run.mkdir()
@@ -71,6 +72,7 @@ def test_run_dir_valid_writes_results_and_exits_0(spark, tmp_path, capsys):
     assert (run / "history.parquet" / "_SUCCESS").exists()
 
 
+@pytest.mark.slow
 def test_parquet_cache_of_another_format_is_rebuilt_and_refused_as_input(spark, tmp_path, capsys):
     path = _write(tmp_path, "h.jsonl", _drained)
     stale = tmp_path / "h.parquet"
@@ -81,6 +83,7 @@ def test_parquet_cache_of_another_format_is_rebuilt_and_refused_as_input(spark, 
     assert main(["check", str(stale)]) == 0  # now current: judged as it is
 
 
+@pytest.mark.slow
 def test_invalid_history_exits_1_and_json_names_the_anomaly(spark, tmp_path, capsys):
     path = _write(tmp_path, "h.jsonl", _lost)
     assert main(["check", str(path), "--json", "--examples", "1"]) == 1
@@ -92,6 +95,7 @@ def test_invalid_history_exits_1_and_json_names_the_anomaly(spark, tmp_path, cap
     assert lost["explanation"]
 
 
+@pytest.mark.slow
 def test_no_drain_with_unread_acks_exits_2(spark, tmp_path, capsys):
     path = _write(tmp_path, "h.jsonl", lambda b: b.send(1, 9, 0, 4))
     assert main(["check", str(path), "--json"]) == 2
@@ -166,6 +170,7 @@ def test_scan_names_line_of_wrong_record_type(tmp_path):
         scan_for_bad_line(path)
 
 
+@pytest.mark.slow
 def test_cut_short_last_line_is_skipped(spark, tmp_path, capsys):
     path = _write(tmp_path, "h.jsonl", _drained)
     with open(path, "a") as fh:
@@ -179,6 +184,7 @@ def test_missing_run_dir_history_is_a_harness_error(tmp_path, capsys):
     assert "no history.jsonl" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_without_elle_a_txn_history_is_never_valid_and_says_why_in_one_line(
     spark, tmp_path, capsys, monkeypatch
 ):

@@ -99,6 +99,7 @@ def test_the_reference_counts_g1c_wr_only_for_a_cycle_of_reads():
     assert reported(HISTORIES["reads_an_earlier_commit"], ww=False) == {}
 
 
+@pytest.mark.slow
 @needs_elle
 def test_spark_and_elle_find_g1c_wr_and_not_in_the_look_alike(spark, tmp_path):
     judged = judge(spark, tmp_path, CONFIG, list(HISTORIES))
@@ -119,6 +120,7 @@ def test_spark_and_elle_find_g1c_wr_and_not_in_the_look_alike(spark, tmp_path):
     assert errors == [] and fine["verdict"] == "valid", (errors, fine["unknown_reasons"])
 
 
+@pytest.mark.slow
 @needs_elle
 def test_without_ww_edges_the_same_cycle_is_g1c_and_g1c_wr_is_left_out(spark, tmp_path):
     res = judge(spark, tmp_path, NO_WW, ["mutual_reads"])["mutual_reads"]
@@ -127,6 +129,7 @@ def test_without_ww_edges_the_same_cycle_is_g1c_and_g1c_wr_is_left_out(spark, tm
     assert res["verdict"] == "invalid"
 
 
+@pytest.mark.slow
 def test_without_elle_g1c_wr_is_unknown_like_the_other_cycle_checks(spark, tmp_path, monkeypatch):
     monkeypatch.setattr("checkers.cycle_checks.elle_missing", lambda: "no Elle here")
     res = judge(spark, tmp_path, CONFIG, ["mutual_reads"])["mutual_reads"]
@@ -136,6 +139,7 @@ def test_without_elle_g1c_wr_is_unknown_like_the_other_cycle_checks(spark, tmp_p
     assert any(WR_CYCLE_CHECK in r and "no Elle here" in r for r in res["unknown_reasons"])
 
 
+@pytest.mark.slow
 @needs_elle
 def test_a_timeout_in_the_search_without_ww_edges_leaves_g1c_wr_unknown(
     spark, tmp_path, monkeypatch

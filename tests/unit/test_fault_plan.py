@@ -73,6 +73,7 @@ def judged(spark, tmp_path_factory) -> tuple[dict[str, Any], list[dict[str, Any]
     return analyse(spark, load_history(spark, path), {})[0], b.ops, path
 
 
+@pytest.mark.slow
 def test_faults_off_plan_are_listed_with_their_plan(judged) -> None:
     results, ops, _ = judged
     plan = results["faults_off_plan"]
@@ -97,6 +98,7 @@ def test_faults_off_plan_are_listed_with_their_plan(judged) -> None:
     assert plan == reference_stats.faults_off_plan(ops)
 
 
+@pytest.mark.slow
 def test_every_fault_says_how_far_it_ran_from_plan(judged) -> None:
     results, ops, _ = judged
     faults = {f["id"]: f for f in results["stats"]["availability"]["faults"]}
@@ -109,12 +111,14 @@ def test_every_fault_says_how_far_it_ran_from_plan(judged) -> None:
     assert results["stats"]["availability"]["faults"] == want
 
 
+@pytest.mark.slow
 def test_off_plan_faults_keep_the_verdict(judged) -> None:
     results, _, _ = judged
     assert results["verdict"] == "valid" and results["unknown_reasons"] == []
     assert all(c["count"] == 0 for c in results["checks"].values())
 
 
+@pytest.mark.slow
 def test_the_report_reads_the_same_plan_from_the_history(judged) -> None:
     results, _, path = judged
     from_history = fault_plan.summary(summarize_history(path).faults)
@@ -125,6 +129,7 @@ def test_the_report_reads_the_same_plan_from_the_history(judged) -> None:
     assert from_history["worst_deviation_s"] == 3.25
 
 
+@pytest.mark.slow
 def test_older_histories_flag_nothing_but_a_missing_end(spark, tmp_path) -> None:
     from checkers.api import analyse
     from checkers.load import load_history
@@ -156,6 +161,7 @@ def test_summary_lines_name_unknown_reasons_and_off_plan_faults() -> None:
     assert summary_lines({"verdict": "valid"}) == []  # results.json of an older version
 
 
+@pytest.mark.slow
 def test_check_prints_one_line_about_faults_off_plan(spark, tmp_path, capsys) -> None:
     b = HistoryBuilder()
     _faults(b)

@@ -89,6 +89,7 @@ def _by_process(stats: dict) -> dict:
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "kind,verdict",
     [("valid", "valid"), ("unknown-drain-incomplete", "unknown"), ("share-lost", "invalid"),

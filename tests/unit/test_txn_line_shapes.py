@@ -124,6 +124,7 @@ def test_every_allowed_txn_line_shape_is_ingested_and_judged(ops, tmp_path_facto
     FUZZED.append(ops)
 
 
+@pytest.mark.slow
 def test_spark_and_the_cli_judge_every_fuzzed_history(spark, tmp_path, capsys) -> None:
     from checkers.api import analyse
     from checkers.load import load_history
@@ -157,6 +158,7 @@ def _check_json(target: Path, capsys, *extra: str) -> tuple[int, dict]:
     return code, results
 
 
+@pytest.mark.slow
 def test_a_txn_history_by_path_gets_exactly_the_run_directorys_output(spark, tmp_path, capsys):
     run = _run_dir(tmp_path, Shape(unreported_p=0.2))
     by_dir = _check_json(run, capsys)
@@ -165,6 +167,7 @@ def test_a_txn_history_by_path_gets_exactly_the_run_directorys_output(spark, tmp
     assert {"aborted-read", "torn-transaction", "G1c"} <= set(by_dir[1]["checks"])
 
 
+@pytest.mark.slow
 def test_txn_lines_without_a_config_are_judged_as_txn(spark, tmp_path, capsys):
     run = _run_dir(tmp_path, Shape(mode="ctp"))
     alone = tmp_path / "alone"
