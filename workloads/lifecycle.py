@@ -22,7 +22,6 @@ import random
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
@@ -30,7 +29,7 @@ from harness.spec import TestSpec
 from workloads.drain import DrainResult, final_drain
 from workloads.history import HistoryWriter
 from workloads.producer import ProducerWorker, producer_config, split_rate
-from workloads.progress import ProgressDisplay, RateMeter, Snapshot
+from workloads.progress import Progress, ProgressDisplay, RateMeter, Snapshot
 from workloads.sampler import CLUSTER_STATE, ClusterSampler, Probe, admin_probe
 from workloads.values import Counter
 from workloads.worker import Slot
@@ -56,20 +55,6 @@ def rate_verdict(target: float, achieved: float, unit: str = "sends") -> tuple[b
 
 def per_second(count: int, duration_s: float) -> float:
     return count / duration_s if duration_s > 0 else 0.0
-
-
-@dataclass(frozen=True)
-class Progress:
-    """The figures of a summary the live display shows, counted in the workload's unit."""
-
-    done: int
-    ok: int
-    fail: int
-    info: int
-    polls: int
-    records: int
-    crashes: int
-    target_rate: float
 
 
 class Summary(Protocol):
@@ -255,14 +240,7 @@ class Lifecycle(Generic[S]):
             fault = f"? ({type(e).__name__})"
         return Snapshot(
             elapsed_s=time.monotonic() - self._started,
-            sends=p.done,
-            ok=p.ok,
-            fail=p.fail,
-            info=p.info,
-            polls=p.polls,
-            records=p.records,
-            crashes=p.crashes,
-            target_rate=p.target_rate,
+            counts=p,
             rate=self._meter.rate(p.done),
             fault=fault,
             unit=self.unit,

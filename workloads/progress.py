@@ -17,12 +17,12 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class Snapshot:
-    """The figures shown; produced by the workload on demand."""
+@dataclass(frozen=True)
+class Progress:
+    """A workload's counts so far, in its unit (``Snapshot.unit``): what its summary
+    gives the display."""
 
-    elapsed_s: float
-    sends: int
+    done: int
     ok: int
     fail: int
     info: int
@@ -30,37 +30,46 @@ class Snapshot:
     records: int
     crashes: int
     target_rate: float  # <= 0: unlimited
-    rate: float  # sends/s over the last display interval
+
+
+@dataclass
+class Snapshot:
+    """The figures shown; produced by the workload on demand."""
+
+    elapsed_s: float
+    counts: Progress
+    rate: float  # units/s over the last display interval
     fault: str
-    unit: str = "sends"  # what ``sends``/``ok``/``fail``/``info`` count
+    unit: str = "sends"  # what the counts' done/ok/fail/info count
 
     def line(self) -> str:
-        target = f"{self.target_rate:.0f}" if self.target_rate > 0 else "unlimited"
+        c = self.counts
+        target = f"{c.target_rate:.0f}" if c.target_rate > 0 else "unlimited"
         return (
-            f"t={self.elapsed_s:.0f}s {self.unit}={self.sends} ok={self.ok} fail={self.fail} "
-            f"info={self.info} rate={self.rate:.0f}/s (target {target}) polls={self.polls} "
-            f"records={self.records} crashes={self.crashes} fault={self.fault}"
+            f"t={self.elapsed_s:.0f}s {self.unit}={c.done} ok={c.ok} fail={c.fail} "
+            f"info={c.info} rate={self.rate:.0f}/s (target {target}) polls={c.polls} "
+            f"records={c.records} crashes={c.crashes} fault={self.fault}"
         )
 
 
 def _table(s: Snapshot) -> Any:
     from rich.table import Table
 
-    u = s.unit
+    u, c = s.unit, s.counts
     table = Table(title="kafka-chaos workload", show_header=False, min_width=50)
     table.add_column(style="bold")
     table.add_column(justify="right")
-    target = f"{s.target_rate:.0f}/s" if s.target_rate > 0 else "unlimited"
-    short = s.target_rate > 0 and s.elapsed_s > 3 and s.rate < 0.9 * s.target_rate
+    target = f"{c.target_rate:.0f}/s" if c.target_rate > 0 else "unlimited"
+    short = c.target_rate > 0 and s.elapsed_s > 3 and s.rate < 0.9 * c.target_rate
     rows = [
         ("elapsed", f"{s.elapsed_s:.0f} s"),
-        (f"{u} ok", f"[green]{s.ok}[/]"),
-        (f"{u} failed", f"[red]{s.fail}[/]" if s.fail else "0"),
-        (f"{u} indeterminate", f"[yellow]{s.info}[/]" if s.info else "0"),
+        (f"{u} ok", f"[green]{c.ok}[/]"),
+        (f"{u} failed", f"[red]{c.fail}[/]" if c.fail else "0"),
+        (f"{u} indeterminate", f"[yellow]{c.info}[/]" if c.info else "0"),
         (f"{u} rate", f"{'[red]' if short else ''}{s.rate:.0f}/s{'[/]' if short else ''}"),
         ("target rate", target),
-        ("polls / records", f"{s.polls} / {s.records}"),
-        ("consumer crashes", str(s.crashes)),
+        ("polls / records", f"{c.polls} / {c.records}"),
+        ("consumer crashes", str(c.crashes)),
         ("current fault", f"[magenta]{s.fault}[/]" if s.fault != "none" else "none"),
     ]
     for k, v in rows:

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from harness.errors import ConfigError
 from workloads.consumer import CLOSE_TIMEOUT_S, COMMIT_TIMEOUT_S, ConsumerWorker, group_name
 from workloads.drain import DrainResult
-from workloads.lifecycle import Lifecycle, Progress, per_second, rate_verdict
+from workloads.lifecycle import Lifecycle, per_second, rate_verdict
 from workloads.producer import ProducerWorker
+from workloads.progress import Progress
 from workloads.share_consumer import (
     AckPolicy,
     GroupProgress,

@@ -27,8 +27,9 @@ from harness import admin
 from harness.spec import TestSpec, replace
 from workloads.drain import DrainResult
 from workloads.history import HistoryWriter
-from workloads.lifecycle import Lifecycle, Progress, per_second, rate_verdict
+from workloads.lifecycle import Lifecycle, per_second, rate_verdict
 from workloads.producer import Pacer, ProducerWorker, split_rate
+from workloads.progress import Progress
 from workloads.txn_client import CTP, Teardown, TxnClient, TxnStats, output_topic, validate
 from workloads.values import Counter
 from workloads.worker import RESTART_PAUSE_S, Slot

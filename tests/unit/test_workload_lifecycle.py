@@ -12,7 +12,8 @@ import pytest
 
 from harness.spec import TestSpec
 from workloads.history import HistoryWriter
-from workloads.lifecycle import HURRIED_FLUSH_S, Lifecycle, Progress, rate_verdict
+from workloads.lifecycle import HURRIED_FLUSH_S, Lifecycle, rate_verdict
+from workloads.progress import Progress
 
 
 class FakeClient:

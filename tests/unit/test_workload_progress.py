@@ -8,16 +8,18 @@ import time
 
 from rich.console import Console
 
-from workloads.progress import ProgressDisplay, RateMeter, Snapshot, _table
+from workloads.progress import Progress, ProgressDisplay, RateMeter, Snapshot, _table
 
 
 def snap(**changes) -> Snapshot:
-    base = dict(
-        elapsed_s=12.0, sends=12000, ok=11000, fail=3, info=7, polls=40, records=10990,
-        crashes=1, target_rate=1000.0, rate=600.0, fault="partition n2",
+    counts = dict(
+        done=12000, ok=11000, fail=3, info=7, polls=40, records=10990, crashes=1,
+        target_rate=1000.0,
     )  # fmt: skip
-    base.update(changes)
-    return Snapshot(**base)
+    shown = dict(elapsed_s=12.0, rate=600.0, fault="partition n2")
+    for key, value in changes.items():
+        (counts if key in counts else shown)[key] = value
+    return Snapshot(counts=Progress(**counts), **shown)
 
 
 def test_log_mode_emits_one_line_summaries(caplog):
