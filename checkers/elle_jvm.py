@@ -107,6 +107,18 @@ def started() -> bool:
     return _started is not None
 
 
+def jvm_held_by_another() -> bool:
+    """Whether this process's one JVM runs, but not Elle's (Kafka's Java client
+    does, in a run with ``--client java``): Elle must then run in a child."""
+    import sys
+
+    if _started is not None or "jpype" not in sys.modules:
+        return False
+    import jpype
+
+    return bool(jpype.isJVMStarted())
+
+
 def aot_dir(jars: list[str]) -> Path:
     """Where Elle's ahead-of-time compiled classes for this classpath are cached."""
     digest = hashlib.sha256(os.pathsep.join(jars).encode()).hexdigest()[:12]

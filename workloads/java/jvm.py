@@ -1,0 +1,100 @@
+"""Kafka's own Java client, loaded into this process through JPype.
+
+Why in this process: a Java worker then shares everything a librdkafka
+worker has (the history writer, the value and process counters, the crash
+loop, the stop event), so the two clients write the same history by the
+same code.  A blocking Java call holds only its own Python thread: JPype
+releases the GIL while Java runs.
+
+Why the client's jars alone: JPype starts one JVM per process and fixes its
+classpath at the start, so the process that runs a Java client holds exactly
+the client of the run's Kafka version (``kafka-clients`` plus its logging and
+compression jars, from the distribution the cluster was installed from).
+Elle, which also runs through JPype, then runs in a child process
+(docs/java-client.md says why that side moves, not this one).
+
+The JVM ends with the process, SIGTERM and SIGKILL included: nothing to stop.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+
+from harness import distribution
+from harness.errors import ConfigError, HarnessError
+
+log = logging.getLogger(__name__)
+
+# The client's runtime jars in a distribution's libs/: the client, SLF4J and
+# its binding (log4j 2 from Kafka 4.0, reload4j before), and the codecs.
+# Without a logging binding ``new KafkaProducer`` fails (NoClassDefFoundError).
+CLIENT_JAR_PREFIXES = (
+    "kafka-clients-",
+    "slf4j-",
+    "log4j-",
+    "reload4j-",
+    "lz4-java-",
+    "snappy-java-",
+    "zstd-jni-",
+)
+HEAP = "-Xmx512m"
+# The client logs WARN and above, to the JVM's stderr; kafka-chaos' own log
+# says what each worker saw.
+LOG_LEVEL = "-Dlog4j2.level=WARN"
+
+_lock = threading.Lock()
+_started: str | None = None  # the Kafka version whose client this process holds
+
+
+def client_jars(version: str, libs: Path | None = None) -> list[Path]:
+    """The jars the Java client of ``version`` needs, from its cached distribution."""
+    if libs is None:
+        dist = distribution.load_cached(version)
+        if dist is None:
+            raise ConfigError(
+                f"the Java client needs Kafka {version}'s jars, which are not cached; "
+                f"run: kafka-chaos dist fetch {version}"
+            )
+        libs = dist.root / "libs"
+    jars = sorted(p for p in libs.glob("*.jar") if p.name.startswith(CLIENT_JAR_PREFIXES))
+    if not any(p.name == f"kafka-clients-{version}.jar" for p in jars):
+        found = ", ".join(p.name for p in jars if p.name.startswith("kafka-clients-")) or "none"
+        raise ConfigError(
+            f"the Java client needs kafka-clients-{version}.jar in {libs} (found: {found})"
+        )
+    return jars
+
+
+def start(version: str) -> None:
+    """Start this process's JVM with the Java client of ``version`` (once).
+
+    A second call for the same version does nothing; for another version it
+    is refused, since the classpath cannot change.
+    """
+    global _started
+    with _lock:
+        if _started == version:
+            return
+        if _started is not None:
+            raise HarnessError(
+                f"this process already holds Kafka {_started}'s Java client; "
+                f"one process runs one client version (asked for {version})"
+            )
+        import jpype  # only a run that uses the Java client pays for loading JPype
+
+        if jpype.isJVMStarted():
+            raise HarnessError(
+                "a JVM without Kafka's client is already running in this process "
+                "(Elle's?); start the Java client before anything else uses JPype"
+            )
+        jars = client_jars(version)
+        jpype.startJVM(HEAP, LOG_LEVEL, classpath=[str(j) for j in jars], convertStrings=False)
+        _started = version
+        log.info("started the JVM with Kafka %s's Java client (%d jars)", version, len(jars))
+
+
+def started_version() -> str | None:
+    """The Kafka version whose Java client this process holds, if any."""
+    return _started
