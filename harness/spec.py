@@ -61,6 +61,9 @@ class ProducerSpec:
     rate: float = 1000.0  # target acked+attempted sends per second, all workers together
     request_timeout_ms: int = 5000
     delivery_timeout_ms: int = 15000
+    # Whose client sends: librdkafka (confluent-kafka) or Kafka's own Java client
+    # of the cluster's version, through JPype (docs/java-client.md).
+    client: str = "librdkafka"
 
 
 @dataclass

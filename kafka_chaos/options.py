@@ -73,6 +73,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("--linger-ms", "producer.linger_ms", int, "producer linger.ms"),
     Option("--message-bytes", "producer.message_bytes", int, "message size in bytes"),
     Option("--rate", "producer.rate", float, "target sends per second, all producers"),
+    Option(
+        "--producer-client",
+        "producer.client",
+        str,
+        "whose client sends: librdkafka, or Kafka's Java client of --kafka-version",
+        ("librdkafka", "java"),
+    ),
     Option("--groups", "consumer.groups", int, "consumer groups"),
     Option("--consumers-per-group", "consumer.workers_per_group", int, "consumers per group"),
     Option("--consumer-mode", "consumer.mode", str, "group mode", ("subscribe", "assign", "share")),
@@ -276,8 +283,20 @@ def validate(spec: TestSpec) -> None:
         raise ConfigError("time_limit_s must be positive")
     if spec.producer.rate <= 0:
         raise ConfigError("producer.rate must be positive")
+    _validate_client(spec)
     _validate_share(spec)
     _validate_group_protocol(spec)
+
+
+def _validate_client(spec: TestSpec) -> None:
+    """The Java client sends the queue workload's records; nothing else runs on it yet."""
+    client = spec.producer.client
+    if client not in ("librdkafka", "java"):
+        raise ConfigError(f"producer.client must be librdkafka or java, not {client!r}")
+    if client == "java" and spec.workload != "queue":
+        raise ConfigError(
+            f"producer.client java runs the queue workload's producers only, not {spec.workload}'s"
+        )
 
 
 def _kafka_at_least(version: str, want: tuple[int, int]) -> bool:

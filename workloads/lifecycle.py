@@ -156,8 +156,13 @@ class Lifecycle(Generic[S]):
         p = self.spec.producer
         producer_config(p, self.bootstrap, "validate")  # ConfigError now, not in a thread
         flush_s = p.delivery_timeout_ms / 1000 + 2
+        worker = ProducerWorker
+        if p.client == "java":
+            from workloads.java.producer import JavaProducerWorker  # JPype only when asked
+
+            worker = JavaProducerWorker
         return [
-            ProducerWorker(
+            worker(
                 self.spec, self.bootstrap, self.history, self.processes, self.values, rate,
                 self.stop_senders, flush_s,
             )

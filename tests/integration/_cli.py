@@ -37,3 +37,18 @@ def ops(history: Path) -> list[dict]:
 
 def write_ops(history: Path, rows: list[dict]) -> None:
     history.write_text("".join(json.dumps(op) + "\n" for op in rows))
+
+
+# A short fault-free run: the shared librdkafka clean run (conftest.py), and the same run on
+# other clients (test_java_producer.py), so their histories compare line for line.
+CLEAN_RUN_ARGS = ("--time-limit", "15", "--faults", "none", "--rate", "300")
+
+
+def clean_run_of(cluster: Cluster, store: Path, name: str, *extra: str) -> Path:
+    """The run directory of a CLEAN_RUN_ARGS run named ``name``, asserted to exit 0."""
+    proc = kafka_chaos(*run_args(cluster, store, "--name", name, *CLEAN_RUN_ARGS, *extra))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = report_path(proc.stdout)
+    assert report.exists()
+    assert (store / "latest").resolve() == report.parent
+    return report.parent

@@ -12,8 +12,10 @@ return.  The machinery lives in ``_kafka_clusters`` (importable by tests).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from _cli import clean_run_of
 from _kafka_clusters import SHARED_CLUSTER, running_cluster
 
 from harness.cluster import Cluster
@@ -27,3 +29,10 @@ def kafka_cluster() -> Iterator[Cluster]:
         ClusterSpec(name=SHARED_CLUSTER, nodes=3, kafka_version=NEWEST_KAFKA, mode="kraft")
     ) as cluster:
         yield cluster
+
+
+@pytest.fixture(scope="session")
+def clean_run(kafka_cluster: Cluster, tmp_path_factory) -> Path:
+    """One fault-free librdkafka run, shared by the tests that derive histories from
+    it and by those that compare another client's history with it."""
+    return clean_run_of(kafka_cluster, tmp_path_factory.mktemp("store"), "clean")

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from _cli import kafka_chaos, ops, report_path, run_args, write_ops
+from _cli import kafka_chaos, ops, run_args, write_ops
 from _waiting import wait_for_history_line
 
 from harness import kafka_db
@@ -22,31 +22,6 @@ from harness.backends import cluster_exists
 from harness.cluster import Cluster
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def clean_run(kafka_cluster: Cluster, tmp_path_factory) -> Path:
-    """One fault-free run shared by the tests that derive histories from it."""
-    store = tmp_path_factory.mktemp("store")
-    proc = kafka_chaos(
-        *run_args(
-            kafka_cluster,
-            store,
-            "--name",
-            "clean",
-            "--time-limit",
-            "15",
-            "--faults",
-            "none",
-            "--rate",
-            "300",
-        )
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    report = report_path(proc.stdout)
-    assert report.exists()
-    assert (store / "latest").resolve() == report.parent
-    return report.parent
 
 
 def test_clean_run_is_valid_and_reported(clean_run: Path):

@@ -140,9 +140,10 @@ def test_the_client_needs_only_its_own_jars() -> None:
 
 
 ELLE_BESIDE_THE_CLIENT = """
-import json, sys
+import json, sys, tempfile
+from pathlib import Path
 from workloads.java import jvm
-jvm.start(sys.argv[1])
+jvm.start(sys.argv[1], Path(tempfile.gettempdir()))
 from checkers import elle
 print(json.dumps(elle.find_cycles(*json.loads(sys.stdin.read()))))
 """

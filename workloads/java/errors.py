@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -221,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     from workloads.java import jvm
 
     try:
-        jvm.start(args.kafka)
+        jvm.start(args.kafka, Path(tempfile.gettempdir()))
     except HarnessError as e:
         print(f"workloads.java.errors: {e}", file=sys.stderr)
         return 2

@@ -40,9 +40,14 @@ CLIENT_JAR_PREFIXES = (
     "zstd-jni-",
 )
 HEAP = "-Xmx512m"
-# The client logs WARN and above, to the JVM's stderr; kafka-chaos' own log
-# says what each worker saw.
-LOG_LEVEL = "-Dlog4j2.level=WARN"
+# The client's own log (INFO: producer ids, epochs, rebalances) goes to a file
+# of the run, by these settings; the terminal shows the run's progress only.
+HERE = Path(__file__).parent
+LOG_SETTINGS = (
+    f"-Dlog4j2.configurationFile={HERE / 'log4j2.properties'}",  # Kafka 4: log4j 2
+    f"-Dlog4j.configuration=file:{HERE / 'log4j.properties'}",  # Kafka 3: reload4j
+)
+CLIENT_LOG = "java-client.log"
 
 _lock = threading.Lock()
 _started: str | None = None  # the Kafka version whose client this process holds
@@ -67,8 +72,9 @@ def client_jars(version: str, libs: Path | None = None) -> list[Path]:
     return jars
 
 
-def start(version: str) -> None:
-    """Start this process's JVM with the Java client of ``version`` (once).
+def start(version: str, log_dir: Path) -> None:
+    """Start this process's JVM with the Java client of ``version`` (once), its
+    log in ``log_dir``/java-client.log.
 
     A second call for the same version does nothing; for another version it
     is refused, since the classpath cannot change.
@@ -90,7 +96,10 @@ def start(version: str) -> None:
                 "(Elle's?); start the Java client before anything else uses JPype"
             )
         jars = client_jars(version)
-        jpype.startJVM(HEAP, LOG_LEVEL, classpath=[str(j) for j in jars], convertStrings=False)
+        log_file = f"-Dkafka.chaos.client.log={log_dir / CLIENT_LOG}"
+        jpype.startJVM(
+            HEAP, log_file, *LOG_SETTINGS, classpath=[str(j) for j in jars], convertStrings=False
+        )
         _started = version
         log.info("started the JVM with Kafka %s's Java client (%d jars)", version, len(jars))
 

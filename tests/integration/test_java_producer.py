@@ -1,0 +1,80 @@
+"""The queue workload's producers on Kafka's own Java client, on the shared cluster.
+
+The same fault-free run as the shared librdkafka one (CLEAN_RUN_ARGS), with
+``--producer-client java``: it must be valid, and its history must have the
+librdkafka run's line shapes, so the checkers cannot tell which client wrote
+it.  Then a leader is killed under the Java producer: failed and unknown sends
+appear, named by librdkafka's codes, and nothing acknowledged is lost.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from _cli import clean_run_of, kafka_chaos, ops, report_path, run_args
+
+from harness import kafka_db
+from harness.cluster import Cluster
+from workloads.producer import UNKNOWN_AT_SHUTDOWN
+
+pytestmark = pytest.mark.integration
+
+
+def shapes(history: Path) -> set[tuple]:
+    """Every line's (f, type) and the keys of its value (and of a poll's records)."""
+    out = set()
+    for op in ops(history):
+        value = op.get("value")
+        keys = tuple(sorted(value)) if isinstance(value, dict) else type(value).__name__
+        out.add((op["f"], op["type"], keys))
+        if isinstance(value, dict):
+            for record in value.get("records", [])[:1]:
+                out.add((op["f"], op["type"], "record", tuple(sorted(record))))
+    return out
+
+
+@pytest.fixture(scope="module")
+def java_run(kafka_cluster: Cluster, tmp_path_factory) -> Path:
+    store = tmp_path_factory.mktemp("java-store")
+    return clean_run_of(kafka_cluster, store, "clean-java", "--producer-client", "java")
+
+
+def test_a_clean_java_producer_run_is_valid(java_run: Path) -> None:
+    results = json.loads((java_run / "results.json").read_text())
+    assert results["verdict"] == "valid", results["checks"]
+    assert results["summary"]["acked"] > 0
+    config = json.loads((java_run / "config.json").read_text())
+    assert config["producer"]["client"] == "java"
+    assert config["versions"]["kafka_clients"] == config["cluster"]["kafka_version"]
+
+
+def test_java_history_has_the_librdkafka_runs_line_shapes(java_run: Path, clean_run: Path):
+    java, librdkafka = shapes(java_run / "history.jsonl"), shapes(clean_run / "history.jsonl")
+    assert any(s[0] == "send" for s in java)
+    assert java == librdkafka, java ^ librdkafka
+
+
+def test_a_leader_kill_under_the_java_producer_loses_nothing(kafka_cluster, tmp_path) -> None:
+    args = run_args(
+        kafka_cluster, tmp_path, "--name", "java-kill", "--producer-client", "java",
+        "--time-limit", "25", "--faults", "kill", "--targets", "leader",
+        "--fault-interval", "5", "--fault-duration", "8", "--rate", "300",
+    )  # fmt: skip
+    try:
+        proc = kafka_chaos(*args)
+    finally:
+        kafka_db.recover_cluster(kafka_cluster)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    run = report_path(proc.stdout).parent
+    results = json.loads((run / "results.json").read_text())
+    assert results["verdict"] == "valid", results["checks"]
+    history = ops(run / "history.jsonl")
+    assert [op for op in history if op["f"] == "kill"], "no broker was killed"
+    errors = {
+        op["value"]["error"] for op in history if op["f"] == "send" and "error" in op["value"]
+    }
+    # Whatever the client reported is named as librdkafka names it, then the Java class.
+    reported = errors - {UNKNOWN_AT_SHUTDOWN}
+    assert all(e.endswith("Exception)") and " (" in e for e in reported), reported
