@@ -37,7 +37,10 @@ fi
 ./setup.sh "${setup_args[@]}" || exit 1
 ruff check . || exit 1
 # --durations: every run, CI included, shows where its time went.
-python3 -m pytest -p no:cacheprovider --timeout=900 --durations=30 "$@" "${suite[@]}"
+# -n: two pytest-xdist workers; the cluster tests all run in one of them, in
+# order, and the unit modules beside them (tests/conftest.py says why).
+python3 -m pytest -p no:cacheprovider -n "${KC_TEST_WORKERS:-2}" --timeout=900 \
+  --durations=30 "$@" "${suite[@]}"
 rc=$?
 # Never leave a cluster behind, whatever happened: this removes EVERY
 # kafka-chaos cluster on the machine, not only the tests' own.  The fast
