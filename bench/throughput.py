@@ -2,11 +2,13 @@
 
 Brings up (or reuses with --reuse) a local 3-node cluster, runs the queue
 workload's producers unpaced for --seconds with acks/idempotence as given,
-and runs ``org.apache.kafka.tools.ProducerPerformance`` from the cached
-distribution (before and after, same cluster and settings); prints both
-rates and their ratio (target >= 0.5).  Prints figures; asserts nothing.
+once per client (librdkafka, and Kafka's Java client through JPype), and runs
+``org.apache.kafka.tools.ProducerPerformance`` from the cached distribution
+(before and after, same cluster and settings); prints the rates and each
+client's ratio to the tool (target >= 0.5).  Prints figures; asserts nothing.
 
     python bench/throughput.py [--name c1] [--seconds 20] [--workers 1] [--reuse]
+                               [--client librdkafka|java|both]
                                [--perf-prop batch.size=1000000 ...]
 """
 
@@ -146,6 +148,7 @@ def main() -> int:
     ap.add_argument("--message-bytes", type=int, default=100)
     ap.add_argument("--perf-records", type=int, default=1_000_000)
     ap.add_argument("--reuse", action="store_true", help="use an existing cluster, keep it")
+    ap.add_argument("--client", choices=("librdkafka", "java", "both"), default="both")
     ap.add_argument(
         "--perf-prop",
         action="append",
@@ -183,10 +186,14 @@ def main() -> int:
 
         perfs = [on_fresh_topic(spec, bootstrap, f"bench-perf1-{stamp}", perf)]
         load_before = os.getloadavg()[0]
-        wl = on_fresh_topic(
-            spec, bootstrap, f"bench-wl-{stamp}",
-            lambda: workload_rate(spec, bootstrap, args.seconds),
-        )  # fmt: skip
+        clients = ("librdkafka", "java") if args.client == "both" else (args.client,)
+        wls = {}
+        for client in clients:
+            spec.producer.client = client
+            wls[client] = on_fresh_topic(
+                spec, bootstrap, f"bench-wl-{client}-{stamp}",
+                lambda: workload_rate(spec, bootstrap, args.seconds),
+            )  # fmt: skip
         load_after = os.getloadavg()[0]
         perfs.append(on_fresh_topic(spec, bootstrap, f"bench-perf2-{stamp}", perf))
     finally:
@@ -194,7 +201,6 @@ def main() -> int:
             cli("cluster", "down", "--name", args.name, timeout=300)
 
     perf_mean = sum(p["rate"] for p in perfs) / len(perfs)
-    ratio = wl["acked_rate"] / perf_mean if perf_mean else float("nan")
     idem = "on" if spec.producer.enable_idempotence else "off"
     print(
         f"settings: acks={args.acks} idempotence={idem} message_bytes={args.message_bytes} "
@@ -204,25 +210,28 @@ def main() -> int:
     print(f"client defaults that differ: {DEFAULTS_DIFFER}")
     if args.perf_prop:
         print(f"ProducerPerformance extra properties: {' '.join(args.perf_prop)}")
-    print(
-        f"queue workload (history recorded): {wl['acked_rate']:.0f} acked msg/s "
-        f"over {args.seconds - WARMUP_S:.0f}s steady state "
-        f"({wl['acked']} ok, {wl['failed']} fail, {wl['indeterminate']} info, "
-        f"{wl['history_lines']} history lines)"
-    )
+    for client, wl in wls.items():
+        print(
+            f"queue workload on {client} (history recorded): {wl['acked_rate']:.0f} acked "
+            f"msg/s over {args.seconds - WARMUP_S:.0f}s steady state "
+            f"({wl['acked']} ok, {wl['failed']} fail, {wl['indeterminate']} info, "
+            f"{wl['history_lines']} history lines)"
+        )
     runs = ", ".join(f"{p['rate']:.0f}" for p in perfs)
     print(
         f"ProducerPerformance: {perf_mean:.0f} msg/s mean of before/after runs ({runs}; "
         f"{perfs[0]['records']} records each)"
     )
     perf_cpu = sum(p["cpu_us_per_msg"] for p in perfs) / len(perfs)
+    cpus = ", ".join(f"{c} {wl['cpu_us_per_msg']:.1f} us" for c, wl in wls.items())
     print(
-        f"client CPU per acked message (load-independent): workload "
-        f"{wl['cpu_us_per_msg']:.1f} us (librdkafka + recording), ProducerPerformance "
-        f"{perf_cpu:.1f} us (JVM incl. start-up)"
+        f"client CPU per acked message (load-independent): workload {cpus} (client + "
+        f"recording), ProducerPerformance {perf_cpu:.1f} us (JVM incl. start-up)"
     )
-    print(f"1-min load average around the workload run: {load_before:.1f} -> {load_after:.1f}")
-    print(f"ratio workload/ProducerPerformance: {ratio:.2f} (target >= 0.5)")
+    print(f"1-min load average around the workload runs: {load_before:.1f} -> {load_after:.1f}")
+    for client, wl in wls.items():
+        ratio = wl["acked_rate"] / perf_mean if perf_mean else float("nan")
+        print(f"ratio workload on {client}/ProducerPerformance: {ratio:.2f} (target >= 0.5)")
     return 0
 
 

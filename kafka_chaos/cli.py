@@ -11,13 +11,12 @@ Exit codes: 0 valid, 1 invalid, 2 unknown, 3 or more a harness error.
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 
 from checkers import cli as checkers_cli
 from harness.cluster import home
 from harness.errors import HarnessError
-from kafka_chaos import cluster_cli, dist_cli, elle_cli, run_cli
+from kafka_chaos import cluster_cli, dist_cli, elle_cli, run_cli, terminal_log
 from nemeses import cli as nemeses_cli
 from reports import cli as reports_cli
 
@@ -46,56 +45,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-OUR_LOGGERS = (
-    "kafka_chaos",
-    "harness",
-    "nemeses",
-    "workloads",
-    "checkers",
-    "reports",
-    "__main__",
-)
-
-
-TERMINAL_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-
-
-def _only_our_own(record: logging.LogRecord) -> bool:
-    return record.name.split(".")[0] in OUR_LOGGERS or record.levelno >= logging.ERROR
-
-
-class _NoTraceback(logging.Formatter):
-    """One line per record on the terminal; the trace stays in harness.log."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        saved = record.exc_info, record.exc_text, record.stack_info
-        record.exc_info = record.exc_text = record.stack_info = None
-        try:
-            line = super().format(record)
-        finally:
-            record.exc_info, record.exc_text, record.stack_info = saved
-        if saved[0] and saved[0][1] is not None:
-            line += f": {type(saved[0][1]).__name__}: {saved[0][1]}"
-        if saved[0] or saved[2]:
-            line += " (trace in harness.log)"
-        return line
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO, format=TERMINAL_FORMAT
-    )
-    for noisy in ("paramiko", "py4j", "invoke", "fabric"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
-    # What the SSH and Spark libraries say is for harness.log, not the terminal.
-    if not args.verbose:
-        for handler in logging.getLogger().handlers:
-            if getattr(handler, "stream", None) is not sys.stderr:
-                continue  # only the terminal's handler
-            handler.addFilter(_only_our_own)
-            handler.setFormatter(_NoTraceback(TERMINAL_FORMAT))
+    terminal_log.configure(args.verbose)
     try:
         return int(args.handler(args) or 0)
     except HarnessError as e:

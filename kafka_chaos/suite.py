@@ -27,6 +27,7 @@ from typing import Any
 
 from harness import store as store_mod
 from harness.errors import ConfigError, HarnessError
+from kafka_chaos.child_run import needs_own_process, run_in_child
 from kafka_chaos.options import build_spec, load_mapping
 from kafka_chaos.run import RunOutcome, run_test
 from kafka_chaos.scenarios import scenario_layer
@@ -99,7 +100,11 @@ def run_suite(path: Path, store: Path | None = None, junit: Path | None = None) 
     for entry in entries:
         start = time.monotonic()
         try:
-            outcome = run_test(build_spec(*entry.layers), store=store)
+            spec = build_spec(*entry.layers)
+            if needs_own_process(spec):  # a JVM of its own: kafka_chaos/child_run.py
+                outcome = run_in_child(spec, store)
+            else:
+                outcome = run_test(spec, store=store)
             results.append(SuiteResult(entry, time.monotonic() - start, outcome))
             if outcome.interrupted:
                 break

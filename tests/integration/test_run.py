@@ -172,8 +172,9 @@ def test_two_scenario_suite_writes_junit_and_index(kafka_cluster: Cluster, tmp_p
         "scenarios:\n"
         "  - scenario: broker-failover\n"
         f"    options: {{time_limit_s: 30, cluster: {{name: {kafka_cluster.name}}}}}\n"
-        "  - scenario: pubsub-vs-queue\n"
-        f"    options: {{time_limit_s: 15, cluster: {{name: {kafka_cluster.name}}}}}\n"
+        "  - scenario: pubsub-vs-queue\n"  # its producers on the Java client, in a child process
+        f"    options: {{time_limit_s: 15, cluster: {{name: {kafka_cluster.name}}},"
+        " producer: {client: java}}\n"
     )
     proc = kafka_chaos("suite", str(suite), "--store", str(tmp_path / "store"), timeout=1200)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -198,6 +199,10 @@ def test_two_scenario_suite_writes_junit_and_index(kafka_cluster: Cluster, tmp_p
         for op in ops(_only_run(tmp_path / "store" / "pubsub-vs-queue"))
         if op["f"] == "send" and op["type"] == "ok"
     }
+    config = json.loads(
+        (_only_run(tmp_path / "store" / "pubsub-vs-queue").parent / "config.json").read_text()
+    )
+    assert config["producer"]["client"] == "java" and acked
     for group, reads in groups.items():
         # Consumers stop just after the producers, so the last few acks may be unread.
         assert len(set(reads) & acked) >= 0.99 * len(acked), f"group {group} missed messages"

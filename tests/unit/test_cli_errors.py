@@ -6,7 +6,7 @@ import argparse
 import logging
 import sys
 
-from kafka_chaos import cli
+from kafka_chaos import cli, terminal_log
 
 
 def _parser_failing_with(exc: Exception) -> argparse.ArgumentParser:
@@ -34,7 +34,7 @@ def test_a_bug_is_one_line_with_exit_3_and_the_trace_goes_to_the_log(
 
 
 def test_log_records_with_a_trace_are_one_line_on_the_terminal() -> None:
-    formatter = cli._NoTraceback(cli.TERMINAL_FORMAT)
+    formatter = terminal_log._NoTraceback(terminal_log.TERMINAL_FORMAT)
     try:
         raise RuntimeError("ssh gone")
     except RuntimeError:
@@ -50,8 +50,8 @@ def test_only_our_own_records_reach_the_terminal() -> None:
     def record(name: str, level: int) -> logging.LogRecord:
         return logging.LogRecord(name, level, __file__, 1, "m", (), None)
 
-    assert cli._only_our_own(record("nemeses.runner", logging.INFO))
-    assert cli._only_our_own(record("kafka_chaos.run", logging.INFO))
-    assert not cli._only_our_own(record("spark.jvm", logging.INFO))
-    assert not cli._only_our_own(record("paramiko.transport", logging.WARNING))
-    assert cli._only_our_own(record("py4j.clientserver", logging.ERROR))
+    assert terminal_log._only_our_own(record("nemeses.runner", logging.INFO))
+    assert terminal_log._only_our_own(record("kafka_chaos.run", logging.INFO))
+    assert not terminal_log._only_our_own(record("spark.jvm", logging.INFO))
+    assert not terminal_log._only_our_own(record("paramiko.transport", logging.WARNING))
+    assert terminal_log._only_our_own(record("py4j.clientserver", logging.ERROR))
