@@ -25,6 +25,7 @@ from checkers.queue_checks import QUEUE
 from checkers.share_checks import SHARE
 from checkers.spec_view import CheckedSpec
 from checkers.txn_checks import TXN
+from harness.generated_docs import write_or_check
 from workloads.registry import check_families
 
 # results.json lists checks in this order: family by family, each family's own.
@@ -127,15 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("doc", type=Path, help="e.g. docs/results.md")
     p.add_argument("--check", action="store_true", help="only say whether it is up to date")
     args = p.parse_args(argv)
-    text = args.doc.read_text()
-    fresh = render_docs(text)
-    if args.check:
-        if fresh != text:
-            print(f"{args.doc}: the checks' tables are stale; run python3 -m checkers.catalog")
-            return 1
-        return 0
-    args.doc.write_text(fresh)
-    return 0
+    fresh = render_docs(args.doc.read_text())
+    return write_or_check(args.doc, fresh, args.check, f"python3 -m checkers.catalog {args.doc}")
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError
 
+from harness.generated_docs import write_or_check
 from workloads.delivery_errors import classify, classify_commit, error_name
 
 UNKNOWN = KafkaError.UNKNOWN  # -1: what Errors.forException says of a class it does not know
@@ -232,14 +233,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     text = args.file.read_text()
     start, end = text.index(MARK_START) + len(MARK_START), text.index(MARK_END)
-    new = text[:start] + "\n" + render(rows) + text[end:]
-    if args.check:
-        if new != text:
-            print(f"{args.file}: the Java error table is out of date", file=sys.stderr)
-            return 1
-        return 0
-    args.file.write_text(new)
-    return 0
+    fresh = text[:start] + "\n" + render(rows) + text[end:]
+    how = f"python3 -m workloads.java.errors {args.file}"
+    return write_or_check(args.file, fresh, args.check, how)
 
 
 if __name__ == "__main__":
