@@ -18,7 +18,7 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 
-APT_PACKAGES=(openssh-server iptables iproute2 procps libfaketime chromium default-jre-headless maven)
+APT_PACKAGES=(openssh-server iptables iproute2 procps libfaketime chromium default-jdk-headless maven)
 if [ "$with_vagrant" -eq 1 ]; then
   APT_PACKAGES+=(vagrant vagrant-libvirt libvirt-daemon-system libvirt-clients qemu-system-x86
     qemu-utils dnsmasq-base debootstrap extlinux)
@@ -26,8 +26,9 @@ fi
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   # java and mvn may come from elsewhere (e.g. a preinstalled JDK); only install what is absent.
+  # A JDK, not a JRE: javac builds the Java client's helper (workloads/java/jvm.py).
   case "$p" in
-    default-jre-headless) command -v java >/dev/null && continue ;;
+    default-jdk-headless) command -v javac >/dev/null && continue ;;
     maven) command -v mvn >/dev/null && continue ;;
   esac
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -178,3 +178,21 @@ def test_elle_runs_in_a_child_when_the_java_client_holds_the_jvm() -> None:
     beside = json.loads(done.stdout)
     assert set(beside) == {"G1c"}
     assert beside == json.loads(json.dumps(elle.find_cycles(ops, edges)))
+
+
+def test_the_helper_is_compiled_once_into_the_cache(tmp_path: Path, monkeypatch) -> None:
+    jars = jvm.client_jars(KAFKA)
+    monkeypatch.setenv("KAFKA_CHAOS_CACHE", str(tmp_path))
+    out = jvm.helper_classes(jars)
+    assert out.is_relative_to(tmp_path) and (out / "kafkachaos" / "BurstSender.class").is_file()
+    stamp = (out / "kafkachaos" / "BurstSender.class").stat().st_mtime_ns
+    assert jvm.helper_classes(jars) == out
+    assert (out / "kafkachaos" / "BurstSender.class").stat().st_mtime_ns == stamp
+
+
+def test_no_javac_is_one_line_naming_the_fix(tmp_path: Path, monkeypatch) -> None:
+    jars = jvm.client_jars(KAFKA)
+    monkeypatch.setenv("KAFKA_CHAOS_CACHE", str(tmp_path))
+    monkeypatch.setenv("PATH", str(tmp_path))  # no javac here
+    with pytest.raises(ConfigError, match="needs javac .* ./setup.sh installs one"):
+        jvm.helper_classes(jars)

@@ -18,7 +18,11 @@ The JVM ends with the process, SIGTERM and SIGKILL included: nothing to stop.
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import shutil
+import subprocess
+import tempfile
 import threading
 from pathlib import Path
 
@@ -48,6 +52,10 @@ LOG_SETTINGS = (
     f"-Dlog4j.configuration=file:{HERE / 'log4j.properties'}",  # Kafka 3: reload4j
 )
 CLIENT_LOG = "java-client.log"
+# The one Java class of our own: it batches Python's calls into the client
+# (BurstSender.java says why), compiled once per client jar into the cache.
+HELPER_SOURCE = HERE / "BurstSender.java"
+JAVAC_TIMEOUT_S = 120
 
 _lock = threading.Lock()
 _started: str | None = None  # the Kafka version whose client this process holds
@@ -96,12 +104,43 @@ def start(version: str, log_dir: Path) -> None:
                 "(Elle's?); start the Java client before anything else uses JPype"
             )
         jars = client_jars(version)
+        classpath = [str(helper_classes(jars)), *map(str, jars)]
         log_file = f"-Dkafka.chaos.client.log={log_dir / CLIENT_LOG}"
-        jpype.startJVM(
-            HEAP, log_file, *LOG_SETTINGS, classpath=[str(j) for j in jars], convertStrings=False
-        )
+        jpype.startJVM(HEAP, log_file, *LOG_SETTINGS, classpath=classpath, convertStrings=False)
         _started = version
         log.info("started the JVM with Kafka %s's Java client (%d jars)", version, len(jars))
+
+
+def helper_classes(jars: list[Path]) -> Path:
+    """The compiled helper for these jars, compiled into the cache on first use."""
+    digest = hashlib.sha256(HELPER_SOURCE.read_bytes())
+    for jar in jars:
+        digest.update(jar.name.encode())
+    out = distribution.cache_root().parent / "java-client" / digest.hexdigest()[:16]
+    if (out / "kafkachaos" / "BurstSender.class").is_file():
+        return out
+    javac = shutil.which("javac")
+    if javac is None:
+        raise ConfigError(
+            "the Java client needs javac (a JDK) to build its helper; ./setup.sh installs one"
+        )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f"{out.name}-", dir=out.parent))
+    done = subprocess.run(
+        [javac, "-nowarn", "-d", str(work), "-cp", ":".join(map(str, jars)), str(HELPER_SOURCE)],
+        capture_output=True,
+        text=True,
+        timeout=JAVAC_TIMEOUT_S,
+    )
+    if done.returncode != 0:
+        shutil.rmtree(work, ignore_errors=True)
+        first = (done.stderr.strip().splitlines() or ["no output"])[0]
+        raise HarnessError(f"compiling {HELPER_SOURCE.name} failed: {first}")
+    try:
+        work.rename(out)  # atomic: a concurrent start either wins or finds it done
+    except OSError:
+        shutil.rmtree(work, ignore_errors=True)
+    return out
 
 
 def started_version() -> str | None:
