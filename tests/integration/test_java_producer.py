@@ -57,6 +57,16 @@ def test_java_history_has_the_librdkafka_runs_line_shapes(java_run: Path, clean_
 
 
 def test_a_leader_kill_under_the_java_producer_loses_nothing(kafka_cluster, tmp_path) -> None:
+    """Nothing acknowledged is lost or duplicated, and what failed is named as
+    librdkafka names it.
+
+    The verdict may still be invalid, for one reason only: the Java client can
+    run a partition's callbacks out of order (a batch that timed out waiting
+    for replicas after it was appended is retried and acknowledged after later
+    batches; evidence/java-callbacks-out-of-order-4.4.0).  Then every
+    nonmonotonic-send pair must be a later-sent value acknowledged first, at
+    the higher offset: the log's order is the send order.
+    """
     args = run_args(
         kafka_cluster, tmp_path, "--name", "java-kill", "--producer-client", "java",
         "--time-limit", "25", "--faults", "kill", "--targets", "leader",
@@ -66,12 +76,25 @@ def test_a_leader_kill_under_the_java_producer_loses_nothing(kafka_cluster, tmp_
         proc = kafka_chaos(*args)
     finally:
         kafka_db.recover_cluster(kafka_cluster)
-    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr[-3000:]
     run = report_path(proc.stdout).parent
     results = json.loads((run / "results.json").read_text())
-    assert results["verdict"] == "valid", results["checks"]
+    for check in ("acked-lost", "lost-write", "duplicate", "inconsistent-offsets"):
+        assert results["checks"][check]["count"] == 0, (check, results["checks"][check])
+    failing = {n for n, c in results["checks"].items() if c["valid"] is False}
+    assert failing <= {"nonmonotonic-send"}, failing
     history = ops(run / "history.jsonl")
     assert [op for op in history if op["f"] == "kill"], "no broker was killed"
+    invoked = {
+        op["value"]["value"]: op["index"]
+        for op in history
+        if op["f"] == "send" and op["type"] == "invoke"
+    }
+    by_index = {op["index"]: op for op in history}
+    for example in results["checks"]["nonmonotonic-send"]["examples"]:
+        first, second = (by_index[i]["value"] for i in example["indices"])
+        assert second["offset"] < first["offset"]
+        assert invoked[second["value"]] < invoked[first["value"]], example  # sent first
     errors = {
         op["value"]["error"] for op in history if op["f"] == "send" and "error" in op["value"]
     }
