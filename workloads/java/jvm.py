@@ -141,8 +141,3 @@ def helper_classes(jars: list[Path]) -> Path:
     except OSError:
         shutil.rmtree(work, ignore_errors=True)
     return out
-
-
-def started_version() -> str | None:
-    """The Kafka version whose Java client this process holds, if any."""
-    return _started
