@@ -83,6 +83,10 @@ class ConsumerSpec:
     share_reject_probability: float = 0.0
     share_lock_ms: int = 15000
     share_delivery_limit: int = 5
+    # Whose client reads: librdkafka (confluent-kafka) or Kafka's own Java client
+    # of the cluster's version, through JPype (docs/java-client.md).  The final
+    # drain reads with librdkafka either way: it measures the log, not a client.
+    client: str = "librdkafka"
 
 
 @dataclass
@@ -148,6 +152,11 @@ class TestSpec:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @property
+    def java_client(self) -> bool:
+        """Whether any of the run's clients is Kafka's Java client (a JVM in the process)."""
+        return "java" in (self.producer.client, self.consumer.client)
 
     def save(self, path: Path, extra: dict[str, Any] | None = None) -> None:
         data = self.to_dict()

@@ -27,7 +27,7 @@ from kafka_chaos.run import RunOutcome, run_test
 
 def needs_own_process(spec: TestSpec) -> bool:
     """Whether the run starts a JVM that pins its process (the Java client)."""
-    return spec.producer.client == "java"
+    return spec.java_client
 
 
 def run_in_child(spec: TestSpec, store: Path) -> RunOutcome:

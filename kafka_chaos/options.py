@@ -41,6 +41,7 @@ class Option:
     type: Any
     help: str
     choices: tuple[str, ...] | None = None
+    also: tuple[str, ...] = ()  # more paths that take the same value (``--client``)
 
 
 OPTIONS: tuple[Option, ...] = (
@@ -79,6 +80,21 @@ OPTIONS: tuple[Option, ...] = (
         str,
         "whose client sends: librdkafka, or Kafka's Java client of --kafka-version",
         ("librdkafka", "java"),
+    ),
+    Option(
+        "--consumer-client",
+        "consumer.client",
+        str,
+        "whose client reads in groups: librdkafka, or Kafka's Java client of --kafka-version",
+        ("librdkafka", "java"),
+    ),
+    Option(
+        "--client",
+        "producer.client",
+        str,
+        "whose client sends and reads: sets --producer-client and --consumer-client",
+        ("librdkafka", "java"),
+        also=("consumer.client",),
     ),
     Option("--groups", "consumer.groups", int, "consumer groups"),
     Option("--consumers-per-group", "consumer.workers_per_group", int, "consumers per group"),
@@ -170,7 +186,7 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _dest(opt: Option) -> str:
-    return "opt__" + opt.path.replace(".", "__")
+    return "opt__" + "_and_".join((opt.path, *opt.also)).replace(".", "__")
 
 
 def cli_overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -179,7 +195,8 @@ def cli_overrides(args: argparse.Namespace) -> dict[str, Any]:
     for opt in OPTIONS:
         value = getattr(args, _dest(opt), None)
         if value is not None:
-            set_path(nested, opt.path, value)
+            for path in (opt.path, *opt.also):
+                set_path(nested, path, value)
     return nested
 
 
@@ -289,13 +306,18 @@ def validate(spec: TestSpec) -> None:
 
 
 def _validate_client(spec: TestSpec) -> None:
-    """The Java client sends the queue workload's records; nothing else runs on it yet."""
-    client = spec.producer.client
-    if client not in ("librdkafka", "java"):
-        raise ConfigError(f"producer.client must be librdkafka or java, not {client!r}")
-    if client == "java" and spec.workload != "queue":
+    """The Java client runs the queue workload's producers and consumer-group members;
+    nothing else runs on it yet."""
+    for role, client in (("producer", spec.producer.client), ("consumer", spec.consumer.client)):
+        if client not in ("librdkafka", "java"):
+            raise ConfigError(f"{role}.client must be librdkafka or java, not {client!r}")
+        if client == "java" and spec.workload != "queue":
+            raise ConfigError(
+                f"{role}.client java runs the queue workload only, not {spec.workload}'s"
+            )
+    if spec.consumer.client == "java" and spec.consumer.mode == "share":
         raise ConfigError(
-            f"producer.client java runs the queue workload's producers only, not {spec.workload}'s"
+            "consumer.client java reads consumer groups only; share groups read with librdkafka"
         )
 
 

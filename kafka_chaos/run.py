@@ -130,8 +130,7 @@ def versions(spec: TestSpec) -> dict[str, str]:
         spark = pyspark.__version__
     except ImportError:  # pragma: no cover - pyspark is a hard dependency
         spark = "missing"
-    java_client = spec.producer.client == "java"
-    clients = {"kafka_clients": spec.cluster.kafka_version} if java_client else {}
+    clients = {"kafka_clients": spec.cluster.kafka_version} if spec.java_client else {}
     return {
         **clients,  # the Java client's jar is the cluster's version (workloads/java/jvm.py)
         "kafka": spec.cluster.kafka_version,

@@ -253,11 +253,15 @@ class ConsumerWorker(ClientSlot):
         self._muted = False  # a crashed incarnation's late callbacks are not recorded
         self.ownership = Ownership()
 
-    def _incarnation(self) -> None:
+    def _begin_incarnation(self) -> None:
+        """A new process number and a clean slate: nothing owned, nothing muted."""
         self.process = self.processes.next()
         self._muted = False
         self.ownership = Ownership()
         self._crash_reason = None
+
+    def _incarnation(self) -> None:
+        self._begin_incarnation()
         conf = consumer_config(
             self.spec, self.bootstrap, self.group, f"{self.spec.name}-c{self.process}"
         )
@@ -285,20 +289,25 @@ class ConsumerWorker(ClientSlot):
 
     def _join(self, consumer: Consumer) -> None:
         if self.spec.consumer.mode == "subscribe":
-            value = {"group": self.group, "topics": [self.topic], **protocol_field(self.spec)}
+            value = self._subscribe_value()
             self.history.append(self.process, "invoke", "subscribe", value)
             consumer.subscribe(
                 [self.topic], on_assign=self._assigned, on_revoke=self._revoked, on_lost=self._lost
             )
             self.history.append(self.process, "ok", "subscribe", value)
             return
-        parts = assigned_partitions(
-            self.spec.topic.partitions, self.spec.consumer.workers_per_group, self.slot
-        )
+        parts = self._assigned_partitions()
         value = {"group": self.group, "partitions": [[self.topic, p] for p in parts]}
         self.history.append(self.process, "invoke", "assign", value)
         consumer.assign([TopicPartition(self.topic, p, OFFSET_STORED) for p in parts])
         self.history.append(self.process, "ok", "assign", value)
+
+    def _subscribe_value(self) -> dict[str, Any]:
+        return {"group": self.group, "topics": [self.topic], **protocol_field(self.spec)}
+
+    def _assigned_partitions(self) -> list[int]:
+        c = self.spec.consumer
+        return assigned_partitions(self.spec.topic.partitions, c.workers_per_group, self.slot)
 
     def _commit(self, consumer: Consumer, offsets: list[list[Any]]) -> None:
         value = {"group": self.group, "offsets": offsets}

@@ -90,8 +90,13 @@ class QueueWorkload(Lifecycle[WorkloadSummary]):
         """One worker per group slot: consumer-group members, or share-group members."""
         c = self.spec.consumer
         if not self.share:
+            worker = ConsumerWorker
+            if c.client == "java":
+                from workloads.java.consumer import JavaConsumerWorker  # JPype only when asked
+
+                worker = JavaConsumerWorker
             return [
-                ConsumerWorker(
+                worker(
                     self.spec, self.bootstrap, self.history, self.processes,
                     group_name(self.spec, k), slot, self.stop_slots,
                 )

@@ -40,7 +40,7 @@ def write_ops(history: Path, rows: list[dict]) -> None:
 
 
 # A short fault-free run: the shared librdkafka clean run (conftest.py), and the same run on
-# other clients (test_java_producer.py), so their histories compare line for line.
+# other clients (test_java_client.py), so their histories compare line for line.
 CLEAN_RUN_ARGS = ("--time-limit", "15", "--faults", "none", "--rate", "300")
 
 

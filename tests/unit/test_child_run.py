@@ -17,6 +17,8 @@ def test_only_runs_on_the_java_client_need_a_process_of_their_own() -> None:
     assert not needs_own_process(spec)
     spec.producer.client = "java"
     assert needs_own_process(spec)
+    spec.producer.client, spec.consumer.client = "librdkafka", "java"
+    assert needs_own_process(spec)
 
 
 def test_the_childs_harness_error_is_raised_here(tmp_path: Path) -> None:

@@ -52,9 +52,9 @@ LOG_SETTINGS = (
     f"-Dlog4j.configuration=file:{HERE / 'log4j.properties'}",  # Kafka 3: reload4j
 )
 CLIENT_LOG = "java-client.log"
-# The one Java class of our own: it batches Python's calls into the client
-# (BurstSender.java says why), compiled once per client jar into the cache.
-HELPER_SOURCE = HERE / "BurstSender.java"
+# Our own Java classes batch Python's calls into the client (BurstSender.java
+# says why), compiled once per set of sources and client jars into the cache.
+HELPER_SOURCES = tuple(sorted(HERE.glob("*.java")))
 JAVAC_TIMEOUT_S = 120
 
 _lock = threading.Lock()
@@ -112,12 +112,14 @@ def start(version: str, log_dir: Path) -> None:
 
 
 def helper_classes(jars: list[Path]) -> Path:
-    """The compiled helper for these jars, compiled into the cache on first use."""
-    digest = hashlib.sha256(HELPER_SOURCE.read_bytes())
+    """The compiled helpers for these jars, compiled into the cache on first use."""
+    digest = hashlib.sha256()
+    for source in HELPER_SOURCES:
+        digest.update(source.name.encode() + source.read_bytes())
     for jar in jars:
         digest.update(jar.name.encode())
     out = distribution.cache_root().parent / "java-client" / digest.hexdigest()[:16]
-    if (out / "kafkachaos" / "BurstSender.class").is_file():
+    if all((out / "kafkachaos" / f"{s.stem}.class").is_file() for s in HELPER_SOURCES):
         return out
     javac = shutil.which("javac")
     if javac is None:
@@ -127,7 +129,8 @@ def helper_classes(jars: list[Path]) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f"{out.name}-", dir=out.parent))
     done = subprocess.run(
-        [javac, "-nowarn", "-d", str(work), "-cp", ":".join(map(str, jars)), str(HELPER_SOURCE)],
+        [javac, "-nowarn", "-d", str(work), "-cp", ":".join(map(str, jars))]
+        + [str(s) for s in HELPER_SOURCES],
         capture_output=True,
         text=True,
         timeout=JAVAC_TIMEOUT_S,
@@ -135,7 +138,7 @@ def helper_classes(jars: list[Path]) -> Path:
     if done.returncode != 0:
         shutil.rmtree(work, ignore_errors=True)
         first = (done.stderr.strip().splitlines() or ["no output"])[0]
-        raise HarnessError(f"compiling {HELPER_SOURCE.name} failed: {first}")
+        raise HarnessError(f"compiling {HERE}/*.java failed: {first}")
     try:
         work.rename(out)  # atomic: a concurrent start either wins or finds it done
     except OSError:

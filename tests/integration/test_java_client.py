@@ -1,10 +1,11 @@
-"""The queue workload's producers on Kafka's own Java client, on the shared cluster.
+"""The queue workload on Kafka's own Java client, producers and consumers, on the shared cluster.
 
 The same fault-free run as the shared librdkafka one (CLEAN_RUN_ARGS), with
-``--producer-client java``: it must be valid, and its history must have the
-librdkafka run's line shapes, so the checkers cannot tell which client wrote
-it.  Then a leader is killed under the Java producer: failed and unknown sends
-appear, named by librdkafka's codes, and nothing acknowledged is lost.
+``--client java``: it must be valid, and its history must have the librdkafka
+run's line shapes, so the checkers cannot tell which client wrote it.  Then a
+leader is killed under Java producers while Java consumers crash and commit
+by hand: failed and unknown sends appear, named by librdkafka's codes,
+nothing acknowledged is lost, and the group's coverage holds.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def shapes(history: Path) -> set[tuple]:
 @pytest.fixture(scope="module")
 def java_run(kafka_cluster: Cluster, tmp_path_factory) -> Path:
     store = tmp_path_factory.mktemp("java-store")
-    return clean_run_of(kafka_cluster, store, "clean-java", "--producer-client", "java")
+    return clean_run_of(kafka_cluster, store, "clean-java", "--client", "java")
 
 
 def test_a_clean_java_producer_run_is_valid(java_run: Path) -> None:
@@ -46,7 +47,11 @@ def test_a_clean_java_producer_run_is_valid(java_run: Path) -> None:
     assert results["verdict"] == "valid", results["checks"]
     assert results["summary"]["acked"] > 0
     config = json.loads((java_run / "config.json").read_text())
-    assert config["producer"]["client"] == "java"
+    assert config["producer"]["client"] == config["consumer"]["client"] == "java"
+    history = ops(java_run / "history.jsonl")
+    # Auto commit on the Java client is the worker's, and recorded (workloads/java/consumer.py).
+    assert any(op["f"] == "commit" and op["type"] == "ok" for op in history)
+    assert any(op["f"] == "rebalance" and op["value"]["assigned"] for op in history)
     assert config["versions"]["kafka_clients"] == config["cluster"]["kafka_version"]
 
 
@@ -56,9 +61,10 @@ def test_java_history_has_the_librdkafka_runs_line_shapes(java_run: Path, clean_
     assert java == librdkafka, java ^ librdkafka
 
 
-def test_a_leader_kill_under_the_java_producer_loses_nothing(kafka_cluster, tmp_path) -> None:
-    """Nothing acknowledged is lost or duplicated, and what failed is named as
-    librdkafka names it.
+def test_a_leader_kill_under_the_java_client_loses_nothing(kafka_cluster, tmp_path) -> None:
+    """Nothing acknowledged is lost or duplicated, what failed is named as
+    librdkafka names it, and the Java consumers' group, crashing and
+    committing by hand, still covers every partition without overlap.
 
     The verdict may still be invalid, for one reason only: the Java client can
     run a partition's callbacks out of order (a batch that timed out waiting
@@ -68,7 +74,8 @@ def test_a_leader_kill_under_the_java_producer_loses_nothing(kafka_cluster, tmp_
     the higher offset: the log's order is the send order.
     """
     args = run_args(
-        kafka_cluster, tmp_path, "--name", "java-kill", "--producer-client", "java",
+        kafka_cluster, tmp_path, "--name", "java-kill", "--client", "java",
+        "--consumer-crash-interval", "6", "--commit", "manual",
         "--time-limit", "25", "--faults", "kill", "--targets", "leader",
         "--fault-interval", "5", "--fault-duration", "8", "--rate", "300",
     )  # fmt: skip
@@ -85,6 +92,9 @@ def test_a_leader_kill_under_the_java_producer_loses_nothing(kafka_cluster, tmp_
     assert failing <= {"nonmonotonic-send"}, failing
     history = ops(run / "history.jsonl")
     assert [op for op in history if op["f"] == "kill"], "no broker was killed"
+    assert [op for op in history if op["f"] == "crash"], "no consumer crashed"
+    commits = [op for op in history if op["f"] == "commit"]
+    assert {"invoke", "ok"} <= {op["type"] for op in commits}, "manual commits are recorded"
     invoked = {
         op["value"]["value"]: op["index"]
         for op in history

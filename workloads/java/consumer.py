@@ -1,0 +1,371 @@
+"""Consumer-group members on Kafka's Java client: the librdkafka worker's history, through JPype.
+
+The slot, crash loop, ownership, history lines and their judging are
+``workloads.consumer.ConsumerWorker``'s; only the client differs:
+
+* Every call is bounded by the client's own timeout argument: ``poll``,
+  ``commitSync`` and ``close`` take a ``Duration``, so no call needs a
+  watchdog thread (librdkafka's synchronous commit and close have none).
+* A poll's records come back as parallel arrays (``Polled.java``), a few
+  crossings per poll instead of five per record; Python decodes them by the
+  same code as librdkafka's records.
+* The rebalance listener is Python, implementing Kafka's
+  ``ConsumerRebalanceListener``; the client calls it on this worker's thread,
+  inside ``poll`` and ``close``, as librdkafka calls its callbacks.
+* **Auto commit.** Kafka's auto-commit tells the application nothing, so its
+  commits could not be recorded.  ``commit: auto`` on the Java client
+  therefore commits from the worker, on the auto-commit's own schedule and
+  with its own scope: ``commitAsync()`` of every consumed position each
+  ``AUTO_COMMIT_INTERVAL_MS``, ``commitSync`` of the revoked partitions'
+  positions before they go, and of every position before ``close``.  Their
+  outcomes are ``ok`` commit lines, as librdkafka's ``on_commit`` gives.
+* A poll that throws returned no records, so it is ``fail``, and the
+  incarnation ends; the next starts under a new process number.
+"""
+
+from __future__ import annotations
+
+import array
+import contextlib
+import logging
+import threading
+import time
+from typing import Any
+
+from harness.spec import TestSpec
+from workloads.consumer import (
+    AUTO_COMMIT_INTERVAL_MS,
+    CLOSE_TIMEOUT_S,
+    COMMIT_TIMEOUT_S,
+    POLL_BATCH,
+    POLL_TIMEOUT_S,
+    SOCKET_TIMEOUT_MS,
+    ConsumerWorker,
+    consumer_config,
+    next_offsets,
+)
+from workloads.history import HistoryWriter
+from workloads.java import jvm
+from workloads.java.errors import judge
+from workloads.values import Counter, decode_key, decode_payload
+
+log = logging.getLogger(__name__)
+
+CONSUMER = "org.apache.kafka.clients.consumer."
+
+
+def java_consumer_properties(
+    spec: TestSpec, bootstrap: str, group: str, client_id: str
+) -> dict[str, str]:
+    """The Java client's settings of the same meaning as librdkafka's (consumer_config).
+
+    librdkafka's ``socket.timeout.ms`` is the Java ``request.timeout.ms``;
+    ``default.api.timeout.ms`` bounds the calls the worker makes without a
+    timeout argument of its own (the listener's ``position``).  Auto commit is
+    the worker's (module docstring), so the client's own is off.
+    """
+    rd = consumer_config(spec, bootstrap, group, client_id)  # the same one-line errors
+    membership = ("group.protocol", "session.timeout.ms", "heartbeat.interval.ms")
+    props = {
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "client.id": client_id,
+        "enable.auto.commit": "false",
+        "auto.offset.reset": "earliest",
+        "max.poll.interval.ms": str(rd["max.poll.interval.ms"]),
+        "max.poll.records": str(POLL_BATCH),
+        "request.timeout.ms": str(SOCKET_TIMEOUT_MS),
+        "default.api.timeout.ms": str(int(COMMIT_TIMEOUT_S * 1000)),
+        "key.deserializer": "org.apache.kafka.common.serialization.ByteArrayDeserializer",
+        "value.deserializer": "org.apache.kafka.common.serialization.ByteArrayDeserializer",
+    }
+    props.update({k: str(rd[k]) for k in membership if k in rd})
+    return props
+
+
+class JavaConsumerWorker(ConsumerWorker):
+    """One consumer-group slot on Kafka's Java client (``consumer.client: java``)."""
+
+    def __init__(
+        self,
+        spec: TestSpec,
+        bootstrap: str,
+        history: HistoryWriter,
+        processes: Counter,
+        group: str,
+        slot: int,
+        stop: threading.Event,
+    ) -> None:
+        super().__init__(spec, bootstrap, history, processes, group, slot, stop)
+        # Here, in the constructor, so a bad jar stops the run before it starts.
+        jvm.start(spec.cluster.kafka_version, history.path.parent)
+        self._consumer: Any = None
+        self._leaving = False  # close() revokes: its commit was made just before
+
+    def _incarnation(self) -> None:
+        import jpype
+
+        self._begin_incarnation()
+        self._leaving = False
+        props = jpype.JClass("java.util.Properties")()
+        for k, v in java_consumer_properties(
+            self.spec, self.bootstrap, self.group, f"{self.spec.name}-c{self.process}"
+        ).items():
+            props.setProperty(k, v)
+        consumer = jpype.JClass(CONSUMER + "KafkaConsumer")(props)
+        self._consumer = consumer
+        auto = self.spec.consumer.commit == "auto"
+        next_auto_commit = time.monotonic() + AUTO_COMMIT_INTERVAL_MS / 1000
+        try:
+            self._join_java(consumer)
+            while not self.stop_event.is_set():
+                if self._crash_reason is not None:
+                    self._record_crash(self._crash_reason)
+                    self._leave(consumer, f"close crashed consumer {self.process}")
+                    return
+                records = self._poll(consumer)
+                self.stats.polls += 1
+                self.stats.records += len(records)
+                if not auto and records:
+                    self._commit_java(consumer, next_offsets(records))
+                elif auto and time.monotonic() >= next_auto_commit:
+                    consumer.commitAsync(_callbacks().Committed(self))
+                    next_auto_commit = time.monotonic() + AUTO_COMMIT_INTERVAL_MS / 1000
+        except BaseException:
+            self._muted = True
+            self._close(consumer, f"close failed consumer {self.process}")
+            raise
+        if self._leave(consumer, f"close consumer {self.process}"):
+            self.ownership.closed(self._rebalance)
+
+    def _join_java(self, consumer: Any) -> None:
+        """subscribe (with the Python listener) or assign, recorded as librdkafka's are."""
+        import jpype
+
+        lst = jpype.JClass("java.util.ArrayList")
+        if self.spec.consumer.mode == "subscribe":
+            value = self._subscribe_value()
+            self.history.append(self.process, "invoke", "subscribe", value)
+            topics = lst()
+            topics.add(self.topic)
+            consumer.subscribe(topics, _callbacks().Listener(self))
+            self.history.append(self.process, "ok", "subscribe", value)
+            return
+        parts = self._assigned_partitions()
+        value = {"group": self.group, "partitions": [[self.topic, p] for p in parts]}
+        self.history.append(self.process, "invoke", "assign", value)
+        tps = lst()
+        for p in parts:
+            tps.add(_topic_partition(self.topic, p))
+        consumer.assign(tps)  # positions start at the group's committed offsets
+        self.history.append(self.process, "ok", "assign", value)
+
+    def _poll(self, consumer: Any) -> list[dict[str, Any]]:
+        """One recorded poll, bounded by its own timeout."""
+        import jpype
+
+        self.history.append(self.process, "invoke", "poll", None)
+        try:
+            polled = jpype.JClass("kafkachaos.Polled")(consumer.poll(_duration(POLL_TIMEOUT_S)))
+        except jpype.JException as e:
+            self.history.append(self.process, "fail", "poll", {"error": judge(e).name})
+            self.stats.poll_errors += 1
+            raise
+        records = records_of(polled)
+        self.history.append(self.process, "ok", "poll", {"records": records})
+        return records
+
+    def _commit_java(self, consumer: Any, offsets: list[list[Any]]) -> None:
+        """A manual commit: ``commitSync`` of the batch's next offsets, judged like librdkafka's."""
+        import jpype
+
+        value = {"group": self.group, "offsets": offsets}
+        self.history.append(self.process, "invoke", "commit", value)
+        try:
+            consumer.commitSync(_offset_map(offsets), _duration(COMMIT_TIMEOUT_S))
+        except jpype.JException as e:
+            j = judge(e)
+            self.history.append(
+                self.process, j.commit_outcome(), "commit", {**value, "error": j.name}
+            )
+            self.stats.commits_failed += 1
+            return
+        self.history.append(self.process, "ok", "commit", value)
+        self.stats.commits_ok += 1
+
+    def _commit_positions(self, consumer: Any, partitions: Any) -> None:
+        """The auto-commit's synchronous commit of ``partitions``' positions (revoke, close)."""
+        import jpype
+
+        offsets = []
+        try:
+            for tp in partitions:
+                pos = int(consumer.position(tp, _duration(COMMIT_TIMEOUT_S)))
+                offsets.append([str(tp.topic()), int(tp.partition()), pos])
+            if offsets:
+                consumer.commitSync(_offset_map(offsets), _duration(COMMIT_TIMEOUT_S))
+        except jpype.JException as e:
+            log.debug("consumer %s: auto commit of %s: %s", self.process, offsets, judge(e).name)
+            self.stats.commits_failed += 1
+            return
+        self.auto_committed(offsets)
+
+    def auto_committed(self, offsets: list[list[Any]]) -> None:
+        """An auto commit that succeeded: an ``ok`` line, as librdkafka's on_commit records."""
+        if self._muted or not offsets:
+            return
+        self.history.append(self.process, "ok", "commit", {"group": self.group, "offsets": offsets})
+        self.stats.commits_ok += 1
+
+    def _leave(self, consumer: Any, what: str) -> bool:
+        """Close cleanly: the auto-commit's last commit first, then ``close``."""
+        if self.spec.consumer.commit == "auto" and not self._muted:
+            with contextlib.suppress(Exception):
+                self._commit_positions(consumer, consumer.assignment())
+        self._leaving = True
+        return self._close(consumer, what)
+
+    def _close(self, consumer: Any, what: str) -> bool:
+        """``close(Duration)``: whether it returned without error, so the member left."""
+        import jpype
+
+        try:
+            consumer.close(_duration(CLOSE_TIMEOUT_S))
+            return True
+        except jpype.JException as e:
+            log.debug("%s: %s", what, e)
+            return False
+
+    # -- the listener's calls, on this worker's thread inside poll() and close()
+
+    def java_assigned(self, partitions: Any) -> None:
+        self._rebalance(_pairs(partitions), [])
+
+    def java_revoked(self, partitions: Any) -> None:
+        auto = self.spec.consumer.commit == "auto"
+        if auto and not (self._muted or self._leaving) and self._consumer is not None:
+            self._commit_positions(self._consumer, partitions)
+        self._rebalance([], _pairs(partitions))
+
+    def java_lost(self, partitions: Any) -> None:
+        self._rebalance([], _pairs(partitions), lost=True)
+
+
+def records_of(polled: Any) -> list[dict[str, Any]]:
+    """A ``Polled``'s records, as the history records librdkafka's (``record_of``)."""
+    n = int(polled.count)
+    if n == 0:
+        return []
+    names = [str(t) for t in polled.topicNames]
+    topics = _ints(polled.topics)
+    partitions = _ints(polled.partitions)
+    offsets = _ints(polled.offsets, "q")
+    key_lengths = _ints(polled.keyLengths)
+    value_lengths = _ints(polled.valueLengths)
+    keys, values = bytes(polled.keys), bytes(polled.values)
+    out, k, v = [], 0, 0
+    for i in range(n):
+        key = value = None
+        if key_lengths[i] >= 0:
+            key, k = keys[k : k + key_lengths[i]], k + key_lengths[i]
+        if value_lengths[i] >= 0:
+            value, v = values[v : v + value_lengths[i]], v + value_lengths[i]
+        out.append(
+            {
+                "topic": names[topics[i]],
+                "partition": partitions[i],
+                "offset": offsets[i],
+                "key": decode_key(key),
+                "value": decode_payload(value),
+            }
+        )
+    return out
+
+
+def _ints(java_array: Any, typecode: str = "i") -> list[int]:
+    """A Java int[] (``"i"``) or long[] (``"q"``) as a list: one copy of its bytes
+    (memoryview cannot read JPype's "=i" format; ``list()`` crosses per element)."""
+    return array.array(typecode, bytes(memoryview(java_array))).tolist()
+
+
+def _duration(seconds: float) -> Any:
+    import jpype
+
+    return jpype.JClass("java.time.Duration").ofMillis(int(seconds * 1000))
+
+
+def _topic_partition(topic: str, partition: int) -> Any:
+    import jpype
+
+    return jpype.JClass("org.apache.kafka.common.TopicPartition")(topic, partition)
+
+
+def _offset_map(offsets: list[list[Any]]) -> Any:
+    import jpype
+
+    meta = jpype.JClass(CONSUMER + "OffsetAndMetadata")
+    m = jpype.JClass("java.util.HashMap")()
+    for t, p, o in offsets:
+        m.put(_topic_partition(t, p), meta(jpype.JLong(o)))
+    return m
+
+
+def _pairs(partitions: Any) -> list[list[Any]]:
+    """A Java collection of TopicPartition as the history lists partitions, sorted."""
+    return sorted([str(tp.topic()), int(tp.partition())] for tp in partitions)
+
+
+_classes: Any = None
+
+
+def _callbacks() -> Any:
+    """The Python implementations of the client's callback interfaces.
+
+    Defined on first use: JPype can implement a Java interface only once the
+    JVM holding it runs.
+    """
+    global _classes
+    if _classes is not None:
+        return _classes
+    from jpype import JImplements, JOverride
+
+    @JImplements(CONSUMER + "ConsumerRebalanceListener")
+    class Listener:
+        def __init__(self, worker: JavaConsumerWorker) -> None:
+            self.worker = worker
+
+        @JOverride
+        def onPartitionsAssigned(self, partitions: Any) -> None:  # noqa: N802 - Java's name
+            self.worker.java_assigned(partitions)
+
+        @JOverride
+        def onPartitionsRevoked(self, partitions: Any) -> None:  # noqa: N802
+            self.worker.java_revoked(partitions)
+
+        @JOverride
+        def onPartitionsLost(self, partitions: Any) -> None:  # noqa: N802
+            self.worker.java_lost(partitions)
+
+    @JImplements(CONSUMER + "OffsetCommitCallback")
+    class Committed:
+        def __init__(self, worker: JavaConsumerWorker) -> None:
+            self.worker = worker
+
+        @JOverride
+        def onComplete(self, offsets: Any, exception: Any) -> None:  # noqa: N802
+            if exception is not None:
+                self.worker.stats.commits_failed += 1
+                return
+            self.worker.auto_committed(
+                sorted(
+                    [str(tp.topic()), int(tp.partition()), int(meta.offset())]
+                    for tp, meta in offsets.items()
+                )
+            )
+
+    class Classes:
+        pass
+
+    Classes.Listener, Classes.Committed = Listener, Committed  # type: ignore[attr-defined]
+    _classes = Classes
+    return _classes
