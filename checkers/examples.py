@@ -22,6 +22,7 @@ MAX_INDICES = 20  # indices kept per example: enough to prove it, bounded
 NEIGHBOURS = 3  # offsets either side of a lost value shown in its example
 MAX_SKIPPED = 100
 
+
 def _rows(found: Found, check: str):
     for hid, checks in found.items():
         for ex in checks.get(check, (0, []))[1]:

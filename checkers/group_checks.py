@@ -249,8 +249,7 @@ GROUP_DOUBLE_OWNERSHIP = Check(
         "longer than the grace period."
     ),
     finds=(
-        "two members of a group own a partition at once for longer than "
-        "`checker.ownership_grace_s`"
+        "two members of a group own a partition at once for longer than `checker.ownership_grace_s`"
     ),
     severity_doc="error",
     meaning=(

@@ -150,7 +150,7 @@ ACKED_LOST = Check(
     finds=(
         "an acked value absent from a **complete** final drain (one that read its partition from "
         "the log start to the high watermark, as its `drain` lines prove), at or above the log "
-        "start; valid `\"unknown\"` while acked values are missing where the drain did not prove "
+        'start; valid `"unknown"` while acked values are missing where the drain did not prove '
         "completeness, or no drain ran"
     ),
     severity_doc="error, always",

@@ -90,9 +90,7 @@ def _runs(t: Tables) -> DataFrame:
     return reads.unionByName(resets).unionByName(seeks)
 
 
-def _entries(
-    rows: DataFrame, last: F.Column, reset: bool = False, seek: bool = False
-) -> DataFrame:
+def _entries(rows: DataFrame, last: F.Column, reset: bool = False, seek: bool = False) -> DataFrame:
     """``rows`` as stream entries that read nothing (no ``first``); ``last``: where
     the next read continues from, if known."""
     return rows.select(

@@ -59,7 +59,7 @@ UNSEEN = Check(
     ),
     finds=(
         "an acked value never read, nothing read beyond it in its partition; valid `false` after a"
-        " final drain, `\"unknown\"` without one"
+        ' final drain, `"unknown"` without one'
     ),
     severity_doc="error (warning with acks=0)",
     meaning=(

@@ -43,7 +43,6 @@ from testkit.reference_txn import txn_anomalies
 NS = 1e9
 
 
-
 def send_anomalies(ops: list[dict[str, Any]]) -> Anomalies:
     read_values = {r["value"] for _, _, r in reads_of(ops) if r["value"] is not None}
     max_read: dict[tuple, int] = {}
