@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import re
 import socket
 import tarfile
 import tempfile
@@ -490,6 +491,34 @@ def dump_log_segments_class(version: str) -> str:
     if major(version) < 4:
         return "kafka.tools.DumpLogSegments"
     return "org.apache.kafka.tools.DumpLogSegments"
+
+
+def finalized_features(cluster: Cluster, timeout_s: float = 60.0) -> dict[str, str]:
+    """Each feature's finalized level, as ``kafka-features.sh describe`` prints it
+    (``{"transaction.version": "2", "metadata.version": "4.4-IV2", ...}``).
+
+    Why: which transaction protocol a Java client speaks depends on the
+    cluster's finalized ``transaction.version`` (KIP-890 part 2 needs 2), so a
+    transactional run records it beside the versions.
+    """
+    result = run_tool(
+        cluster,
+        cluster.nodes[0],
+        "org.apache.kafka.tools.FeatureCommand",
+        ["--bootstrap-server", cluster.bootstrap_servers(), "describe"],
+        timeout_s=timeout_s,
+    )
+    return parse_features(result.stdout)
+
+
+def parse_features(text: str) -> dict[str, str]:
+    """``Feature: NAME ... FinalizedVersionLevel: LEVEL ...`` lines, as a mapping."""
+    out = {}
+    for line in text.splitlines():
+        fields = dict(re.findall(r"(\w+):\s+(\S+)", line))
+        if "Feature" in fields and "FinalizedVersionLevel" in fields:
+            out[fields["Feature"]] = fields["FinalizedVersionLevel"]
+    return out
 
 
 def run_tool(

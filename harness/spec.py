@@ -204,6 +204,7 @@ RUN_METADATA_KEYS = {
     "harness_version",
     "topic_name_used",
     "guest_time_scale",
+    "cluster_features",
 }
 
 _NESTED = {

@@ -92,8 +92,9 @@ OPTIONS: tuple[Option, ...] = (
         "--client",
         "producer.client",
         str,
-        "whose client sends and reads: sets --producer-client and --consumer-client",
-        ("librdkafka", "java"),
+        "whose client sends and reads: sets --producer-client and --consumer-client; "
+        "both: one run per client, the same seed and fault schedule",
+        ("librdkafka", "java", "both"),
         also=("consumer.client",),
     ),
     Option("--groups", "consumer.groups", int, "consumer groups"),
@@ -306,15 +307,20 @@ def validate(spec: TestSpec) -> None:
 
 
 def _validate_client(spec: TestSpec) -> None:
-    """The Java client runs the queue workload's producers and consumer-group members;
-    nothing else runs on it yet."""
+    """The Java client runs the queue workload's producers and consumer-group members,
+    and the txn workload's processes; not share groups yet."""
     for role, client in (("producer", spec.producer.client), ("consumer", spec.consumer.client)):
         if client not in ("librdkafka", "java"):
             raise ConfigError(f"{role}.client must be librdkafka or java, not {client!r}")
-        if client == "java" and spec.workload != "queue":
+        if client == "java" and spec.workload not in ("queue", "txn"):
             raise ConfigError(
-                f"{role}.client java runs the queue workload only, not {spec.workload}'s"
+                f"{role}.client java runs the queue and txn workloads, not {spec.workload}'s"
             )
+    if spec.workload == "txn" and spec.producer.client != spec.consumer.client:
+        raise ConfigError(
+            "a txn process owns one producer and one consumer of one client: "
+            "set both with --client librdkafka|java"
+        )
     if spec.consumer.client == "java" and spec.consumer.mode == "share":
         raise ConfigError(
             "consumer.client java reads consumer groups only; share groups read with librdkafka"

@@ -231,6 +231,21 @@ def run_test(
         handler.close()
 
 
+def _record_features(cluster: Cluster, run: RunDir) -> None:
+    """Add the cluster's finalized features to config.json (a transactional run's
+    protocol depends on ``transaction.version``); a failure is logged, not fatal."""
+    try:
+        features = kafka_db.finalized_features(cluster)
+    except HarnessError as e:
+        log.warning("could not read the cluster's finalized features: %s", e)
+        return
+    path = run.file(store_mod.CONFIG)
+    config = json.loads(path.read_text())
+    config["cluster_features"] = features
+    path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+    log.info("finalized features: %s", ", ".join(f"{k}={v}" for k, v in sorted(features.items())))
+
+
 def _execute(spec: TestSpec, run: RunDir) -> bool:
     """Steps 1-6. Returns True when interrupted by a signal."""
     stop = threading.Event()
@@ -241,6 +256,8 @@ def _execute(spec: TestSpec, run: RunDir) -> bool:
             bootstrap = cluster.bootstrap_servers()
             admin.create_topic(bootstrap, spec.topic, timeout_s=60)
             kafka_db.wait_healthy(cluster, timeout_s=HEALTHY_TIMEOUT_S, topic=spec.topic.name)
+            if spec.workload == "txn":
+                _record_features(cluster, run)
             with HistoryWriter(run.file(store_mod.HISTORY)) as history:
                 nemesis = NemesisRunner(cluster, spec, history, run.path)
                 workload = registry.create(

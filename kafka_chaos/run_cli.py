@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from checkers.cli import answer_line
 from harness import store as store_mod
 from harness.errors import ConfigError, HarnessError
 from harness.spec import TestSpec
+from kafka_chaos.child_run import run_in_child
 from kafka_chaos.options import add_run_options, build_spec, cli_overrides, load_mapping
 from kafka_chaos.replica_verify import RESULT, summary
 from kafka_chaos.run import RunOutcome, run_test
@@ -53,7 +55,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     sc.set_defaults(handler=_scenarios)
 
 
-def spec_from_args(args: argparse.Namespace) -> TestSpec:
+def spec_from_args(args: argparse.Namespace, *more: dict[str, Any]) -> TestSpec:
+    """Scenario, config file, replayed schedule, flags, then ``more``, each over the last."""
     layers: list[dict[str, Any]] = []
     if args.scenario:
         layers.append(scenario_layer(args.scenario))
@@ -62,7 +65,7 @@ def spec_from_args(args: argparse.Namespace) -> TestSpec:
     if args.replay:
         layers.append(replay_layer(args.replay))
     layers.append(cli_overrides(args))
-    return build_spec(*layers)
+    return build_spec(*layers, *more)
 
 
 def replay_layer(run_dir: Path) -> dict[str, Any]:
@@ -75,15 +78,15 @@ def replay_layer(run_dir: Path) -> dict[str, Any]:
     return {"nemesis": {"schedule": ops}, "seed": schedule.get("seed", 0)}
 
 
-def _print_outcome(outcome: RunOutcome) -> None:
+def _print_outcome(outcome: RunOutcome, prefix: str = "") -> None:
     if outcome.interrupted:
-        print(f"interrupted; cluster healed. Partial run: {outcome.run_dir.path}")
+        print(f"{prefix}interrupted; cluster healed. Partial run: {outcome.run_dir.path}")
         return
-    print(f"verdict: {outcome.verdict}")
+    print(f"{prefix}verdict: {outcome.verdict}")
     if outcome.expectation_held is not None:
         print("expectation held" if outcome.expectation_held else "expectation NOT held")
     for line in _answer_lines(outcome.run_dir):
-        print(line)
+        print(f"{prefix}{line}")
     print(f"report: {outcome.report}")
 
 
@@ -99,10 +102,47 @@ def _answer_lines(run: store_mod.RunDir) -> list[str]:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if cli_overrides(args).get("producer", {}).get("client") == BOTH:
+        return _run_per_client(args)
     spec = spec_from_args(args)
     outcome = run_test(spec, store=args.store)
     _print_outcome(outcome)
     return outcome.exit_code
+
+
+BOTH = "both"
+CLIENTS = ("librdkafka", "java")
+
+
+def _run_per_client(args: argparse.Namespace) -> int:
+    """``--client both``: the run once per client, named ``NAME-CLIENT``, on one cluster.
+
+    The second run replays the first's recorded fault schedule under the same
+    seed, so the two differ only in the client.  The Java run gets a process
+    of its own (kafka_chaos/child_run.py).  Both are built before either runs,
+    so a setting one client refuses stops both in one line.  The exit code is
+    the worse of the two; the store index shows them side by side.
+    """
+    first = spec_from_args(args, _client_layer(CLIENTS[0]))
+    first = dataclasses.replace(first, name=f"{first.name}-{CLIENTS[0]}")
+    spec_from_args(args, _client_layer(CLIENTS[1]))  # refused settings: before any run
+    outcomes = [run_test(first, store=args.store)]
+    _print_outcome(outcomes[0], f"{CLIENTS[0]}: ")
+    if outcomes[0].interrupted:
+        return outcomes[0].exit_code
+    replay = {**replay_layer(outcomes[0].run_dir.path), "seed": first.seed}
+    second = spec_from_args(args, replay, _client_layer(CLIENTS[1]))
+    second = dataclasses.replace(second, name=first.name.removesuffix(CLIENTS[0]) + CLIENTS[1])
+    outcomes.append(run_in_child(second, args.store))
+    _print_outcome(outcomes[1], f"{CLIENTS[1]}: ")
+    verdicts = ", ".join(f"{c} {o.verdict}" for c, o in zip(CLIENTS, outcomes, strict=True))
+    print(f"side by side (seed {first.seed}, one fault schedule): {verdicts}")
+    print(f"index: {Path(args.store) / 'index.html'}")
+    return max(o.exit_code for o in outcomes)
+
+
+def _client_layer(client: str) -> dict[str, Any]:
+    return {"producer": {"client": client}, "consumer": {"client": client}}
 
 
 def _scenarios(_args: argparse.Namespace) -> int:

@@ -159,7 +159,35 @@ def headline(config: dict[str, Any]) -> dict[str, Any]:
         "seed": config.get("seed", "?"),
         "started_at": config.get("started_at"),
         "consumers": consumers(config),
+        "client": client(config),
     }
+
+
+def client(config: dict[str, Any]) -> str:
+    """Whose client ran, with its version: the column that says whose bug a finding is.
+
+    A transactional run adds the cluster's finalized ``transaction.version``:
+    the Java client speaks KIP-890 part 2 at 2, librdkafka never does.
+    """
+    versions = as_dict(config.get("versions"))
+    names = {
+        "librdkafka": f"librdkafka {versions.get('librdkafka', '?')}",
+        "java": f"Java {versions.get('kafka_clients', '?')}",
+    }
+    roles = [
+        as_dict(config.get("producer")).get("client") or "librdkafka",
+        as_dict(config.get("consumer")).get("client") or "librdkafka",
+    ]
+    if roles[0] == roles[1]:
+        text = names.get(roles[0], roles[0])
+    else:
+        text = (
+            f"{names.get(roles[0], roles[0])} producers, {names.get(roles[1], roles[1])} consumers"
+        )
+    tv = as_dict(config.get("cluster_features")).get("transaction.version")
+    if config.get("workload") == "txn" and tv is not None:
+        text += f"; transaction.version {tv}"
+    return text
 
 
 def consumers(config: dict[str, Any]) -> str:

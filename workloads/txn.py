@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from confluent_kafka import KafkaError, KafkaException
 
 from harness import admin
+from harness.errors import ConfigError
 from harness.spec import TestSpec, replace
 from workloads.drain import DrainResult
 from workloads.history import HistoryWriter
@@ -61,6 +62,11 @@ class TxnWorker(Slot):
         self.rate = rate
         self.stats = TxnStats()
         self.rng = random.Random(f"{spec.seed}-txn-{slot}")
+        self.client_class = TxnClient
+        if spec.producer.client == "java":
+            from workloads.java.txn_client import JavaTxnClient  # JPype only when asked
+
+            self.client_class = JavaTxnClient
 
     def _run(self) -> None:
         pacer = Pacer(self.rate)
@@ -69,7 +75,7 @@ class TxnWorker(Slot):
             client = None
             crashed = True  # until the incarnation ends by the stop event
             try:
-                client = TxnClient(
+                client = self.client_class(
                     self.spec, self.bootstrap, self.history, self.process, self.slot,
                     self.values, self.rng, self.stats, self._take_crash,
                 )  # fmt: skip
@@ -85,7 +91,7 @@ class TxnWorker(Slot):
                 return
             except Teardown as e:
                 self._crash(str(e))
-            except KafkaException as e:
+            except (KafkaException, ConfigError) as e:
                 if client is None and _refused_config(e):  # the same on every retry: stop
                     log.error("txn process %s: client refused: %s", self.process, e)
                     self._crash(f"client configuration refused: {e}")
@@ -108,7 +114,10 @@ class TxnWorker(Slot):
         self.stats.crashes += 1
 
 
-def _refused_config(e: KafkaException) -> bool:
+def _refused_config(e: Exception) -> bool:
+    """A client constructor refused its settings: the same on every retry."""
+    if isinstance(e, ConfigError):
+        return True
     err = e.args[0] if e.args else None
     return isinstance(err, KafkaError) and err.code() == KafkaError._INVALID_ARG
 
@@ -162,6 +171,10 @@ class TxnWorkload(Lifecycle[TxnSummary]):
 
     def build_clients(self) -> None:
         validate(self.spec)
+        if self.spec.producer.client == "java":  # its settings' errors now, not in a thread
+            from workloads.java.txn_client import java_txn_producer_properties
+
+            java_txn_producer_properties(self.spec, self.bootstrap, 0, 0)
         self.ctp = self.spec.txn.mode == CTP
         self.workers = [
             TxnWorker(

@@ -192,26 +192,63 @@ class TxnClient:
         self._rebalanced: set[tuple[str, int]] = set()
         self._muted = False
         self.ownership = Ownership()
-        self.producer = Producer(producer_config(spec, bootstrap, process, slot))
-        self.consumer = Consumer(consumer_config(spec, bootstrap, process))
+        self._create_clients(bootstrap)
+
+    # -- the client: every call that touches librdkafka (workloads/java/txn_client.py
+    # overrides these for Kafka's Java client) --------------------------------
+
+    def _create_clients(self, bootstrap: str) -> None:
+        self.producer = Producer(producer_config(self.spec, bootstrap, self.process, self.slot))
+        self.consumer = Consumer(consumer_config(self.spec, bootstrap, self.process))
+
+    def _init_transactions(self) -> None:
+        self._call(lambda: self.producer.init_transactions(self.timeout), "init_transactions")
+
+    def _subscribe(self) -> None:
+        self.consumer.subscribe(
+            [self.topic], on_assign=self._assigned, on_revoke=self._revoked, on_lost=self._lost
+        )
+
+    def _assign(self, partitions: list[int]) -> None:
+        self.consumer.assign([TopicPartition(self.topic, p, OFFSET_STORED) for p in partitions])
+
+    def _begin(self) -> None:
+        self._call(self.producer.begin_transaction, "begin_transaction", bounded=False)
+
+    def _commit_transaction(self) -> None:
+        self._call(lambda: self.producer.commit_transaction(self.timeout), "commit_transaction")
+
+    def _abort_transaction(self) -> None:
+        self._call(lambda: self.producer.abort_transaction(self.timeout), "abort_transaction")
+
+    def _seek(self, topic: str, partition: int, offset: int) -> bool:
+        """Move the consumer's position; False if the partition is no longer ours."""
+        try:
+            self.consumer.seek(TopicPartition(topic, partition, offset))
+        except KafkaException as e:
+            log.debug("seek %s/%d: %s", topic, partition, e)
+            return False
+        return True
+
+    def _decide(self, e: Exception, stage: str) -> Decision | None:
+        """The decision for a client error raised at ``stage``; None if ``e`` is not one."""
+        return decide(e, stage) if isinstance(e, KafkaException) else None
 
     # -- life cycle --------------------------------------------------------
 
     def open(self) -> None:
         """init_transactions (fences our predecessor), then join the group."""
-        self._call(lambda: self.producer.init_transactions(self.timeout), "init_transactions")
+        self._init_transactions()
         if self.spec.consumer.mode == "subscribe":
             value = {"group": self.group, "topics": [self.topic], **protocol_field(self.spec)}
             self.history.append(self.process, "invoke", "subscribe", value)
-            self.consumer.subscribe(
-                [self.topic], on_assign=self._assigned, on_revoke=self._revoked, on_lost=self._lost
-            )
+            self._subscribe()
             self.history.append(self.process, "ok", "subscribe", value)
             return
         parts = assigned_partitions(self.spec.topic.partitions, self.spec.txn.processes, self.slot)
         value = {"group": self.group, "partitions": [[self.topic, p] for p in parts]}
         self.history.append(self.process, "invoke", "assign", value)
-        self.consumer.assign([TopicPartition(self.topic, p, OFFSET_STORED) for p in parts])
+        self._assign(parts)
         self.history.append(self.process, "ok", "assign", value)
 
     def close(self, record_revocations: bool) -> None:
@@ -246,7 +283,7 @@ class TxnClient:
         for m in ops:
             m["skipped"] = True  # until it runs
         try:
-            self._call(self.producer.begin_transaction, "begin_transaction", bounded=False)
+            self._begin()
             for k in range(len(invoke)):  # ctp appends its sends to ``ops`` as it goes
                 reason = self.crash_requested()
                 if reason:
@@ -269,7 +306,7 @@ class TxnClient:
             offsets = next_offsets(records)
             if offsets:
                 self._send_offsets(offsets)
-            self._call(lambda: self.producer.commit_transaction(self.timeout), "commit_transaction")
+            self._commit_transaction()
         except _TxnError as e:
             return self._failed(ops, e, first_polled)
         self._complete("ok", ops, offsets=offsets, stalled_s=stalled)
@@ -402,7 +439,7 @@ class TxnClient:
         client: bool = False,
     ) -> str:
         try:
-            self._call(lambda: self.producer.abort_transaction(self.timeout), "abort_transaction")
+            self._abort_transaction()
         except _TxnError as e:
             self._complete("info", ops, error=f"{why}; then the abort failed: {e.decision.why}")
             raise Teardown(f"abort failed: {e.decision.why}") from e
@@ -416,12 +453,9 @@ class TxnClient:
         """Seek back to the first offset this aborted transaction polled, per partition."""
         moved = []
         for (topic, partition), offset in sorted(first_polled.items()):
-            try:
-                self.consumer.seek(TopicPartition(topic, partition, offset))
-            except KafkaException as e:  # revoked meanwhile: its new owner reads from the commit
-                log.debug("seek %s/%d: %s", topic, partition, e)
-                continue
-            moved.append([topic, partition, offset])
+            # Revoked meanwhile: its new owner reads from the group's commit.
+            if self._seek(topic, partition, offset):
+                moved.append([topic, partition, offset])
         if moved:
             value = {"group": self.group, "offsets": moved, "reason": "rewind after abort"}
             self.history.append(self.process, "ok", "seek", value)
@@ -460,10 +494,13 @@ class TxnClient:
         except CallTimedOut as e:
             outcome = "info" if stage in ("commit", "abort") else "fail"
             raise _TxnError(Decision(Action.GIVE_UP, outcome, f"_TIMED_OUT: {e}")) from e
-        except KafkaException as e:
+        except Exception as e:
+            decision = self._decide(e, stage)
+            if decision is None:
+                raise
             if stage == "init":
-                raise Teardown(f"{what}: {error_name(e.args[0]) if e.args else e}") from e
-            raise _TxnError(decide(e, stage)) from e
+                raise Teardown(f"{what}: {decision.why.split(':', 1)[0]}") from e
+            raise _TxnError(decision) from e
 
     # -- rebalance callbacks (inside consume(), on this thread) ---------------
 

@@ -81,6 +81,14 @@ def test_commits_aborts_and_a_client_crash_are_valid(clean_txn_run: Path) -> Non
     assert committed and all(isinstance(m["offset"], int) for m in committed)
 
 
+def test_a_txn_run_records_the_clusters_transaction_version(clean_txn_run: Path) -> None:
+    """librdkafka speaks the old protocol whatever the cluster finalized; the record
+    says what the cluster offered (docs/java-client.md)."""
+    config = json.loads((clean_txn_run / "config.json").read_text())
+    assert config["cluster_features"]["transaction.version"] in ("0", "1", "2")
+    assert "metadata.version" in config["cluster_features"]
+
+
 def test_members_give_up_their_partitions_when_the_run_stops(clean_txn_run: Path) -> None:
     """A member closed at the end of the run records its revocation; otherwise
     its ownership would run on through the drain and overlap a successor's

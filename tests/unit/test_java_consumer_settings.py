@@ -59,8 +59,10 @@ def test_what_the_java_client_cannot_read_is_refused_in_one_line() -> None:
         build_spec(
             {"cluster": {"kafka_version": "4.4.0"}, "consumer": {"client": "java", "mode": "share"}}
         )
-    with pytest.raises(ConfigError, match="consumer.client java runs the queue workload only"):
+    with pytest.raises(ConfigError, match="set both with --client"):
         build_spec({"workload": "txn", "consumer": {"client": "java"}})
+    with pytest.raises(ConfigError, match="runs the queue and txn workloads"):
+        build_spec({"workload": "no-such", "consumer": {"client": "java"}})
 
 
 def test_client_sets_both_roles_and_the_role_flags_one_each() -> None:

@@ -52,5 +52,10 @@ def test_the_client_is_validated_with_the_spec() -> None:
     assert spec.producer.client == "java" and TestSpec().producer.client == "librdkafka"
     with pytest.raises(ConfigError, match="producer.client must be librdkafka or java"):
         validate(build_spec({"producer": {"client": "kafka-python"}}))
-    with pytest.raises(ConfigError, match="producer.client java runs the queue workload only"):
+    with pytest.raises(ConfigError, match="set both with --client"):
         validate(build_spec({"workload": "txn", "producer": {"client": "java"}}))
+    validate(
+        build_spec(
+            {"workload": "txn", "producer": {"client": "java"}, "consumer": {"client": "java"}}
+        )
+    )

@@ -25,7 +25,6 @@ The slot, crash loop, ownership, history lines and their judging are
 
 from __future__ import annotations
 
-import array
 import contextlib
 import logging
 import threading
@@ -47,11 +46,19 @@ from workloads.consumer import (
 from workloads.history import HistoryWriter
 from workloads.java import jvm
 from workloads.java.errors import judge
+from workloads.java.interop import (
+    CONSUMER,
+    duration,
+    ints,
+    offset_map,
+    pairs,
+    properties,
+    string_list,
+    topic_partitions,
+)
 from workloads.values import Counter, decode_key, decode_payload
 
 log = logging.getLogger(__name__)
-
-CONSUMER = "org.apache.kafka.clients.consumer."
 
 
 def java_consumer_properties(
@@ -107,12 +114,10 @@ class JavaConsumerWorker(ConsumerWorker):
 
         self._begin_incarnation()
         self._leaving = False
-        props = jpype.JClass("java.util.Properties")()
-        for k, v in java_consumer_properties(
+        settings = java_consumer_properties(
             self.spec, self.bootstrap, self.group, f"{self.spec.name}-c{self.process}"
-        ).items():
-            props.setProperty(k, v)
-        consumer = jpype.JClass(CONSUMER + "KafkaConsumer")(props)
+        )
+        consumer = jpype.JClass(CONSUMER + "KafkaConsumer")(properties(settings))
         self._consumer = consumer
         auto = self.spec.consumer.commit == "auto"
         next_auto_commit = time.monotonic() + AUTO_COMMIT_INTERVAL_MS / 1000
@@ -140,24 +145,18 @@ class JavaConsumerWorker(ConsumerWorker):
 
     def _join_java(self, consumer: Any) -> None:
         """subscribe (with the Python listener) or assign, recorded as librdkafka's are."""
-        import jpype
-
-        lst = jpype.JClass("java.util.ArrayList")
         if self.spec.consumer.mode == "subscribe":
             value = self._subscribe_value()
             self.history.append(self.process, "invoke", "subscribe", value)
-            topics = lst()
-            topics.add(self.topic)
-            consumer.subscribe(topics, _callbacks().Listener(self))
+            consumer.subscribe(string_list([self.topic]), rebalance_listener(self))
             self.history.append(self.process, "ok", "subscribe", value)
             return
         parts = self._assigned_partitions()
         value = {"group": self.group, "partitions": [[self.topic, p] for p in parts]}
         self.history.append(self.process, "invoke", "assign", value)
-        tps = lst()
-        for p in parts:
-            tps.add(_topic_partition(self.topic, p))
-        consumer.assign(tps)  # positions start at the group's committed offsets
+        consumer.assign(
+            topic_partitions(self.topic, parts)
+        )  # positions start at the group's committed offsets
         self.history.append(self.process, "ok", "assign", value)
 
     def _poll(self, consumer: Any) -> list[dict[str, Any]]:
@@ -166,7 +165,7 @@ class JavaConsumerWorker(ConsumerWorker):
 
         self.history.append(self.process, "invoke", "poll", None)
         try:
-            polled = jpype.JClass("kafkachaos.Polled")(consumer.poll(_duration(POLL_TIMEOUT_S)))
+            polled = jpype.JClass("kafkachaos.Polled")(consumer.poll(duration(POLL_TIMEOUT_S)))
         except jpype.JException as e:
             self.history.append(self.process, "fail", "poll", {"error": judge(e).name})
             self.stats.poll_errors += 1
@@ -182,7 +181,7 @@ class JavaConsumerWorker(ConsumerWorker):
         value = {"group": self.group, "offsets": offsets}
         self.history.append(self.process, "invoke", "commit", value)
         try:
-            consumer.commitSync(_offset_map(offsets), _duration(COMMIT_TIMEOUT_S))
+            consumer.commitSync(offset_map(offsets), duration(COMMIT_TIMEOUT_S))
         except jpype.JException as e:
             j = judge(e)
             self.history.append(
@@ -200,10 +199,10 @@ class JavaConsumerWorker(ConsumerWorker):
         offsets = []
         try:
             for tp in partitions:
-                pos = int(consumer.position(tp, _duration(COMMIT_TIMEOUT_S)))
+                pos = int(consumer.position(tp, duration(COMMIT_TIMEOUT_S)))
                 offsets.append([str(tp.topic()), int(tp.partition()), pos])
             if offsets:
-                consumer.commitSync(_offset_map(offsets), _duration(COMMIT_TIMEOUT_S))
+                consumer.commitSync(offset_map(offsets), duration(COMMIT_TIMEOUT_S))
         except jpype.JException as e:
             log.debug("consumer %s: auto commit of %s: %s", self.process, offsets, judge(e).name)
             self.stats.commits_failed += 1
@@ -230,7 +229,7 @@ class JavaConsumerWorker(ConsumerWorker):
         import jpype
 
         try:
-            consumer.close(_duration(CLOSE_TIMEOUT_S))
+            consumer.close(duration(CLOSE_TIMEOUT_S))
             return True
         except jpype.JException as e:
             log.debug("%s: %s", what, e)
@@ -239,16 +238,16 @@ class JavaConsumerWorker(ConsumerWorker):
     # -- the listener's calls, on this worker's thread inside poll() and close()
 
     def java_assigned(self, partitions: Any) -> None:
-        self._rebalance(_pairs(partitions), [])
+        self._rebalance(pairs(partitions), [])
 
     def java_revoked(self, partitions: Any) -> None:
         auto = self.spec.consumer.commit == "auto"
         if auto and not (self._muted or self._leaving) and self._consumer is not None:
             self._commit_positions(self._consumer, partitions)
-        self._rebalance([], _pairs(partitions))
+        self._rebalance([], pairs(partitions))
 
     def java_lost(self, partitions: Any) -> None:
-        self._rebalance([], _pairs(partitions), lost=True)
+        self._rebalance([], pairs(partitions), lost=True)
 
 
 def records_of(polled: Any) -> list[dict[str, Any]]:
@@ -257,11 +256,11 @@ def records_of(polled: Any) -> list[dict[str, Any]]:
     if n == 0:
         return []
     names = [str(t) for t in polled.topicNames]
-    topics = _ints(polled.topics)
-    partitions = _ints(polled.partitions)
-    offsets = _ints(polled.offsets, "q")
-    key_lengths = _ints(polled.keyLengths)
-    value_lengths = _ints(polled.valueLengths)
+    topics = ints(polled.topics)
+    partitions = ints(polled.partitions)
+    offsets = ints(polled.offsets, "q")
+    key_lengths = ints(polled.keyLengths)
+    value_lengths = ints(polled.valueLengths)
     keys, values = bytes(polled.keys), bytes(polled.values)
     out, k, v = [], 0, 0
     for i in range(n):
@@ -282,40 +281,13 @@ def records_of(polled: Any) -> list[dict[str, Any]]:
     return out
 
 
-def _ints(java_array: Any, typecode: str = "i") -> list[int]:
-    """A Java int[] (``"i"``) or long[] (``"q"``) as a list: one copy of its bytes
-    (memoryview cannot read JPype's "=i" format; ``list()`` crosses per element)."""
-    return array.array(typecode, bytes(memoryview(java_array))).tolist()
-
-
-def _duration(seconds: float) -> Any:
-    import jpype
-
-    return jpype.JClass("java.time.Duration").ofMillis(int(seconds * 1000))
-
-
-def _topic_partition(topic: str, partition: int) -> Any:
-    import jpype
-
-    return jpype.JClass("org.apache.kafka.common.TopicPartition")(topic, partition)
-
-
-def _offset_map(offsets: list[list[Any]]) -> Any:
-    import jpype
-
-    meta = jpype.JClass(CONSUMER + "OffsetAndMetadata")
-    m = jpype.JClass("java.util.HashMap")()
-    for t, p, o in offsets:
-        m.put(_topic_partition(t, p), meta(jpype.JLong(o)))
-    return m
-
-
-def _pairs(partitions: Any) -> list[list[Any]]:
-    """A Java collection of TopicPartition as the history lists partitions, sorted."""
-    return sorted([str(tp.topic()), int(tp.partition())] for tp in partitions)
-
-
 _classes: Any = None
+
+
+def rebalance_listener(owner: Any) -> Any:
+    """A ``ConsumerRebalanceListener`` calling ``owner.java_assigned / java_revoked /
+    java_lost`` with the Java collection, on the consumer's thread."""
+    return _callbacks().Listener(owner)
 
 
 def _callbacks() -> Any:
@@ -331,7 +303,7 @@ def _callbacks() -> Any:
 
     @JImplements(CONSUMER + "ConsumerRebalanceListener")
     class Listener:
-        def __init__(self, worker: JavaConsumerWorker) -> None:
+        def __init__(self, worker: Any) -> None:
             self.worker = worker
 
         @JOverride
