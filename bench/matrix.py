@@ -19,6 +19,7 @@ from pathlib import Path
 
 from harness.backends import destroy_cluster
 from harness.errors import HarnessError
+from kafka_chaos.child_run import needs_own_process, run_in_child
 from kafka_chaos.options import build_spec
 from kafka_chaos.run import run_test
 from kafka_chaos.suite import load_suite
@@ -54,6 +55,7 @@ def main() -> None:
     args = parser.parse_args()
     _, _, entries = load_suite(args.suite)
     per_cell: dict[str, list[dict]] = {e.name: [] for e in entries}
+    clients = {e.name: build_spec(*e.layers).producer.client for e in entries}
     clusters = set()
     try:
         for r in range(args.runs):
@@ -61,7 +63,10 @@ def main() -> None:
                 spec = build_spec(*entry.layers, {"seed": 4000 + r})
                 clusters.add(spec.cluster.name)
                 try:
-                    outcome = run_test(spec, store=args.store)
+                    if needs_own_process(spec):  # the Java client pins its process's JVM
+                        outcome = run_in_child(spec, args.store)
+                    else:
+                        outcome = run_test(spec, store=args.store)
                 except HarnessError as e:
                     per_cell[entry.name].append({"verdict": f"harness error: {e}"})
                     print(f"round {r + 1} {entry.name}: harness error: {e}", flush=True)
@@ -74,17 +79,18 @@ def main() -> None:
             destroy_cluster(name)
     print()
     print(
-        "| cell | runs valid | acknowledged / lost, per run | longest stretch without an "
+        "| cell | client | runs valid | acknowledged / lost, per run | longest stretch without an "
         "acked send: median / max | errors found |"
     )
-    print("|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|")
     for name, runs in per_cell.items():
         valid = sum(1 for f in runs if f.get("verdict") == "valid")
         counts = ", ".join(f"{f.get('acked')} / {f.get('lost')}" for f in runs)
         gaps = [f["gap_s"] for f in runs if f.get("gap_s") is not None]
         gap = f"{statistics.median(gaps):.1f} s / {max(gaps):.1f} s" if gaps else "-"
         errors = sorted({e for f in runs for e in f.get("errors", [])}) or ["none"]
-        print(f"| {name} | {valid}/{len(runs)} | {counts} | {gap} | {', '.join(errors)} |")
+        found = ", ".join(errors)
+        print(f"| {name} | {clients[name]} | {valid}/{len(runs)} | {counts} | {gap} | {found} |")
 
 
 if __name__ == "__main__":

@@ -39,16 +39,21 @@ def write_ops(history: Path, rows: list[dict]) -> None:
     history.write_text("".join(json.dumps(op) + "\n" for op in rows))
 
 
-# A short fault-free run: the shared librdkafka clean run (conftest.py), and the same run on
-# other clients (test_java_client.py), so their histories compare line for line.
+# A short fault-free run, on each client (conftest.py's clean_runs, ``--client both``), so
+# their histories compare line for line (test_java_client.py).
 CLEAN_RUN_ARGS = ("--time-limit", "15", "--faults", "none", "--rate", "300")
 
 
-def clean_run_of(cluster: Cluster, store: Path, name: str, *extra: str) -> Path:
-    """The run directory of a CLEAN_RUN_ARGS run named ``name``, asserted to exit 0."""
-    proc = kafka_chaos(*run_args(cluster, store, "--name", name, *CLEAN_RUN_ARGS, *extra))
+def clean_runs_of(cluster: Cluster, store: Path, name: str) -> tuple[dict[str, Path], str]:
+    """``--client both`` CLEAN_RUN_ARGS runs named ``name``, asserted to exit 0: each
+    client's run directory, and what the command printed."""
+    proc = kafka_chaos(*run_args(cluster, store, "--name", name, "--client", "both",
+                                 *CLEAN_RUN_ARGS))  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    report = report_path(proc.stdout)
-    assert report.exists()
-    assert (store / "latest").resolve() == report.parent
-    return report.parent
+    runs = {}
+    for line in proc.stdout.splitlines():
+        if line.startswith("report: "):
+            run = Path(line.removeprefix("report: ")).parent
+            runs[json.loads((run / "config.json").read_text())["producer"]["client"]] = run
+    assert set(runs) == {"librdkafka", "java"}, proc.stdout
+    return runs, proc.stdout

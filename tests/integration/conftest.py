@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _cli import clean_run_of
+from _cli import clean_runs_of
 from _kafka_clusters import SHARED_CLUSTER, running_cluster
 
 from harness.cluster import Cluster
@@ -32,7 +32,14 @@ def kafka_cluster() -> Iterator[Cluster]:
 
 
 @pytest.fixture(scope="session")
-def clean_run(kafka_cluster: Cluster, tmp_path_factory) -> Path:
-    """One fault-free librdkafka run, shared by the tests that derive histories from
+def clean_runs(kafka_cluster: Cluster, tmp_path_factory) -> tuple[dict[str, Path], str]:
+    """One fault-free run per client (``--client both``): each client's run directory,
+    and the command's output."""
+    return clean_runs_of(kafka_cluster, tmp_path_factory.mktemp("store"), "clean")
+
+
+@pytest.fixture(scope="session")
+def clean_run(clean_runs) -> Path:
+    """The fault-free librdkafka run, shared by the tests that derive histories from
     it and by those that compare another client's history with it."""
-    return clean_run_of(kafka_cluster, tmp_path_factory.mktemp("store"), "clean")
+    return clean_runs[0]["librdkafka"]

@@ -15,10 +15,9 @@ import json
 from pathlib import Path
 
 import pytest
-from _cli import clean_run_of, kafka_chaos, ops, report_path, run_args
+from _cli import kafka_chaos, ops, report_path, run_args
 
 from harness import kafka_db
-from harness.cluster import Cluster
 from workloads.producer import UNKNOWN_AT_SHUTDOWN
 
 pytestmark = pytest.mark.integration
@@ -38,9 +37,24 @@ def shapes(history: Path) -> set[tuple]:
 
 
 @pytest.fixture(scope="module")
-def java_run(kafka_cluster: Cluster, tmp_path_factory) -> Path:
-    store = tmp_path_factory.mktemp("java-store")
-    return clean_run_of(kafka_cluster, store, "clean-java", "--client", "java")
+def java_run(clean_runs) -> Path:
+    """The Java half of the session's ``--client both`` clean run."""
+    return clean_runs[0]["java"]
+
+
+def test_client_both_runs_one_schedule_per_client_side_by_side(clean_runs) -> None:
+    runs, stdout = clean_runs
+    configs = {c: json.loads((run / "config.json").read_text()) for c, run in runs.items()}
+    assert configs["librdkafka"]["seed"] == configs["java"]["seed"]
+    assert {c: cfg["name"] for c, cfg in configs.items()} == {
+        "librdkafka": "clean-librdkafka",
+        "java": "clean-java",
+    }
+    schedules = [json.loads((run / "schedule.json").read_text())["ops"] for run in runs.values()]
+    assert schedules[0] == schedules[1]
+    assert "side by side" in stdout and "librdkafka valid, java valid" in stdout
+    index = (runs["java"].parents[1] / "index.html").read_text()
+    assert "librdkafka 2." in index and "Java 4.4.0" in index
 
 
 def test_a_clean_java_producer_run_is_valid(java_run: Path) -> None:

@@ -58,20 +58,28 @@ def test_acknowledgements_follow_the_configured_odds() -> None:
     assert set(AckPolicy.accept_all().choose() for _ in range(100)) == {"accept"}
 
 
-def test_the_matrix_suite_covers_versions_modes_and_protocols() -> None:
+def test_the_matrix_suite_covers_versions_modes_protocols_and_clients() -> None:
     _, _, entries = load_suite(ROOT / "suites" / "matrix.yaml")
     cells = set()
     for entry in entries:
         spec = build_spec(*entry.layers)
         cells.add(
-            (spec.cluster.kafka_version, spec.cluster.mode, spec.consumer.mode,
-             spec.consumer.group_protocol)
+            (spec.workload, spec.cluster.kafka_version, spec.cluster.mode, spec.consumer.mode,
+             spec.consumer.group_protocol, spec.producer.client)
         )  # fmt: skip
+        assert spec.producer.client == spec.consumer.client, entry.name
         assert entry.expect == "valid" and spec.nemesis.faults == ["kill"]
     assert cells == {
-        ("3.9.2", "zk", "subscribe", "classic"),
-        ("3.9.2", "kraft", "subscribe", "classic"),
-        ("4.4.0", "kraft", "subscribe", "classic"),
-        ("4.4.0", "kraft", "subscribe", "consumer"),
-        ("4.4.0", "kraft", "share", "classic"),
+        ("queue", "3.9.2", "zk", "subscribe", "classic", "librdkafka"),
+        ("queue", "3.9.2", "kraft", "subscribe", "classic", "librdkafka"),
+        ("queue", "3.9.2", "kraft", "subscribe", "classic", "java"),
+        ("txn", "3.9.2", "kraft", "subscribe", "classic", "librdkafka"),
+        ("txn", "3.9.2", "kraft", "subscribe", "classic", "java"),
+        ("queue", "4.4.0", "kraft", "subscribe", "classic", "librdkafka"),
+        ("queue", "4.4.0", "kraft", "subscribe", "classic", "java"),
+        ("queue", "4.4.0", "kraft", "subscribe", "consumer", "librdkafka"),
+        ("queue", "4.4.0", "kraft", "subscribe", "consumer", "java"),
+        ("txn", "4.4.0", "kraft", "subscribe", "classic", "librdkafka"),
+        ("txn", "4.4.0", "kraft", "subscribe", "classic", "java"),
+        ("queue", "4.4.0", "kraft", "share", "classic", "librdkafka"),
     }
