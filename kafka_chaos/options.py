@@ -307,8 +307,8 @@ def validate(spec: TestSpec) -> None:
 
 
 def _validate_client(spec: TestSpec) -> None:
-    """The Java client runs the queue workload's producers and consumer-group members,
-    and the txn workload's processes; not share groups yet."""
+    """The Java client runs the queue workload (producers, consumer-group and
+    share-group members) and the txn workload's processes."""
     for role, client in (("producer", spec.producer.client), ("consumer", spec.consumer.client)):
         if client not in ("librdkafka", "java"):
             raise ConfigError(f"{role}.client must be librdkafka or java, not {client!r}")
@@ -320,10 +320,6 @@ def _validate_client(spec: TestSpec) -> None:
         raise ConfigError(
             "a txn process owns one producer and one consumer of one client: "
             "set both with --client librdkafka|java"
-        )
-    if spec.consumer.client == "java" and spec.consumer.mode == "share":
-        raise ConfigError(
-            "consumer.client java reads consumer groups only; share groups read with librdkafka"
         )
 
 

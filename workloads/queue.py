@@ -105,8 +105,9 @@ class QueueWorkload(Lifecycle[WorkloadSummary]):
             ]  # fmt: skip
         progress = GroupProgress()
         rng = random.Random(self.spec.seed)
+        share_worker = self._share_worker()
         return [
-            ShareWorker(
+            share_worker(
                 self.spec, self.bootstrap, self.history, self.processes,
                 share_group_name(self.spec, k), self.stop_slots, progress,
                 AckPolicy(
@@ -117,6 +118,13 @@ class QueueWorkload(Lifecycle[WorkloadSummary]):
             for k in range(c.groups)
             for _ in range(c.workers_per_group)
         ]  # fmt: skip
+
+    def _share_worker(self) -> type[ShareWorker]:
+        if self.spec.consumer.client == "java":
+            from workloads.java.share_consumer import JavaShareWorker  # JPype only when asked
+
+            return JavaShareWorker
+        return ShareWorker
 
     def _share_groups(self) -> list[str]:
         return [share_group_name(self.spec, k) for k in range(self.spec.consumer.groups)]
@@ -142,7 +150,7 @@ class QueueWorkload(Lifecycle[WorkloadSummary]):
         if self.share:
             for r in share_drain(
                 self.spec, self.bootstrap, self.history, self.processes,
-                self._share_groups(), timeout_s,
+                self._share_groups(), timeout_s, self._share_worker(),
             ):  # fmt: skip
                 (self.log.info if r.complete else self.log.warning)("%s", r)
         return self.drain_topics(timeout_s)[0]

@@ -154,12 +154,52 @@ class ShareWorker(ClientSlot):
         self.extra = {"final": True} if final else {}
         self.topic = spec.topic.name
 
+    # -- the client: every call that touches librdkafka (workloads/java/share_consumer.py
+    # overrides these for Kafka's Java client) --------------------------------
+
+    def _new_consumer(self) -> Any:
+        return ShareConsumer(
+            share_config(self.bootstrap, self.group, f"{self.spec.name}-s{self.process}")
+        )
+
+    def _subscribe_call(self, consumer: Any) -> None:
+        consumer.subscribe([self.topic])
+
+    def _fetch(self, consumer: Any) -> tuple[list[tuple[Any, dict[str, Any]]], list[str]]:
+        """One bounded poll: its (message, record) deliveries and its errors."""
+        try:
+            msgs = consumer.poll(POLL_TIMEOUT_S)
+        except KafkaException as e:
+            raise ClientCallFailed(str(e)) from e
+        delivered, errors = [], []
+        for m in list(msgs or []):
+            if m.error() is None:
+                delivered.append((m, record_of(m)))
+            else:
+                errors.append(error_name(m.error()))
+        return delivered, errors
+
+    def _ack(self, consumer: Any, msg: Any, kind: str) -> None:
+        """Acknowledge one delivery; raises if the client refuses (no longer in flight)."""
+        consumer.acknowledge(msg, ACK_TYPES[kind])
+
+    def _commit_sync(self, consumer: Any) -> list[dict[str, Any]]:
+        """Commit the acknowledgements (bounded): the partitions whose commit failed."""
+        result = bounded_call(
+            lambda: consumer.commit_sync(COMMIT_TIMEOUT_S), COMMIT_TIMEOUT_S + 5, "share commit"
+        )
+        return [
+            {"topic": tp.topic, "partition": tp.partition, "error": str(exc)}
+            for tp, exc in (result or {}).items()
+            if exc is not None
+        ]
+
+    # -- one member ----------------------------------------------------------
+
     def _incarnation(self) -> None:
         self.process = self.processes.next()
         self._crash_reason = None
-        consumer = ShareConsumer(
-            share_config(self.bootstrap, self.group, f"{self.spec.name}-s{self.process}")
-        )
+        consumer = self._new_consumer()
         try:
             self._subscribe(consumer)
             while not self.stop_event.is_set():
@@ -174,7 +214,7 @@ class ShareWorker(ClientSlot):
             raise
         self._close(consumer)
 
-    def _subscribe(self, consumer: ShareConsumer) -> None:
+    def _subscribe(self, consumer: Any) -> None:
         c = self.spec.consumer
         value = {
             "group": self.group,
@@ -183,25 +223,19 @@ class ShareWorker(ClientSlot):
             "delivery_limit": c.share_delivery_limit,
         }
         self.history.append(self.process, "invoke", "share-subscribe", value)
-        consumer.subscribe([self.topic])
+        self._subscribe_call(consumer)
         self.history.append(self.process, "ok", "share-subscribe", value)
 
-    def _poll(self, consumer: ShareConsumer) -> list[tuple[Any, dict[str, Any]]]:
+    def _poll(self, consumer: Any) -> list[tuple[Any, dict[str, Any]]]:
         """One recorded poll; returns (message, record) pairs: the deliveries."""
         self.history.append(self.process, "invoke", "share-poll", dict(self.extra) or None)
         try:
-            msgs = consumer.poll(POLL_TIMEOUT_S)
-        except KafkaException as e:
+            delivered, errors = self._fetch(consumer)
+        except ClientCallFailed as e:
             self.history.append(
                 self.process, "info", "share-poll", {"group": self.group, "error": str(e)}
             )
             raise
-        delivered, errors = [], []
-        for m in list(msgs or []):
-            if m.error() is None:
-                delivered.append((m, record_of(m)))
-            else:
-                errors.append(error_name(m.error()))
         self.stats.polls += 1
         if errors and not delivered:
             value = {"group": self.group, "error": ",".join(errors)}
@@ -216,7 +250,7 @@ class ShareWorker(ClientSlot):
         self.progress.note(self.group, len(delivered))
         return delivered
 
-    def _acknowledge(self, consumer: ShareConsumer, delivered: list[tuple[Any, dict]]) -> None:
+    def _acknowledge(self, consumer: Any, delivered: list[tuple[Any, dict]]) -> None:
         """Acknowledge every delivery of a poll, then commit them in one ``commit_sync``."""
         acks, refused = [], []
         for msg, record in delivered:
@@ -224,10 +258,10 @@ class ShareWorker(ClientSlot):
             ack = {k: record[k] for k in ("topic", "partition", "offset", "value")}
             ack["type"] = kind
             try:
-                consumer.acknowledge(msg, ACK_TYPES[kind])
+                self._ack(consumer, msg, kind)
                 acks.append(ack)
             except Exception as e:  # e.g. IllegalStateException: no longer in flight
-                refused.append((ack, f"{type(e).__name__}: {e}"))
+                refused.append((ack, _error_text(e)))
         if refused:
             value = {"group": self.group, "acks": [a for a, _ in refused]}
             self.history.append(self.process, "invoke", "share-ack", value)
@@ -236,46 +270,45 @@ class ShareWorker(ClientSlot):
         if acks:
             self._commit(consumer, acks)
 
-    def _commit(self, consumer: ShareConsumer, acks: list[dict[str, Any]]) -> None:
+    def _commit(self, consumer: Any, acks: list[dict[str, Any]]) -> None:
         value = {"group": self.group, "acks": acks}
         self.history.append(self.process, "invoke", "share-ack", value)
         try:
-            result = bounded_call(
-                lambda: consumer.commit_sync(COMMIT_TIMEOUT_S),
-                COMMIT_TIMEOUT_S + 5,
-                "share commit",
-            )
+            failed = self._commit_sync(consumer)
         except CallTimedOut as e:
             self.history.append(self.process, "info", "share-ack", {**value, "error": str(e)})
             self.stats.commits_failed += 1
             raise  # wedged in commit: this incarnation is done
         except Exception as e:  # KafkaException and the client's state errors: outcome unknown
-            error = f"{type(e).__name__}: {e}"
+            error = _error_text(e)
             self.history.append(self.process, "info", "share-ack", {**value, "error": error})
             self.stats.commits_failed += 1
             return
-        failed = [
-            {"topic": tp.topic, "partition": tp.partition, "error": str(exc)}
-            for tp, exc in (result or {}).items()
-            if exc is not None
-        ]
         self.history.append(self.process, "ok", "share-ack", {**value, "failed": failed})
         if failed:
             self.stats.commits_failed += 1
         else:
             self.stats.commits_ok += 1
 
-    def _close(self, consumer: ShareConsumer) -> None:
+    def _close(self, consumer: Any) -> None:
         """Leave cleanly: everything this member held was acknowledged after its last poll."""
         close_quietly(consumer, f"close share member {self.process}")
         self.history.append(self.process, "ok", "share-close", {"group": self.group})
 
-    def _crash(self, consumer: ShareConsumer, reason: str) -> None:
+    def _crash(self, consumer: Any, reason: str) -> None:
         """Stop acting while holding the last poll's records, past their lock, then vanish."""
         self._record_crash(reason)
         hold_s = self.spec.consumer.share_lock_ms / 1000 + CRASH_HOLD_MARGIN_S
         self.stop_event.wait(hold_s)
         close_quietly(consumer, f"close crashed share member {self.process}")
+
+
+class ClientCallFailed(Exception):
+    """A client call raised; the message is the error as the history names it."""
+
+
+def _error_text(e: Exception) -> str:
+    return str(e) if isinstance(e, ClientCallFailed) else f"{type(e).__name__}: {e}"
 
 
 @dataclass

@@ -37,9 +37,21 @@ def acked_values(history: list[dict]) -> set[int]:
 
 
 def test_two_share_groups_each_accept_everything_load_shared(kafka_cluster: Cluster, tmp_path):
+    """On Kafka's Java client (KafkaShareConsumer, KIP-932's reference implementation);
+    the crash and leader-kill tests below run librdkafka's share consumer."""
     # 20 s of the preset's 30: 6,000 records, each group's members all take some.
-    run = run_scenario(kafka_cluster, tmp_path, "pubsub-vs-queue-share", "--time-limit", "20")
+    run = run_scenario(
+        kafka_cluster, tmp_path, "pubsub-vs-queue-share", "--time-limit", "20", "--client", "java"
+    )
+    config = json.loads((run / "config.json").read_text())
+    assert config["consumer"]["client"] == "java"
     history = ops(run / "history.jsonl")
+    assert all(
+        r["delivery_count"] >= 1
+        for op in history
+        if op["f"] == "share-poll" and op["type"] == "ok"
+        for r in op["value"]["records"]
+    ), "a Java delivery without its count"
     accepted = accepted_by_group(history)
     assert len(accepted) == 2
     acked = acked_values(history)

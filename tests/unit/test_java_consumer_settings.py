@@ -55,10 +55,6 @@ def test_contradictions_are_refused_as_for_librdkafka() -> None:
 def test_what_the_java_client_cannot_read_is_refused_in_one_line() -> None:
     with pytest.raises(ConfigError, match="consumer.client must be librdkafka or java"):
         build_spec({"consumer": {"client": "kafka-python"}})
-    with pytest.raises(ConfigError, match="share groups read with librdkafka"):
-        build_spec(
-            {"cluster": {"kafka_version": "4.4.0"}, "consumer": {"client": "java", "mode": "share"}}
-        )
     with pytest.raises(ConfigError, match="set both with --client"):
         build_spec({"workload": "txn", "consumer": {"client": "java"}})
     with pytest.raises(ConfigError, match="runs the queue and txn workloads"):
@@ -121,3 +117,18 @@ def test_a_polls_records_reach_the_history_as_librdkafkas_do() -> None:
         {"topic": "t", "partition": 0, "offset": 7, "key": "ü", "value": None},
         {"topic": "u", "partition": 3, "offset": 2**40, "key": "9", "value": None},
     ]
+
+
+def test_a_share_member_takes_librdkafkas_share_settings() -> None:
+    from workloads.java.share_consumer import java_share_properties
+    from workloads.share_consumer import share_config
+
+    java = java_share_properties("n1:9092", "s0", "run-s3")
+    rdkafka = share_config("n1:9092", "s0", "run-s3")
+    for key in ("bootstrap.servers", "group.id", "client.id", "share.acknowledgement.mode"):
+        assert java[key] == str(rdkafka[key]), key
+    assert java["request.timeout.ms"] == str(rdkafka["socket.timeout.ms"])
+    spec = build_spec(
+        {"cluster": {"kafka_version": "4.4.0"}, "consumer": {"client": "java", "mode": "share"}}
+    )
+    assert spec.java_client

@@ -13,7 +13,8 @@ import org.apache.kafka.clients.consumer.ConsumerRecords;
  * count). Keys and values are each one byte array with end offsets; a null key
  * or value has length -1 in {@code keyLengths} or {@code valueLengths}.
  * Nothing is decoded here: Python decodes both clients' records by one code
- * (workloads/values.py).
+ * (workloads/values.py). {@code records} keeps the records, in the same order,
+ * for the calls that need them (a share member acknowledges each).
  */
 public final class Polled {
   public final int count;
@@ -25,6 +26,7 @@ public final class Polled {
   public final int[] keyLengths;
   public final byte[] values;
   public final int[] valueLengths;
+  public final List<ConsumerRecord<byte[], byte[]>> records; // the records themselves, in order
 
   public Polled(ConsumerRecords<byte[], byte[]> records) {
     List<ConsumerRecord<byte[], byte[]>> all = new ArrayList<>(records.count());
@@ -32,6 +34,7 @@ public final class Polled {
       all.add(r);
     }
     count = all.size();
+    this.records = all;
     topics = new int[count];
     Map<String, Integer> names = new LinkedHashMap<>();
     partitions = new int[count];
