@@ -82,4 +82,5 @@ def test_the_matrix_suite_covers_versions_modes_protocols_and_clients() -> None:
         ("txn", "4.4.0", "kraft", "subscribe", "classic", "librdkafka"),
         ("txn", "4.4.0", "kraft", "subscribe", "classic", "java"),
         ("queue", "4.4.0", "kraft", "share", "classic", "librdkafka"),
+        ("queue", "4.4.0", "kraft", "share", "classic", "java"),
     }
