@@ -1,0 +1,108 @@
+"""Whose bug is it: re-run kept findings on each client, N times, on one schedule.
+
+For each ``evidence/`` directory it rebuilds the finding's run from its
+``config.json`` (seed, settings) and replays its ``schedule.json`` (the same
+faults at the same times), once per client and ``--runs`` times each, on one
+local cluster of the finding's Kafka version.  The anomaly to look for is the
+finding's own: the checks that failed in its ``results.json``.  It prints,
+per finding and client, how many runs showed each of those checks, with a
+95 % Wilson interval, and where the runs are.
+
+    python bench/attribution.py evidence/share-* --runs 5
+
+Share-group findings need the Java share consumer, queue findings the Java
+producer and consumer; Java runs go in a child process (one JVM per process).
+Runs go to ``--store``; the cluster is destroyed at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from harness.backends import destroy_cluster
+from harness.errors import HarnessError
+from kafka_chaos.child_run import needs_own_process, run_in_child
+from kafka_chaos.options import build_spec
+from kafka_chaos.run import run_test
+
+CLIENTS = ("librdkafka", "java")
+CLUSTER = "attribution"
+
+
+def wilson(hits: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The 95 % Wilson score interval of a rate hits/n (n > 0)."""
+    p = hits / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def finding(evidence: Path) -> tuple[dict[str, Any], list[str]]:
+    """The finding's run options (metadata dropped, schedule replayed) and its failed checks."""
+    config = json.loads((evidence / "config.json").read_text())
+    schedule = json.loads((evidence / "schedule.json").read_text())
+    results = json.loads((evidence / "results.json").read_text())
+    failed = sorted(n for n, c in results["checks"].items() if c.get("valid") is False)
+    spec = build_spec(config)  # validates, and drops nothing it needs
+    layer = spec.to_dict()
+    layer["nemesis"]["schedule"] = schedule["ops"]
+    layer["cluster"] = {**layer["cluster"], "name": CLUSTER, "backend": "local"}
+    return layer, failed
+
+
+def run_once(layer: dict[str, Any], client: str, store: Path, name: str) -> dict[str, int] | str:
+    """One run on ``client``: its anomaly counts by check, or a harness error's text."""
+    spec = build_spec(
+        layer, {"name": name, "producer": {"client": client}, "consumer": {"client": client}}
+    )
+    try:
+        outcome = run_in_child(spec, store) if needs_own_process(spec) else run_test(spec, store)
+    except HarnessError as e:
+        return f"harness error: {e}"
+    results = json.loads((outcome.run_dir.path / "results.json").read_text())
+    return {n: c.get("count", 0) for n, c in results["checks"].items() if c.get("valid") is False}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("evidence", type=Path, nargs="+", help="evidence/<finding> directories")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--clients", default=",".join(CLIENTS))
+    parser.add_argument("--store", type=Path, default=Path("store-bench"))
+    args = parser.parse_args()
+    clients = args.clients.split(",")
+    table = []
+    try:
+        for evidence in args.evidence:
+            layer, failed = finding(evidence)
+            for client in clients:
+                outcomes = []
+                for i in range(args.runs):
+                    got = run_once(layer, client, args.store, f"attr-{evidence.name}-{client}")
+                    outcomes.append(got)
+                    print(f"{evidence.name} {client} run {i + 1}: {got}", flush=True)
+                table.append((evidence.name, client, failed, outcomes))
+    finally:
+        destroy_cluster(CLUSTER)
+    print()
+    print("| finding | client | runs | reproduced (any of its checks) | rate, 95 % interval "
+          "| each check: runs that showed it | harness errors |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|")
+    for name, client, failed, outcomes in table:
+        runs = [o for o in outcomes if isinstance(o, dict)]
+        hits = sum(1 for o in runs if any(o.get(c) for c in failed))
+        rate = "-"
+        if runs:
+            lo, hi = wilson(hits, len(runs))
+            rate = f"{hits / len(runs):.0%} ({lo:.0%}-{hi:.0%})"
+        each = ", ".join(f"{c} {sum(1 for o in runs if o.get(c))}" for c in failed)
+        errors = len(outcomes) - len(runs)
+        print(f"| {name} | {client} | {len(runs)} | {hits} | {rate} | {each} | {errors} |")
+
+
+if __name__ == "__main__":
+    main()
