@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import threading
 import time
 from typing import Any
 
@@ -43,7 +42,6 @@ from workloads.consumer import (
     consumer_config,
     next_offsets,
 )
-from workloads.history import HistoryWriter
 from workloads.java import jvm
 from workloads.java.errors import judge
 from workloads.java.interop import (
@@ -56,7 +54,7 @@ from workloads.java.interop import (
     string_list,
     topic_partitions,
 )
-from workloads.values import Counter, decode_key, decode_payload
+from workloads.values import decode_key, decode_payload
 
 log = logging.getLogger(__name__)
 
@@ -93,19 +91,10 @@ def java_consumer_properties(
 class JavaConsumerWorker(ConsumerWorker):
     """One consumer-group slot on Kafka's Java client (``consumer.client: java``)."""
 
-    def __init__(
-        self,
-        spec: TestSpec,
-        bootstrap: str,
-        history: HistoryWriter,
-        processes: Counter,
-        group: str,
-        slot: int,
-        stop: threading.Event,
-    ) -> None:
-        super().__init__(spec, bootstrap, history, processes, group, slot, stop)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         # Here, in the constructor, so a bad jar stops the run before it starts.
-        jvm.start(spec.cluster.kafka_version, history.path.parent)
+        jvm.start(self.spec.cluster.kafka_version, self.history.path.parent)
         self._consumer: Any = None
         self._leaving = False  # close() revokes: its commit was made just before
 

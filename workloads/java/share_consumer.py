@@ -15,18 +15,14 @@ of the same groups, and what they can still be given is part of the finding.
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
-from harness.spec import TestSpec
 from workloads.consumer import COMMIT_TIMEOUT_S, POLL_TIMEOUT_S
-from workloads.history import HistoryWriter
 from workloads.java import jvm
 from workloads.java.consumer import records_of
 from workloads.java.errors import judge
 from workloads.java.interop import CONSUMER, duration, properties, string_list
-from workloads.share_consumer import AckPolicy, ClientCallFailed, GroupProgress, ShareWorker
-from workloads.values import Counter
+from workloads.share_consumer import ClientCallFailed, ShareWorker
 
 ACK_TYPES = {"accept": "ACCEPT", "release": "RELEASE", "reject": "REJECT"}
 
@@ -51,21 +47,10 @@ def java_share_properties(bootstrap: str, group: str, client_id: str) -> dict[st
 class JavaShareWorker(ShareWorker):
     """One share-group member slot on Kafka's Java client (``consumer.client: java``)."""
 
-    def __init__(
-        self,
-        spec: TestSpec,
-        bootstrap: str,
-        history: HistoryWriter,
-        processes: Counter,
-        group: str,
-        stop: threading.Event,
-        progress: GroupProgress,
-        policy: AckPolicy,
-        final: bool = False,
-    ) -> None:
-        super().__init__(spec, bootstrap, history, processes, group, stop, progress, policy, final)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         # Here, in the constructor, so a bad jar stops the run before it starts.
-        jvm.start(spec.cluster.kafka_version, history.path.parent)
+        jvm.start(self.spec.cluster.kafka_version, self.history.path.parent)
 
     def _new_consumer(self) -> Any:
         import jpype
