@@ -196,3 +196,36 @@ def test_no_javac_is_one_line_naming_the_fix(tmp_path: Path, monkeypatch) -> Non
     monkeypatch.setenv("PATH", str(tmp_path))  # no javac here
     with pytest.raises(ConfigError, match="needs javac .* ./setup.sh installs one"):
         jvm.helper_classes(jars)
+
+
+ORDER = """
+import json, tempfile
+from pathlib import Path
+from workloads.java import jvm
+jvm.start("4.4.0", Path(tempfile.mkdtemp()))
+import jpype
+Mock = jpype.JClass("org.apache.kafka.clients.producer.MockProducer")
+ser = jpype.JClass("org.apache.kafka.common.serialization.ByteArraySerializer")
+sender = jpype.JClass("kafkachaos.BurstSender")(
+    Mock(True, None, ser(), ser()), "t",
+    jpype.JArray(jpype.JArray(jpype.JByte))([b"k0", b"k1"]), jpype.JArray(jpype.JInt)([0, 1]),
+)
+n = 200
+sent = sender.send(
+    jpype.JArray(jpype.JLong)(list(range(n))), jpype.JArray(jpype.JInt)([v % 2 for v in range(n)]),
+    jpype.JArray(jpype.JByte)(b"x" * n), jpype.JArray(jpype.JInt)(list(range(1, n + 1))),
+)
+in_order = int(sender.outOfOrder())
+sender.checkOrder(5, 10, 1)
+sender.checkOrder(5, 7, 2)   # a lower offset of the same partition, called back later
+sender.checkOrder(6, 1, 3)   # another partition: its own order
+print(json.dumps([int(sent), in_order, int(sender.outOfOrder())]))
+"""
+
+
+def test_the_java_side_order_check_flags_only_a_lower_offset_called_back_later() -> None:
+    """BurstSender checks, as the client calls back, that a partition's offsets rise:
+    200 in-order completions (MockProducer) flag nothing, one regression flags one."""
+    done = python("-c", ORDER)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout) == [200, 0, 1]

@@ -1,9 +1,13 @@
 package kafkachaos;
 
+import java.util.HashMap;
+import java.util.Map;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Hands a burst of records to Kafka's producer in one call from Python, and gives
@@ -22,6 +26,10 @@ public final class BurstSender {
   private final byte[][] keys; // the route table: a value's key and partition by route
   private final int[] partitions;
   private final ConcurrentLinkedQueue<Done> done = new ConcurrentLinkedQueue<>();
+  private static final Logger LOG = LoggerFactory.getLogger(BurstSender.class);
+  // Per partition: the highest acknowledged offset so far, and its value.
+  private final Map<Integer, long[]> lastAcked = new HashMap<>();
+  private int outOfOrder;
   private RuntimeException thrown;
   private int lastErrors; // completions with an error in the last drain
 
@@ -62,13 +70,42 @@ public final class BurstSender {
       try {
         producer.send(
             new ProducerRecord<>(topic, partitions[route], keys[route], payload),
-            (md, ex) -> done.add(new Done(value, md, ex)));
+            (md, ex) -> {
+              if (ex == null && md != null && md.hasOffset()) {
+                checkOrder(md.partition(), md.offset(), value);
+              }
+              done.add(new Done(value, md, ex));
+            });
       } catch (RuntimeException e) {
         thrown = e;
         return i;
       }
     }
     return values.length;
+  }
+
+  /**
+   * The client promises that callbacks for one partition run in send order, so
+   * their offsets rise. Checked here, as the client calls back and before any
+   * record reaches Python, so a violation logged by this line (in the run's
+   * java-client.log) is the client's, not the harness's. Public for its test.
+   */
+  public synchronized void checkOrder(int partition, long offset, long value) {
+    long[] last = lastAcked.get(partition);
+    if (last != null && offset < last[0]) {
+      outOfOrder++;
+      LOG.warn(
+          "callback out of order on partition {}: offset {} (value {}) called back after"
+              + " offset {} (value {})",
+          partition, offset, value, last[0], last[1]);
+      return;
+    }
+    lastAcked.put(partition, new long[] {offset, value});
+  }
+
+  /** How many callbacks arrived with a lower offset than an earlier one of their partition. */
+  public synchronized int outOfOrder() {
+    return outOfOrder;
   }
 
   public RuntimeException thrown() {

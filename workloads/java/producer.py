@@ -197,6 +197,12 @@ class JavaProducerWorker(ProducerWorker):
             log.debug("producer %s close: %s", self.process, e)
         while self._drain(sender, drained):  # close() ran every callback
             self._write_completed()
+        if int(sender.outOfOrder()):  # checked in Java, before Python saw anything
+            log.warning(
+                "producer %s: %d callback(s) ran out of offset order within a partition "
+                "(BurstSender's check; java-client.log has each)",
+                self.process, int(sender.outOfOrder()),
+            )  # fmt: skip
         for value in sorted(self._outstanding):
             self._complete_other("info", value, UNKNOWN_AT_SHUTDOWN)
             self.stats.unknown_at_shutdown += 1
