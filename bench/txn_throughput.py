@@ -17,6 +17,11 @@ Prints both rates in copied records/s and committed transactions/s and the
 ratio workload/copier.  Prints figures; asserts nothing.
 
     python bench/txn_throughput.py [--name txbench] [--records 50000] [--processes 1] [--reuse]
+        [--client librdkafka|java|both]
+
+With ``--client both`` (the default) the workload copies twice, once per
+client, each over its own freshly filled input topic; the copier runs once,
+with the librdkafka run's mean transaction size.
 """
 
 from __future__ import annotations
@@ -156,6 +161,10 @@ def main() -> int:
     ap.add_argument("--processes", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=300.0)
     ap.add_argument("--reuse", action="store_true", help="use an existing cluster, keep it")
+    ap.add_argument(
+        "--client", default="both", choices=("librdkafka", "java", "both"),
+        help="whose client the txn workload runs on (both: one after the other)",
+    )  # fmt: skip
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
     existed = (cluster_dir(args.name) / "cluster.json").exists()
@@ -163,27 +172,26 @@ def main() -> int:
         raise SystemExit(f"cluster {args.name} exists; pass --reuse or bring it down first")
     if not existed:
         cli("cluster", "up", "--name", args.name, "--kafka-version", NEWEST_KAFKA, timeout=600)
+    clients = ["librdkafka", "java"] if args.client == "both" else [args.client]
+    copies: dict[str, dict] = {}
     try:
         cluster = Cluster.load(args.name)
         bootstrap = cluster.bootstrap_servers()
-        spec = TestSpec(name="bench-txn-throughput", seed=1, workload="txn")
-        spec.cluster.kafka_version = cluster.kafka_version
-        spec.topic.name = f"bench-txn-{int(time.time())}"
-        spec.txn.mode = "ctp"
-        spec.txn.processes = args.processes
-        spec.txn.rate = 0.0  # unpaced
-        spec.txn.abort_probability = 0.0
-        spec.producer.rate = 1.0  # the workload's own input producers only trickle
-        spec.producer.workers = 1
-        admin.create_topic(bootstrap, spec.topic, timeout_s=60)
-        inputs = fill(spec, bootstrap, args.records)
+        base = f"bench-txn-{int(time.time())}"
         load0 = os.getloadavg()[0]
-        wl = workload_copy(spec, bootstrap, inputs, args.timeout)
-        size = max(1, round(wl["mean_txn"]))
+        for client in clients:  # each on its own input topic and group, filled alike
+            spec = _spec(cluster.kafka_version, f"{base}-{client}", args.processes, client)
+            admin.create_topic(bootstrap, spec.topic, timeout_s=60)
+            inputs = fill(spec, bootstrap, args.records)
+            copies[client] = workload_copy(spec, bootstrap, inputs, args.timeout)
+        size = max(1, round(copies[clients[0]]["mean_txn"]))
         tmc = copier(spec, bootstrap, size, args.processes, args.timeout)
         load1 = os.getloadavg()[0]
-        for topic in (spec.topic.name, output_topic(spec.topic.name), f"{spec.topic.name}-copier"):
-            admin.delete_topic(bootstrap, topic, timeout_s=30)
+        for client in clients:
+            topic = f"{base}-{client}"
+            for name in (topic, output_topic(topic)):
+                admin.delete_topic(bootstrap, name, timeout_s=30)
+        admin.delete_topic(bootstrap, f"{spec.topic.name}-copier", timeout_s=30)
     finally:
         if not existed:
             cli("cluster", "down", "--name", args.name, timeout=300)
@@ -191,22 +199,39 @@ def main() -> int:
         f"settings: kafka={spec.cluster.kafka_version} processes={args.processes} "
         f"partitions={spec.topic.partitions} inputs={inputs} (filled at {FILL_RATE:.0f}/s)"
     )
-    print(
-        f"txn workload (ctp, history recorded): {wl['copied']} copied in {wl['txns']} committed "
-        f"txns over {wl['seconds']:.1f}s: {wl['records_per_s']:.0f} records/s, "
-        f"{wl['txns_per_s']:.1f} txns/s, mean {wl['mean_txn']:.1f} records/txn "
-        f"({wl['aborted']} aborted, {wl['unknown']} unknown; client CPU "
-        f"{wl['cpu_us_per_record']:.0f} us/record)"
-    )
+    for client, wl in copies.items():
+        print(
+            f"txn workload on {client} (ctp, history recorded): {wl['copied']} copied in "
+            f"{wl['txns']} committed txns over {wl['seconds']:.1f}s: "
+            f"{wl['records_per_s']:.0f} records/s, {wl['txns_per_s']:.1f} txns/s, mean "
+            f"{wl['mean_txn']:.1f} records/txn ({wl['aborted']} aborted, {wl['unknown']} "
+            f"unknown; client CPU {wl['cpu_us_per_record']:.0f} us/record)"
+        )
     print(
         f"TransactionalMessageCopier (--transaction-size {size}): {tmc['copied']} copied in "
         f"{tmc['seconds']:.1f}s: {tmc['records_per_s']:.0f} records/s, "
         f"~{tmc['txns_per_s']:.1f} txns/s (exit codes {tmc['exit_codes']})"
     )
     print(f"1-min load average: {load0:.1f} -> {load1:.1f}")
-    ratio = wl["records_per_s"] / tmc["records_per_s"] if tmc["records_per_s"] else float("nan")
-    print(f"ratio workload/copier (records/s): {ratio:.2f}")
+    for client, wl in copies.items():
+        ratio = wl["records_per_s"] / tmc["records_per_s"] if tmc["records_per_s"] else float("nan")
+        print(f"ratio workload on {client}/copier (records/s): {ratio:.2f}")
     return 0
+
+
+def _spec(version: str, topic: str, processes: int, client: str) -> TestSpec:
+    """The ctp workload, unpaced, no client aborts, on ``client``, over ``topic``."""
+    spec = TestSpec(name="bench-txn-throughput", seed=1, workload="txn")
+    spec.cluster.kafka_version = version
+    spec.topic.name = topic
+    spec.txn.mode = "ctp"
+    spec.txn.processes = processes
+    spec.txn.rate = 0.0  # unpaced
+    spec.txn.abort_probability = 0.0
+    spec.producer.rate = 1.0  # the workload's own input producers only trickle
+    spec.producer.workers = 1
+    spec.producer.client = spec.consumer.client = client
+    return spec
 
 
 if __name__ == "__main__":
