@@ -132,3 +132,14 @@ def test_a_share_member_takes_librdkafkas_share_settings() -> None:
         {"cluster": {"kafka_version": "4.4.0"}, "consumer": {"client": "java", "mode": "share"}}
     )
     assert spec.java_client
+
+
+def test_client_both_is_the_run_commands_alone() -> None:
+    """``run --client both`` makes two runs; as a spec's setting (a config file, a suite
+    cell) it means nothing, and is refused in one line."""
+    parser = argparse.ArgumentParser()
+    add_run_options(parser)
+    both = cli_overrides(parser.parse_args(["--client", "both"]))
+    assert both == {"producer": {"client": "both"}, "consumer": {"client": "both"}}
+    with pytest.raises(ConfigError, match="producer.client must be librdkafka or java"):
+        build_spec(both)
