@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -27,18 +26,11 @@ from harness.backends import destroy_cluster
 from harness.errors import HarnessError
 from kafka_chaos.child_run import needs_own_process, run_in_child
 from kafka_chaos.options import build_spec
+from kafka_chaos.rates import wilson
 from kafka_chaos.run import run_test
 
 CLIENTS = ("librdkafka", "java")
 CLUSTER = "attribution"
-
-
-def wilson(hits: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """The 95 % Wilson score interval of a rate hits/n (n > 0)."""
-    p = hits / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def finding(evidence: Path) -> tuple[dict[str, Any], list[str]]:

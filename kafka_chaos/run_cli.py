@@ -12,8 +12,9 @@ from checkers.cli import answer_line
 from harness import store as store_mod
 from harness.errors import ConfigError, HarnessError
 from harness.spec import TestSpec
-from kafka_chaos.child_run import run_in_child
+from kafka_chaos.child_run import needs_own_process, run_in_child
 from kafka_chaos.options import add_run_options, build_spec, cli_overrides, load_mapping
+from kafka_chaos.rates import rate_text
 from kafka_chaos.replica_verify import RESULT, summary
 from kafka_chaos.run import RunOutcome, run_test
 from kafka_chaos.scenarios import describe, scenario_layer
@@ -173,7 +174,12 @@ def _reproduce(args: argparse.Namespace) -> int:
         print(f"{run.path} recorded no anomaly; reproducing its verdict instead")
     reproduced = 0
     for i in range(args.repeat):
-        outcome = run_test(spec, store=args.store)
+        # A Java run holds its process's JVM (kafka_chaos/child_run.py).
+        outcome = (
+            run_in_child(spec, args.store)
+            if needs_own_process(spec)
+            else run_test(spec, args.store)
+        )
         if outcome.interrupted:
             return outcome.exit_code
         found = _anomalies(outcome.run_dir)
@@ -183,7 +189,7 @@ def _reproduce(args: argparse.Namespace) -> int:
             f"run {i + 1}/{args.repeat}: {outcome.verdict} "
             f"({'reproduced' if hit else 'not reproduced'}) {outcome.report}"
         )
-    print(f"reproduced {reproduced} of {args.repeat} runs")
+    print(f"reproduced {rate_text(reproduced, args.repeat)}")
     return 0 if reproduced == args.repeat else 1
 
 
