@@ -1,0 +1,1 @@
+"""Shrinking a failing run to a minimal reproduction (``kafka-chaos shrink``)."""
