@@ -3,7 +3,7 @@
 Each area registers its own subcommands (``add_commands(subparsers)``) so the
 CLI stays a thin index: ``check`` lives with the checkers, ``heal`` with the
 nemeses, ``report`` with the reports; the ground floor's commands (``cluster``,
-``dist``, ``elle``) and ``run``/``suite``/``reproduce`` live here beside it.
+``dist``, ``elle``) and ``run``/``suite``/``reproduce``/``shrink`` live here beside it.
 
 Exit codes: 0 valid, 1 invalid, 2 unknown, 3 or more a harness error.
 """
@@ -17,6 +17,7 @@ from checkers import cli as checkers_cli
 from harness.cluster import home
 from harness.errors import HarnessError
 from kafka_chaos import cluster_cli, dist_cli, elle_cli, run_cli, terminal_log
+from kafka_chaos.shrink import cli as shrink_cli
 from nemeses import cli as nemeses_cli
 from reports import cli as reports_cli
 
@@ -28,6 +29,7 @@ COMMAND_MODULES = (
     dist_cli,
     elle_cli,
     run_cli,
+    shrink_cli,
     checkers_cli,
     nemeses_cli,
     reports_cli,

@@ -125,3 +125,19 @@ def test_the_time_limit_is_cut_to_just_after_the_last_kept_fault() -> None:
     result = search.run(cluster.run_once, Budget(runs=2000, seconds=60))
     assert result.time_limit_s < start.time_limit_s
     assert result.size()["faults"] == 1 and result.size()["seconds"] >= 13.0
+
+
+def test_the_budget_reads_as_a_duration_or_is_one_line() -> None:
+    import pytest
+
+    from harness.errors import ConfigError
+    from kafka_chaos.shrink.cli import anomalies, parse_budget
+
+    assert [parse_budget(t) for t in ("90m", "2h", "45s", "30")] == [5400, 7200, 45, 30]
+    for bad in ("1x", "h", "-5m", ""):
+        with pytest.raises(ConfigError, match="--budget"):
+            parse_budget(bad)
+    results = {"checks": {"acked-lost": {"count": 3, "severity": "error"},
+                          "duplicate": {"count": 2, "severity": "warning"},
+                          "lost-write": {"count": 0, "severity": "error"}}}  # fmt: skip
+    assert anomalies(results) == {"acked-lost"}

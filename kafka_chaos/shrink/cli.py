@@ -1,0 +1,155 @@
+"""``kafka-chaos shrink RUN_DIR``: cut a failing run down to a minimal reproduction.
+
+The anomaly to keep is the run's error-severity checks that found something
+(``--anomaly NAME`` picks one).  Each candidate is a real run on the run's
+cluster (``run --replay`` of the candidate's recipe), named ``NAME-shrink``.
+The search's log is saved after every step as ``shrink.json`` in RUN_DIR, so
+a second ``shrink RUN_DIR`` resumes where the first stopped; at the end it is
+copied into the smallest failing run's directory, beside its report.  SIGTERM
+or Ctrl-C stops the search after the run in progress heals, and keeps what it
+has.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import signal
+import threading
+from pathlib import Path
+from typing import Any
+
+from harness import store as store_mod
+from harness.errors import ConfigError
+from kafka_chaos.child_run import needs_own_process, run_in_child
+from kafka_chaos.options import build_spec
+from kafka_chaos.rates import rate_text
+from kafka_chaos.run import run_test
+from kafka_chaos.shrink.recipe import Recipe
+from kafka_chaos.shrink.search import Budget, Search
+
+LOG = "shrink.json"
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "shrink",
+        help="cut a failing run down to a minimal reproduction",
+        description="Re-run smaller versions of RUN_DIR (fewer faults, a shorter run, less "
+        "load), keeping each that still shows the anomaly in K of N runs.",
+    )
+    p.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    p.add_argument("--anomaly", help="the check to keep failing (default: every error found)")
+    p.add_argument("--repeat", type=int, default=3, help="N: runs per candidate (default 3)")
+    p.add_argument("--k", type=int, default=1, help="K: failing runs that make it fail")
+    p.add_argument("--budget", default="2h", help="wall time, e.g. 90m, 2h (default 2h)")
+    p.add_argument("--max-runs", type=int, default=200, help="runs at most (default 200)")
+    p.add_argument("--store", type=Path, default=store_mod.DEFAULT_STORE)
+    p.set_defaults(handler=_shrink)
+
+
+def parse_budget(text: str) -> float:
+    """``90m``, ``2h``, ``45s`` or plain seconds, as seconds."""
+    units = {"s": 1, "m": 60, "h": 3600}
+    number, unit = (text[:-1], text[-1]) if text and text[-1] in units else (text, "s")
+    try:
+        seconds = float(number) * units[unit]
+    except ValueError:
+        raise ConfigError(f"--budget: {text!r} is not a duration like 90m or 2h") from None
+    if seconds <= 0:
+        raise ConfigError("--budget must be positive")
+    return seconds
+
+
+def anomalies(results: dict[str, Any]) -> set[str]:
+    """The error-severity checks that found something."""
+    return {
+        name
+        for name, c in results.get("checks", {}).items()
+        if c.get("count", 0) > 0 and c.get("severity") == "error"
+    }
+
+
+def _shrink(args: argparse.Namespace) -> int:
+    run = store_mod.resolve_run_dir(args.run_dir)
+    config = run.read_json(store_mod.CONFIG)
+    schedule = run.read_json(store_mod.SCHEDULE)
+    found = anomalies(run.read_json(store_mod.RESULTS))
+    keep = {args.anomaly} if args.anomaly else found
+    if not keep or not keep <= found:
+        raise ConfigError(
+            f"{run.path}: no {'anomaly ' + repr(args.anomaly) if args.anomaly else 'error'} "
+            f"to keep (found: {', '.join(sorted(found)) or 'none'})"
+        )
+    options = build_spec(config).to_dict()
+    name = f"{options['name']}-shrink"
+    start = Recipe.of(options, schedule.get("ops", []))
+    log_path = run.file(LOG)
+    search = (
+        Search.resume(start, json.loads(log_path.read_text()))
+        if log_path.exists()
+        else Search(start, k=args.k, n=args.repeat)
+    )
+    stopping = threading.Event()
+    previous = {s: signal.signal(s, lambda *_: stopping.set()) for s in _SIGNALS}
+
+    def run_once(recipe: Recipe) -> tuple[bool, str]:
+        spec = build_spec(recipe.options, {"name": name})
+        outcome = (
+            run_in_child(spec, args.store)
+            if needs_own_process(spec)
+            else run_test(spec, args.store)
+        )
+        if outcome.interrupted:
+            stopping.set()
+            return False, str(outcome.run_dir.path)
+        got = anomalies(outcome.run_dir.read_json(store_mod.RESULTS))
+        failed = bool(got & keep)
+        print(f"  run {outcome.run_dir.path}: {'FAILS' if failed else 'passes'}", flush=True)
+        return failed, str(outcome.run_dir.path)
+
+    def save(s: Search) -> None:
+        log_path.write_text(json.dumps({**s.to_dict(), "anomaly": sorted(keep)}, indent=1))
+        last = s.log[-1] if s.log else None
+        if last is not None and last.complete:
+            mark = "kept" if last.kept else ("fails" if last.failing else "passes")
+            print(f"{mark}: {last.what} ({sum(r['failed'] for r in last.runs)} of "
+                  f"{len(last.runs)} runs failed)", flush=True)  # fmt: skip
+
+    try:
+        result = search.run(
+            run_once,
+            Budget(runs=args.max_runs, seconds=parse_budget(args.budget)),
+            on_step=save,
+            stop=stopping.is_set,
+        )
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    save(search)
+    print(_summary(search, start, result, log_path))
+    return 0
+
+
+_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+def _summary(search: Search, start: Recipe, result: Recipe, log_path: Path) -> str:
+    """What was cut, from what, and the result's failing runs, with a rate."""
+    kept = [j for j in search.log if j.kept]
+    lines = [f"shrink: {search.stop_reason}; {sum(len(j.runs) for j in search.log)} runs"]
+    lines.append(f"from {start.size()} to {result.size()}")
+    for j in kept:
+        lines.append(f"  cut: {j.what}")
+    if kept:
+        last = kept[-1]
+        failing = [r for r in last.runs if r["failed"]]
+        shrunk = Path(failing[-1]["run"])
+        shutil.copy(log_path, shrunk / LOG)
+        hits = sum(r["failed"] for r in last.runs)
+        lines.append(f"reproduces {rate_text(hits, len(last.runs))} (the kept candidate's runs)")
+        lines.append(f"shrunk run: {shrunk} (replay: kafka-chaos run --replay {shrunk})")
+    else:
+        lines.append("no smaller recipe failed: the run is its own minimal reproduction")
+    return "\n".join(lines)
