@@ -109,10 +109,13 @@ def _shrink(args: argparse.Namespace) -> int:
         print(f"  run {outcome.run_dir.path}: {'FAILS' if failed else 'passes'}", flush=True)
         return failed, str(outcome.run_dir.path)
 
+    announced: set[tuple[int, bool]] = set()
+
     def save(s: Search) -> None:
         log_path.write_text(json.dumps({**s.to_dict(), "anomaly": sorted(keep)}, indent=1))
         last = s.log[-1] if s.log else None
-        if last is not None and last.complete:
+        if last is not None and last.complete and (len(s.log), last.kept) not in announced:
+            announced.add((len(s.log), last.kept))
             mark = "kept" if last.kept else ("fails" if last.failing else "passes")
             print(f"{mark}: {last.what} ({sum(r['failed'] for r in last.runs)} of "
                   f"{len(last.runs)} runs failed)", flush=True)  # fmt: skip
