@@ -24,9 +24,9 @@ from typing import Any
 
 from harness.backends import destroy_cluster
 from harness.errors import HarnessError
+from harness.rates import wilson
 from kafka_chaos.child_run import needs_own_process, run_in_child
 from kafka_chaos.options import build_spec
-from kafka_chaos.rates import wilson
 from kafka_chaos.run import run_test
 
 CLIENTS = ("librdkafka", "java")

@@ -11,10 +11,10 @@ from typing import Any
 from checkers.cli import answer_line
 from harness import store as store_mod
 from harness.errors import ConfigError, HarnessError
+from harness.rates import rate_text
 from harness.spec import TestSpec
 from kafka_chaos.child_run import needs_own_process, run_in_child
 from kafka_chaos.options import add_run_options, build_spec, cli_overrides, load_mapping
-from kafka_chaos.rates import rate_text
 from kafka_chaos.replica_verify import RESULT, summary
 from kafka_chaos.run import RunOutcome, run_test
 from kafka_chaos.scenarios import describe, scenario_layer

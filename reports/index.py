@@ -25,6 +25,7 @@ from reports.render import (
     verdict_of,
     write_atomic,
 )
+from reports.shrink_view import shrink_view
 
 RUN_MARKERS = ("config.json", "results.json", "history.jsonl")
 STAMP = "%Y%m%dT%H%M%SZ"
@@ -45,6 +46,7 @@ class RunEntry:
     anomalies: dict[str, int] = field(default_factory=dict)  # check -> count, count > 0 only
     error_checks: set[str] = field(default_factory=set)  # anomalous checks of error severity
     summary: dict[str, Any] = field(default_factory=dict)  # results.json's answer (acked, lost)
+    shrink: dict[str, Any] | None = None  # the shrink this run is the result of (shrink.json)
 
     @property
     def total(self) -> int:
@@ -82,6 +84,7 @@ def read_run(store_dir: Path, run_dir: Path) -> RunEntry:
         head=headline(config),
         expectation=expectation(config, verdict),
         summary=as_dict(results.get("summary")),
+        shrink=shrink_view(run_dir, base=store_dir),
     )
     for name, check in as_dict(results.get("checks")).items():
         count = as_dict(check).get("count")

@@ -32,6 +32,7 @@ from reports.inputs import Input, as_dict, as_list, load_json
 from reports.mechanism import mechanism_section
 from reports.operations import MAX_OPS, load_operations, operations_view
 from reports.replicas import replicas_section, truncation_marks
+from reports.shrink_view import shrink_view
 from reports.timeline import COUNT_KEYS, summarize_history
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -574,6 +575,7 @@ def build_context(run_dir: Path) -> dict[str, Any]:
         ),
         "lag": lag_section(results),
         "links": links_section(run_dir),
+        "shrink": shrink_view(run_dir),
         "schedule": schedule,
         "mechanism": mechanism_section(
             run_dir, config.get("topic_name_used"), schedule.get("ops", [])

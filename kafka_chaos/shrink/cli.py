@@ -22,12 +22,14 @@ from typing import Any
 
 from harness import store as store_mod
 from harness.errors import ConfigError
+from harness.rates import rate_text
 from kafka_chaos.child_run import needs_own_process, run_in_child
 from kafka_chaos.options import build_spec
-from kafka_chaos.rates import rate_text
 from kafka_chaos.run import run_test
 from kafka_chaos.shrink.recipe import Recipe
 from kafka_chaos.shrink.search import Budget, Search
+from reports.index import write_index
+from reports.render import write_report
 
 LOG = "shrink.json"
 
@@ -112,7 +114,8 @@ def _shrink(args: argparse.Namespace) -> int:
     announced: set[tuple[int, bool]] = set()
 
     def save(s: Search) -> None:
-        log_path.write_text(json.dumps({**s.to_dict(), "anomaly": sorted(keep)}, indent=1))
+        saved = {**s.to_dict(), "anomaly": sorted(keep), "source": str(run.path)}
+        log_path.write_text(json.dumps(saved, indent=1))
         last = s.log[-1] if s.log else None
         if last is not None and last.complete and (len(s.log), last.kept) not in announced:
             announced.add((len(s.log), last.kept))
@@ -150,6 +153,8 @@ def _summary(search: Search, start: Recipe, result: Recipe, log_path: Path) -> s
         failing = [r for r in last.runs if r["failed"]]
         shrunk = Path(failing[-1]["run"])
         shutil.copy(log_path, shrunk / LOG)
+        write_report(shrunk)  # now with what was cut, from what
+        write_index(shrunk.parents[1])
         hits = sum(r["failed"] for r in last.runs)
         lines.append(f"reproduces {rate_text(hits, len(last.runs))} (the kept candidate's runs)")
         lines.append(f"shrunk run: {shrunk} (replay: kafka-chaos run --replay {shrunk})")

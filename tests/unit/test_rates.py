@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_chaos.rates import rate_text, wilson
+from harness.rates import rate_text, wilson
 
 
 def test_known_intervals() -> None:

@@ -207,3 +207,34 @@ def test_a_transactional_run_shows_its_cycle_section(tmp_path: Path) -> None:
     assert "no cycle, and Elle was not needed" in page and "Elle is not available (x)" in page
     build_run(tmp_path / "queue", "valid")
     assert "Dependency cycles" not in render(tmp_path / "queue")
+
+
+def test_a_shrunk_run_says_what_was_cut_from_which_run_and_its_rate(tmp_path: Path) -> None:
+    from reports.index import write_index
+
+    store = tmp_path / "store"
+    source, shrunk = store / "t" / "20261127T010000Z", store / "t-shrink" / "20261127T020000Z"
+    for run in (source, shrunk):
+        run.mkdir(parents=True)
+        build_run(run, "invalid", expected="invalid")
+    write_report(source)
+    log = {
+        "source": str(source), "anomaly": ["lost-write"], "stop_reason": "budget spent",
+        "start": {"size": {"faults": 3, "seconds": 60.0, "operations": 30000}},
+        "result": {"size": {"faults": 1, "seconds": 25.0, "operations": 12500}},
+        "steps": [
+            {"what": "drop fault(s) #0 kill at 5s", "kept": False, "runs": [{"failed": False}]},
+            {"what": "drop fault(s) #2 kill at 45s", "kept": True,
+             "runs": [{"failed": True}, {"failed": False}, {"failed": True}]},
+        ],
+    }  # fmt: skip
+    (shrunk / "shrink.json").write_text(json.dumps(log))
+    page = render(shrunk)
+    banner = re.sub(r"\s+", " ", page[page.index('id="shrunk"') :].split("</div>")[0])
+    assert "../../t/20261127T010000Z/report.html" in banner
+    assert "3 fault(s), 60.0 s, 30000 operations → 1 fault(s), 25.0 s, 12500 operations" in banner
+    assert "in 4 runs (budget spent)" in banner and "Cut: drop fault(s) #2 kill at 45s." in banner
+    assert "Its own runs failed 2 of 3 (67%; 95% interval 21-94%)" in banner
+    index = write_index(store).read_text()
+    assert 'shrunk from <a href="t/20261127T010000Z/report.html">' in index
+    assert 'id="shrunk"' not in render(source)
