@@ -41,7 +41,7 @@ def write_ops(history: Path, rows: list[dict]) -> None:
 
 # A short fault-free run, on each client (conftest.py's clean_runs, ``--client both``), so
 # their histories compare line for line (test_java_client.py).
-CLEAN_RUN_ARGS = ("--time-limit", "15", "--faults", "none", "--rate", "300")
+CLEAN_RUN_ARGS = ("--time-limit", "12", "--faults", "none", "--rate", "300")
 
 
 def clean_runs_of(cluster: Cluster, store: Path, name: str) -> tuple[dict[str, Path], str]:
@@ -50,10 +50,38 @@ def clean_runs_of(cluster: Cluster, store: Path, name: str) -> tuple[dict[str, P
     proc = kafka_chaos(*run_args(cluster, store, "--name", name, "--client", "both",
                                  *CLEAN_RUN_ARGS))  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    return runs_by_client(proc.stdout), proc.stdout
+
+
+def runs_by_client(stdout: str) -> dict[str, Path]:
+    """A ``--client both`` run's two run directories, by client, from what it printed."""
     runs = {}
-    for line in proc.stdout.splitlines():
+    for line in stdout.splitlines():
         if line.startswith("report: "):
             run = Path(line.removeprefix("report: ")).parent
             runs[json.loads((run / "config.json").read_text())["producer"]["client"]] = run
-    assert set(runs) == {"librdkafka", "java"}, proc.stdout
-    return runs, proc.stdout
+    assert set(runs) == {"librdkafka", "java"}, stdout
+    return runs
+
+
+# Keys a line carries when something happened during it, whichever client wrote it: a
+# transaction's ``rebalanced`` (a rebalance during it) and ``stalled_s`` (a stall drawn).
+BY_TIMING = frozenset({"rebalanced", "stalled_s"})
+
+
+def shapes(history: Path) -> set[tuple]:
+    """Every line's (f, type) and the keys of its value (and of a poll's records), the
+    keys that depend on timing alone left out: two clients' histories of one scenario
+    must have the same shapes."""
+    out = set()
+    for op in ops(history):
+        value = op.get("value")
+        keys = (
+            tuple(sorted(set(value) - BY_TIMING)) if isinstance(value, dict)
+            else type(value).__name__
+        )  # fmt: skip
+        out.add((op["f"], op["type"], keys))
+        if isinstance(value, dict):
+            for record in value.get("records", [])[:1]:
+                out.add((op["f"], op["type"], "record", tuple(sorted(record))))
+    return out

@@ -10,30 +10,16 @@ nothing acknowledged is lost, and the group's coverage holds.
 
 from __future__ import annotations
 
-import collections
 import json
 from pathlib import Path
 
 import pytest
-from _cli import kafka_chaos, ops, report_path, run_args
+from _cli import kafka_chaos, ops, report_path, run_args, shapes
 
 from harness import kafka_db
 from workloads.producer import UNKNOWN_AT_SHUTDOWN
 
 pytestmark = pytest.mark.integration
-
-
-def shapes(history: Path) -> set[tuple]:
-    """Every line's (f, type) and the keys of its value (and of a poll's records)."""
-    out = set()
-    for op in ops(history):
-        value = op.get("value")
-        keys = tuple(sorted(value)) if isinstance(value, dict) else type(value).__name__
-        out.add((op["f"], op["type"], keys))
-        if isinstance(value, dict):
-            for record in value.get("records", [])[:1]:
-                out.add((op["f"], op["type"], "record", tuple(sorted(record))))
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -126,37 +112,3 @@ def test_a_leader_kill_under_the_java_client_loses_nothing(kafka_cluster, tmp_pa
     # Whatever the client reported is named as librdkafka names it, then the Java class.
     reported = errors - {UNKNOWN_AT_SHUTDOWN}
     assert all(e.endswith("Exception)") and " (" in e for e in reported), reported
-
-
-def test_the_txn_workload_on_the_java_client_is_valid_under_a_coordinator_kill(
-    kafka_cluster, tmp_path
-) -> None:
-    """Transactions on Kafka's Java client, which speaks KIP-890 part 2 when the cluster
-    has finalized transaction.version 2: commits, aborts with rewinds, a consumer crash
-    and the coordinator's broker killed, judged by every transactional check."""
-    args = run_args(
-        kafka_cluster, tmp_path, "--name", "java-txn", "--workload", "txn", "--client", "java",
-        "--time-limit", "20", "--faults", "kill", "--targets", "coordinator",
-        "--fault-interval", "4", "--fault-duration", "6", "--abort-probability", "0.2",
-        "--consumer-crash-interval", "8", "--seed", "21",
-    )  # fmt: skip
-    try:
-        proc = kafka_chaos(*args)
-    finally:
-        kafka_db.recover_cluster(kafka_cluster)
-    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
-    run = report_path(proc.stdout).parent
-    results = json.loads((run / "results.json").read_text())
-    assert results["verdict"] == "valid", results["checks"]
-    for check in ("lost-write", "duplicate", "aborted-read", "torn-transaction", "G1c"):
-        assert check in results["checks"], f"{check} did not run"
-    config = json.loads((run / "config.json").read_text())
-    assert config["versions"]["kafka_clients"] == config["cluster"]["kafka_version"]
-    assert config["cluster_features"]["transaction.version"] == "2"  # 4.4.0 formats with TV2
-    history = ops(run / "history.jsonl")
-    txns = collections.Counter(op["type"] for op in history if op["f"] == "txn")
-    assert txns["ok"] > 20 and txns["fail"] > 0, txns  # commits, and aborts on purpose
-    assert any(op["f"] == "seek" for op in history), "no rewind after an abort"
-    assert any(op["f"] == "crash" for op in history), "no consumer crashed"
-    assert [op for op in history if op["f"] == "kill"], "the coordinator was not killed"
-    assert "Java 4.4.0; transaction.version 2" in (run / "report.html").read_text()

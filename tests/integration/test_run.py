@@ -171,7 +171,7 @@ def test_two_scenario_suite_writes_junit_and_index(kafka_cluster: Cluster, tmp_p
         "name: mini\n"
         "scenarios:\n"
         "  - scenario: broker-failover\n"
-        f"    options: {{time_limit_s: 30, cluster: {{name: {kafka_cluster.name}}}}}\n"
+        f"    options: {{time_limit_s: 22, cluster: {{name: {kafka_cluster.name}}}}}\n"
         "  - scenario: pubsub-vs-queue\n"  # its producers on the Java client, in a child process
         f"    options: {{time_limit_s: 15, cluster: {{name: {kafka_cluster.name}}},"
         " producer: {client: java}}\n"

@@ -8,7 +8,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from _cli import ops
+from _cli import kafka_chaos, ops, run_args, runs_by_client, shapes
 from test_scenarios import run_scenario
 
 from harness.cluster import Cluster
@@ -36,32 +36,41 @@ def acked_values(history: list[dict]) -> set[int]:
     return {op["value"]["value"] for op in history if op["f"] == "send" and op["type"] == "ok"}
 
 
-def test_two_share_groups_each_accept_everything_load_shared(kafka_cluster: Cluster, tmp_path):
-    """On Kafka's Java client (KafkaShareConsumer, KIP-932's reference implementation);
-    the crash and leader-kill tests below run librdkafka's share consumer."""
-    # 20 s of the preset's 30: 6,000 records, each group's members all take some.
-    run = run_scenario(
-        kafka_cluster, tmp_path, "pubsub-vs-queue-share", "--time-limit", "20", "--client", "java"
-    )
-    config = json.loads((run / "config.json").read_text())
-    assert config["consumer"]["client"] == "java"
-    history = ops(run / "history.jsonl")
-    assert all(
-        r["delivery_count"] >= 1
-        for op in history
-        if op["f"] == "share-poll" and op["type"] == "ok"
-        for r in op["value"]["records"]
-    ), "a Java delivery without its count"
-    accepted = accepted_by_group(history)
-    assert len(accepted) == 2
-    acked = acked_values(history)
-    for group, values in accepted.items():  # each group saw everything, once
-        assert acked <= set(values), f"{group} missed {len(acked - set(values))} values"
-        assert all(len(procs) == 1 for procs in values.values()), group
-        members = {p for procs in values.values() for p in procs}
-        assert len(members) >= 2, f"{group}: one member took everything"
-    results = json.loads((run / "results.json").read_text())
-    assert results["checks"]["share-lost"]["count"] == 0
+def test_two_share_groups_each_accept_everything_load_shared_on_both_clients(
+    kafka_cluster: Cluster, tmp_path
+):
+    """The same preset and seed on librdkafka's share consumer and on Kafka's own
+    ``KafkaShareConsumer`` (``--client both``): each group saw everything once, its
+    members shared the load, and the two histories have the same line shapes. The
+    crash and leader-kill tests below run librdkafka's."""
+    # 12 s of the preset's 30: 3,600 records, each group's members all take some.
+    proc = kafka_chaos(*run_args(
+        kafka_cluster, tmp_path, "--scenario", "pubsub-vs-queue-share", "--time-limit", "12",
+        "--client", "both",
+    ))  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    assert proc.stdout.count("expectation held") == 2, proc.stdout
+    runs = runs_by_client(proc.stdout)
+    for client, run in runs.items():
+        history = ops(run / "history.jsonl")
+        accepted = accepted_by_group(history)
+        assert len(accepted) == 2, client
+        acked = acked_values(history)
+        for group, values in accepted.items():  # each group saw everything, once
+            assert acked <= set(values), f"{client} {group} missed {len(acked - set(values))}"
+            assert all(len(procs) == 1 for procs in values.values()), (client, group)
+            members = {p for procs in values.values() for p in procs}
+            assert len(members) >= 2, f"{client} {group}: one member took everything"
+        assert all(
+            r["delivery_count"] >= 1
+            for op in history
+            if op["f"] == "share-poll" and op["type"] == "ok"
+            for r in op["value"]["records"]
+        ), f"{client}: a delivery without its count"
+        results = json.loads((run / "results.json").read_text())
+        assert results["checks"]["share-lost"]["count"] == 0, client
+    java, librdkafka = (shapes(runs[c] / "history.jsonl") for c in ("java", "librdkafka"))
+    assert java == librdkafka, java ^ librdkafka
 
 
 def test_a_crashed_members_records_come_back_after_their_lock(kafka_cluster: Cluster, tmp_path):

@@ -1,6 +1,7 @@
 """The transactional workload end to end on the shared cluster, through the CLI.
 
-Three real runs: commits, aborts and client crashes on a healthy cluster;
+Four real runs: commits, aborts and client crashes on a healthy cluster, once
+per client (librdkafka, and Kafka's Java client on KIP-890 part 2);
 the transaction coordinator's broker killed mid-run; and consume-transform-
 produce with offsets committed inside transactions.  Each must be judged
 valid, and each asserts that the history really exercised what it claims
@@ -15,7 +16,7 @@ import json
 from pathlib import Path
 
 import pytest
-from _cli import kafka_chaos, ops, report_path, run_args
+from _cli import kafka_chaos, ops, report_path, run_args, runs_by_client, shapes
 
 from checkers.catalog import names
 from checkers.cycle_checks import CYCLE_CHECKS
@@ -48,16 +49,26 @@ def _valid(run: Path, *more: str) -> dict:
 
 
 @pytest.fixture(scope="module")
-def clean_txn_run(kafka_cluster: Cluster, tmp_path_factory) -> Path:
-    return _run(
-        kafka_cluster,
-        tmp_path_factory.mktemp("txn-clean"),
+def clean_txn_runs(kafka_cluster: Cluster, tmp_path_factory) -> dict[str, Path]:
+    """The clean transactional run once per client (``--client both``): librdkafka's
+    old transaction protocol and the Java client's KIP-890 part 2, one schedule."""
+    proc = kafka_chaos(*run_args(
+        kafka_cluster, tmp_path_factory.mktemp("txn-clean"), "--workload", "txn",
+        "--client", "both",
         "--time-limit", "25",
         "--faults", "none",
         "--abort-probability", "0.2",
         "--consumer-crash-interval", "8",
         "--seed", "11",
-    )  # fmt: skip
+    ))  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    return runs_by_client(proc.stdout)
+
+
+@pytest.fixture(scope="module", params=["librdkafka", "java"])
+def clean_txn_run(clean_txn_runs: dict[str, Path], request) -> Path:
+    """Each client's clean run: every assertion below holds for both."""
+    return clean_txn_runs[request.param]
 
 
 def test_commits_aborts_and_a_client_crash_are_valid(clean_txn_run: Path) -> None:
@@ -82,11 +93,19 @@ def test_commits_aborts_and_a_client_crash_are_valid(clean_txn_run: Path) -> Non
 
 
 def test_a_txn_run_records_the_clusters_transaction_version(clean_txn_run: Path) -> None:
-    """librdkafka speaks the old protocol whatever the cluster finalized; the record
-    says what the cluster offered (docs/java-client.md)."""
+    """The Java client commits by KIP-890 part 2 only where the cluster finalized
+    transaction.version 2 (4.4.0 does); librdkafka never does. The record and the
+    report say which (docs/java-client.md)."""
     config = json.loads((clean_txn_run / "config.json").read_text())
-    assert config["cluster_features"]["transaction.version"] in ("0", "1", "2")
+    assert config["cluster_features"]["transaction.version"] == "2"
     assert "metadata.version" in config["cluster_features"]
+    assert "; transaction.version 2" in (clean_txn_run / "report.html").read_text()
+
+
+def test_both_clients_write_transactions_alike(clean_txn_runs: dict[str, Path]) -> None:
+    java, librdkafka = (shapes(clean_txn_runs[c] / "history.jsonl") for c in ("java", "librdkafka"))
+    assert any(s[0] == "txn" for s in java)
+    assert java == librdkafka, java ^ librdkafka
 
 
 def test_members_give_up_their_partitions_when_the_run_stops(clean_txn_run: Path) -> None:
@@ -104,9 +123,10 @@ def test_members_give_up_their_partitions_when_the_run_stops(clean_txn_run: Path
     assert not {p: tps for p, tps in owned.items() if tps}
 
 
-def test_without_ww_edges_a_clean_run_has_no_g1c(clean_txn_run: Path) -> None:
+def test_without_ww_edges_a_clean_run_has_no_g1c(clean_txn_runs: dict[str, Path]) -> None:
     """With ww edges a healthy run legally shows G1c (docs/results.md); from reads
     alone (--no-ww-deps, where G1c is an error) it must show none."""
+    clean_txn_run = clean_txn_runs["librdkafka"]  # a second check of one history is enough
     proc = kafka_chaos(
         "check", str(clean_txn_run / "history.jsonl"),
         "--config", str(clean_txn_run / "config.json"), "--no-ww-deps", "--json",
