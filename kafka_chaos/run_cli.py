@@ -18,6 +18,7 @@ from kafka_chaos.options import add_run_options, build_spec, cli_overrides, load
 from kafka_chaos.replica_verify import RESULT, summary
 from kafka_chaos.run import RunOutcome, run_test
 from kafka_chaos.scenarios import describe, scenario_layer
+from kafka_chaos.shrink.cli import anomalies
 from kafka_chaos.suite import run_suite
 
 
@@ -195,14 +196,9 @@ def _reproduce(args: argparse.Namespace) -> int:
 
 def _anomalies(run: store_mod.RunDir) -> set[str]:
     try:
-        results = run.read_json(store_mod.RESULTS)
+        return anomalies(run.read_json(store_mod.RESULTS))
     except HarnessError:
         return set()
-    return {
-        name
-        for name, check in results.get("checks", {}).items()
-        if check.get("count", 0) > 0 and check.get("severity") == "error"
-    }
 
 
 def config_verdict(run: store_mod.RunDir) -> str | None:
