@@ -134,27 +134,39 @@ def _shrink(args: argparse.Namespace) -> int:
         for s, handler in previous.items():
             signal.signal(s, handler)
     save(search)
-    print(_summary(search, start, result, log_path))
+    shrunk = _shrunk_run(search)
+    if shrunk is not None:
+        _publish(shrunk, log_path)
+    print(_summary(search, start, result, shrunk))
     return 0
 
 
 _SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
-def _summary(search: Search, start: Recipe, result: Recipe, log_path: Path) -> str:
+def _shrunk_run(search: Search) -> Path | None:
+    """The smallest failing run: the last failing run of the last kept candidate."""
+    kept = [j for j in search.log if j.kept]
+    failing = [r for r in kept[-1].runs if r["failed"]] if kept else []
+    return Path(failing[-1]["run"]) if failing else None
+
+
+def _publish(shrunk: Path, log_path: Path) -> None:
+    """Put the log beside the shrunk run's report, and re-render it and the index."""
+    shutil.copy(log_path, shrunk / LOG)
+    write_report(shrunk)  # now with what was cut, from what
+    write_index(shrunk.parents[1])
+
+
+def _summary(search: Search, start: Recipe, result: Recipe, shrunk: Path | None) -> str:
     """What was cut, from what, and the result's failing runs, with a rate."""
     kept = [j for j in search.log if j.kept]
     lines = [f"shrink: {search.stop_reason}; {sum(len(j.runs) for j in search.log)} runs"]
     lines.append(f"from {start.size()} to {result.size()}")
     for j in kept:
         lines.append(f"  cut: {j.what}")
-    if kept:
+    if kept and shrunk is not None:
         last = kept[-1]
-        failing = [r for r in last.runs if r["failed"]]
-        shrunk = Path(failing[-1]["run"])
-        shutil.copy(log_path, shrunk / LOG)
-        write_report(shrunk)  # now with what was cut, from what
-        write_index(shrunk.parents[1])
         hits = sum(r["failed"] for r in last.runs)
         lines.append(f"reproduces {rate_text(hits, len(last.runs))} (the kept candidate's runs)")
         lines.append(f"shrunk run: {shrunk} (replay: kafka-chaos run --replay {shrunk})")
