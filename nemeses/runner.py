@@ -70,6 +70,16 @@ class NemesisRunner:
         self._lock = threading.Lock()
         self._active: FaultOp | None = None
         self._t0 = 0.0
+        if spec.nemesis.faults and not self.schedule.ops:
+            # Shown, never hidden: a run asked for faults and gets none.
+            log.warning(
+                "nemesis: no %s fault fits in this %.0f s run (a gap of ~%.0f s, then %.0f s "
+                "of fault); the run has no faults",
+                "/".join(spec.nemesis.faults),
+                spec.time_limit_s,
+                spec.nemesis.interval_s,
+                spec.nemesis.duration_s,
+            )
         for f in dict.fromkeys(op.f for op in self.schedule.ops):
             kind = registry.find(f)
             if kind is not None:

@@ -171,7 +171,9 @@ def test_two_scenario_suite_writes_junit_and_index(kafka_cluster: Cluster, tmp_p
         "name: mini\n"
         "scenarios:\n"
         "  - scenario: broker-failover\n"
-        f"    options: {{time_limit_s: 22, cluster: {{name: {kafka_cluster.name}}}}}\n"
+        # a kill at 2.5-7.5 s that heals by 16.5 s, whatever the seed
+        f"    options: {{time_limit_s: 22, cluster: {{name: {kafka_cluster.name}}},"
+        " nemesis: {interval_s: 5, duration_s: 9}}\n"
         "  - scenario: pubsub-vs-queue\n"  # its producers on the Java client, in a child process
         f"    options: {{time_limit_s: 15, cluster: {{name: {kafka_cluster.name}}},"
         " producer: {client: java}}\n"
