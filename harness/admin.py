@@ -232,6 +232,21 @@ def delete_topic(bootstrap: str, name: str, timeout_s: float = 30.0) -> bool:
     return True
 
 
+def topic_id(bootstrap: str, topic: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> str:
+    """The topic's id as Kafka prints it (``Uuid.toString``: URL-safe base64)."""
+    from confluent_kafka import KafkaException, TopicCollection
+
+    futures = _client(bootstrap, timeout_s).describe_topics(
+        TopicCollection([topic]), request_timeout=timeout_s
+    )
+    try:
+        return str(futures[topic].result(timeout=timeout_s + 5).topic_id)
+    except KafkaException as e:
+        raise AdminError(f"describe topic {topic!r}: {e.args[0].str()}") from e
+    except TimeoutError as e:
+        raise AdminError(f"describe topic {topic!r}: no answer within {timeout_s}s") from e
+
+
 def set_group_config(
     bootstrap: str, group: str, config: dict[str, str], timeout_s: float = 30.0
 ) -> None:

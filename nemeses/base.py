@@ -14,7 +14,14 @@ from typing import Any
 
 from harness.errors import ConfigError, HarnessError
 
-TARGET_MODES = ("random", "leader", "controller", "coordinator")
+TARGET_MODES = (
+    "random",
+    "leader",
+    "controller",
+    "coordinator",  # of the run's first transactional.id
+    "group-coordinator",  # of the run's first consumer or share group
+    "share-coordinator",  # of the run's first share group's state for one partition
+)
 
 # Fields a run adds to an op while executing it; they are not part of what
 # to do, so replay and comparisons ignore them.
@@ -31,7 +38,7 @@ NEMESIS_COMMAND_TIMEOUT_S = 20.0
 FAULT_STEP_TIMEOUT_S = 300.0
 
 # Params leader/controller targeting adds to any targetable fault.
-TARGETING_PARAMS = ("topic", "partition")
+TARGETING_PARAMS = ("topic", "partition", "group", "transactional_id")
 
 
 class NemesisError(HarnessError):

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.errors import ConfigError
-from nemeses import clock, netem, partition, process, unclean
+from nemeses import blackhole, clock, netem, partition, process, unclean
 from nemeses.base import TARGET_MODES, FaultOp
 from nemeses.kinds import FaultKind, Sweep
 
@@ -32,6 +32,7 @@ BUILTIN: tuple[FaultKind, ...] = (
     partition.Partition(),
     process.RollingRestart(),
     process.HardRollingRestart(),
+    blackhole.Blackhole(),
 )
 
 _kinds: dict[str, FaultKind] = {}

@@ -172,8 +172,9 @@ class NemesisRunner:
         try:
             if not op.targets:
                 op.resolved = targeting.resolve(
-                    self.cluster, op.target, op.params, self.spec.topic.name
-                )
+                    self.cluster, op.target, op.params, self.spec.topic.name,
+                    targeting.first_group(self.spec),
+                )  # fmt: skip
                 op.targets = [op.resolved["node"]]
             prepare([n.name for n in self.cluster.nodes], op)
         except Exception as e:

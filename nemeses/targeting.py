@@ -12,6 +12,7 @@ import logging
 from typing import Any
 
 from harness.cluster import Cluster
+from harness.spec import TestSpec
 from nemeses.base import NemesisError
 
 log = logging.getLogger(__name__)
@@ -20,15 +21,30 @@ ADMIN_TIMEOUT_S = 10.0
 
 
 def resolve(
-    cluster: Cluster, mode: str, params: dict[str, Any], topic: str | None
+    cluster: Cluster,
+    mode: str,
+    params: dict[str, Any],
+    topic: str | None,
+    group: str | None = None,
 ) -> dict[str, Any]:
-    """``{"node": name, ...how}`` for mode ``leader``, ``controller`` or ``coordinator``."""
+    """``{"node": name, ...how}`` for a target mode other than ``random``.
+
+    ``group`` is the run's first consumer or share group; ``params.group``
+    names another.
+    """
     if mode == "leader":
         return leader_of(cluster, params.get("topic") or topic, params.get("partition"))
     if mode == "controller":
         return active_controller(cluster)
     if mode == "coordinator":
         return txn_coordinator(cluster, params.get("transactional_id"), topic)
+    if mode == "group-coordinator":
+        return group_coordinator(cluster, params.get("group") or group)
+    if mode == "share-coordinator":
+        return share_coordinator(
+            cluster, params.get("group") or group, params.get("topic") or topic,
+            params.get("partition"),
+        )  # fmt: skip
     raise NemesisError(f"cannot resolve a target for mode {mode!r}")
 
 
@@ -109,6 +125,8 @@ def active_controller(cluster: Cluster) -> dict[str, Any]:
 
 
 TXN_STATE = "__transaction_state"
+OFFSETS = "__consumer_offsets"
+SHARE_STATE = "__share_group_state"
 
 
 def java_string_hash(text: str) -> int:
@@ -139,26 +157,80 @@ def txn_coordinator(
     hashes to, so this asks for that leader rather than for the
     transaction's state (no Admin call for that exists in confluent-kafka).
     """
-    from harness import admin
     from workloads.txn_client import transactional_id as txn_id
 
     if not transactional_id:
         if not topic:
             raise NemesisError("coordinator targeting needs a transactional_id or the run's topic")
         transactional_id = txn_id(topic, 0)
-    states = admin.describe_topics(
-        cluster.bootstrap_servers(), [TXN_STATE], timeout_s=ADMIN_TIMEOUT_S
-    )
-    states = [p for p in states if p.topic == TXN_STATE]
+    found = _leader_of_internal(cluster, TXN_STATE, transactional_id, "coordinator")
+    return {"transactional_id": transactional_id, **found}
+
+
+def first_group(spec: TestSpec) -> str | None:
+    """The run's first consumer or share group: what a coordinator target means by default."""
+    from workloads.consumer import group_name
+    from workloads.share_consumer import share_group_name
+
+    if spec.workload != "queue":
+        return None
+    return share_group_name(spec, 0) if spec.consumer.mode == "share" else group_name(spec, 0)
+
+
+def _leader_of_internal(cluster: Cluster, topic: str, key: str, what: str) -> dict[str, Any]:
+    """The leader of the partition of internal ``topic`` that ``key`` hashes to.
+
+    Kafka's coordinators all place a key the same way:
+    ``Utils.abs(key.hashCode()) % partitions`` (GroupCoordinatorService and
+    ShareCoordinatorService.partitionFor in 4.4.0), and the coordinator is
+    that partition's leader.
+    """
+    from harness import admin
+
+    states = admin.describe_topics(cluster.bootstrap_servers(), [topic], timeout_s=ADMIN_TIMEOUT_S)
+    states = [p for p in states if p.topic == topic]
     if not states:
-        raise NemesisError(f"coordinator targeting: {TXN_STATE} does not exist yet")
-    partition = coordinator_partition(transactional_id, len(states))
+        raise NemesisError(f"{what} targeting: {topic} does not exist yet")
+    partition = coordinator_partition(key, len(states))
     chosen = next(p for p in states if p.partition == partition)
     if chosen.leader is None or chosen.leader < 0:
-        raise NemesisError(f"coordinator targeting: {TXN_STATE}-{partition} has no leader now")
+        raise NemesisError(f"{what} targeting: {topic}-{partition} has no leader now")
     return {
         "node": cluster.node(chosen.leader).name,
-        "transactional_id": transactional_id,
-        "txn_log_partition": partition,
+        "key": key,
+        "state_topic": topic,
+        "state_partition": partition,
         "leader_id": chosen.leader,
     }
+
+
+def group_coordinator(cluster: Cluster, group: str | None) -> dict[str, Any]:
+    """The broker coordinating ``group``: its membership, and its offset commits."""
+    if not group:
+        raise NemesisError("group-coordinator targeting needs a group (params.group)")
+    return {"group": group, **_leader_of_internal(cluster, OFFSETS, group, "group-coordinator")}
+
+
+def share_coordinator(
+    cluster: Cluster, group: str | None, topic: str | None, partition: int | None
+) -> dict[str, Any]:
+    """The broker keeping ``group``'s share state for ``topic``/``partition`` (default 0).
+
+    Share state is placed per share-partition, by the key
+    ``group:topicId:partition`` (SharePartitionKey.asCoordinatorKey), so each
+    partition of one group may have its state on another broker.
+    """
+    from harness import admin
+
+    if not group or not topic:
+        raise NemesisError("share-coordinator targeting needs a share group and a topic")
+    partition = 0 if partition is None else int(partition)
+    tid = admin.topic_id(cluster.bootstrap_servers(), topic, timeout_s=ADMIN_TIMEOUT_S)
+    key = share_partition_key(group, tid, partition)
+    found = _leader_of_internal(cluster, SHARE_STATE, key, "share-coordinator")
+    return {"group": group, "topic": topic, "partition": partition, **found}
+
+
+def share_partition_key(group: str, topic_id: str, partition: int) -> str:
+    """Kafka's key for a share-partition's state: ``%s:%s:%d`` of group, topic id, partition."""
+    return f"{group}:{topic_id}:{partition}"

@@ -24,7 +24,10 @@ def shrink_view(run_dir: Path, base: Path | None = None) -> dict[str, Any] | Non
         return None
     steps = [s for s in log.get("steps", []) if isinstance(s, dict)]
     kept = [s for s in steps if s.get("kept")]
-    runs = kept[-1].get("runs", []) if kept else []
+    # The confirming runs, when there are any: the search's own runs of the kept
+    # candidate stop at its first failure and overstate the rate.
+    confirm = (log.get("confirm") or {}).get("runs") or []
+    runs = confirm or (kept[-1].get("runs", []) if kept else [])
     source = Path(str(log.get("source", "")))
     link = None
     if log.get("source") and (source / "report.html").exists():
@@ -35,6 +38,7 @@ def shrink_view(run_dir: Path, base: Path | None = None) -> dict[str, Any] | Non
         "start": (log.get("start") or {}).get("size", {}),
         "result": (log.get("result") or {}).get("size", {}),
         "cuts": [s.get("what", "?") for s in kept],
+        "rate_from": "confirming runs" if confirm else "the search's runs",
         "rate": rate_text(sum(bool(r.get("failed")) for r in runs), len(runs)) if runs else None,
         "runs": sum(len(s.get("runs", [])) for s in steps),
         "stop_reason": log.get("stop_reason", ""),

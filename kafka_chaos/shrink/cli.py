@@ -47,7 +47,18 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--k", type=int, default=1, help="K: failing runs that make it fail")
     p.add_argument("--budget", default="2h", help="wall time, e.g. 90m, 2h (default 2h)")
     p.add_argument("--max-runs", type=int, default=200, help="runs at most (default 200)")
+    p.add_argument(
+        "--confirm",
+        type=int,
+        default=3,
+        metavar="M",
+        help="re-run the result M more times for its reproduction rate (default 3)",
+    )
     p.add_argument("--store", type=Path, default=store_mod.DEFAULT_STORE)
+    p.add_argument(
+        "--cluster-name",
+        help="run the candidates on this cluster, not the run's own (brought up if absent)",
+    )
     p.set_defaults(handler=_shrink)
 
 
@@ -85,6 +96,8 @@ def _shrink(args: argparse.Namespace) -> int:
             f"to keep (found: {', '.join(sorted(found)) or 'none'})"
         )
     options = build_spec(config).to_dict()
+    if args.cluster_name:
+        options["cluster"]["name"] = args.cluster_name
     name = f"{options['name']}-shrink"
     start = Recipe.of(options, schedule.get("ops", []))
     log_path = run.file(LOG)
@@ -134,11 +147,37 @@ def _shrink(args: argparse.Namespace) -> int:
         for s, handler in previous.items():
             signal.signal(s, handler)
     save(search)
+    confirm = _confirm(search, result, run_once, args.confirm, stopping.is_set, log_path)
     shrunk = _shrunk_run(search)
     if shrunk is not None:
         _publish(shrunk, log_path)
-    print(_summary(search, start, result, shrunk))
+    print(_summary(search, start, result, shrunk, confirm))
     return 0
+
+
+def _confirm(
+    search: Search,
+    result: Recipe,
+    run_once: Any,
+    times: int,
+    stopping: Any,
+    log_path: Path,
+) -> list[dict[str, Any]]:
+    """Re-run the result ``times`` times, apart from the search, for an unbiased rate.
+
+    The search stops judging a candidate at its first failure, so the kept
+    candidate's own runs overstate how often it fails.  These runs are saved
+    in the log as ``confirm`` and, for the same result, not run again.
+    """
+    saved = json.loads(log_path.read_text())
+    previous = saved.get("confirm") or {}
+    runs = list(previous.get("runs", [])) if previous.get("key") == result.key() else []
+    while len(runs) < times and not stopping():
+        failed, where = run_once(result)
+        runs.append({"failed": failed, "run": where})
+        saved["confirm"] = {"key": result.key(), "runs": runs}
+        log_path.write_text(json.dumps(saved, indent=1))
+    return runs
 
 
 _SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -158,7 +197,13 @@ def _publish(shrunk: Path, log_path: Path) -> None:
     write_index(shrunk.parents[1])
 
 
-def _summary(search: Search, start: Recipe, result: Recipe, shrunk: Path | None) -> str:
+def _summary(
+    search: Search,
+    start: Recipe,
+    result: Recipe,
+    shrunk: Path | None,
+    confirm: list[dict[str, Any]],
+) -> str:
     """What was cut, from what, and the result's failing runs, with a rate."""
     kept = [j for j in search.log if j.kept]
     lines = [f"shrink: {search.stop_reason}; {sum(len(j.runs) for j in search.log)} runs"]
@@ -168,8 +213,11 @@ def _summary(search: Search, start: Recipe, result: Recipe, shrunk: Path | None)
     if kept and shrunk is not None:
         last = kept[-1]
         hits = sum(r["failed"] for r in last.runs)
-        lines.append(f"reproduces {rate_text(hits, len(last.runs))} (the kept candidate's runs)")
+        lines.append(f"failed {hits} of {len(last.runs)} runs while the search judged it")
         lines.append(f"shrunk run: {shrunk} (replay: kafka-chaos run --replay {shrunk})")
     else:
         lines.append("no smaller recipe failed: the run is its own minimal reproduction")
+    if confirm:
+        hits = sum(r["failed"] for r in confirm)
+        lines.append(f"reproduces {rate_text(hits, len(confirm))} (confirming runs)")
     return "\n".join(lines)

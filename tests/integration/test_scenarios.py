@@ -12,6 +12,7 @@ import pytest
 from _cli import kafka_chaos, ops, report_path, run_args
 
 from harness.cluster import Cluster
+from kafka_chaos.shrink.cli import anomalies
 
 pytestmark = pytest.mark.integration
 
@@ -68,14 +69,21 @@ def test_rate_holds_while_a_node_is_down(kafka_cluster: Cluster, tmp_path: Path)
     assert results["checks"]["availability"]["valid"] is True
 
 
-def test_unclean_leader_election_loses_acknowledged_writes(kafka_cluster: Cluster, tmp_path):
-    """The classic reproduction: expected invalid, so `run` exits 1 and says it held."""
+@pytest.fixture(scope="module")
+def unclean_run(kafka_cluster: Cluster, tmp_path_factory) -> Path:
+    """One run of the classic reproduction, judged here and shrunk below."""
+    store = tmp_path_factory.mktemp("unclean")
     proc = kafka_chaos(
-        *run_args(kafka_cluster, tmp_path, "--scenario", "unclean-leader-election", *UNCLEAN_TIME)
+        *run_args(kafka_cluster, store, "--scenario", "unclean-leader-election", *UNCLEAN_TIME)
     )
     assert proc.returncode == 1, proc.stdout + proc.stderr[-3000:]
     assert "expectation held" in proc.stdout
-    run = report_path(proc.stdout).parent
+    return report_path(proc.stdout).parent
+
+
+def test_unclean_leader_election_loses_acknowledged_writes(unclean_run: Path):
+    """The classic reproduction: expected invalid, so `run` exits 1 and says it held."""
+    run = unclean_run
     results = json.loads((run / "results.json").read_text())
     lost = results["checks"]["lost-write"]["count"]
     truncated = results["checks"]["inconsistent-offsets"]["count"]
@@ -107,6 +115,37 @@ def test_unclean_leader_election_loses_acknowledged_writes(kafka_cluster: Cluste
     assert any(t["node"] == resolved["killed"] for t in replicas["truncations"])
     raw = run / diverged[0]["compared"][0]["raw"]
     assert raw.exists() and raw.stat().st_size > 0
+
+
+def test_shrinking_the_unclean_run_keeps_the_loss_in_a_shorter_run(unclean_run: Path):
+    """Two candidates on the real cluster: without its one fault the run loses nothing
+    (refused); ended 10 s after the heal, it still loses acknowledged writes (kept)."""
+    store = unclean_run.parents[1]
+    proc = kafka_chaos(
+        "shrink", str(unclean_run), "--repeat", "1", "--max-runs", "2", "--confirm", "0",
+        "--store", str(store), timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    log = json.loads((unclean_run / "shrink.json").read_text())
+    assert log["anomaly"] == sorted(_errors(unclean_run)) and "acked-lost" in log["anomaly"]
+    steps = log["steps"]
+    assert [s["what"].split(" ")[0] for s in steps] == ["drop", "end"], steps
+    assert steps[0]["kept"] is False and steps[1]["kept"] is True, steps
+    # Every verdict is the runs' own: each run's results say what the log says.
+    for step in steps:
+        for r in step["runs"]:
+            assert bool(_errors(Path(r["run"])) & set(log["anomaly"])) is r["failed"], r
+    start, result = log["start"]["size"], log["result"]["size"]
+    assert result["faults"] == start["faults"] == 1 and result["seconds"] < start["seconds"]
+    shrunk = Path(steps[1]["runs"][-1]["run"])
+    assert json.loads((shrunk / "results.json").read_text())["checks"]["acked-lost"]["count"] > 0
+    assert (shrunk / "shrink.json").exists()
+    assert 'id="shrunk"' in (shrunk / "report.html").read_text()
+    assert f"kafka-chaos run --replay {shrunk}" in proc.stdout
+
+
+def _errors(run: Path) -> set[str]:
+    return anomalies(json.loads((run / "results.json").read_text()))
 
 
 def test_unclean_election_safe_settings_lose_nothing(kafka_cluster: Cluster, tmp_path: Path):

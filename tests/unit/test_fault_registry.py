@@ -20,6 +20,7 @@ TODAY = (
     "partition",
     "rolling-restart",
     "hard-rolling-restart",
+    "blackhole",
 )
 
 
@@ -33,7 +34,7 @@ def _having(predicate) -> list[str]:
 
 
 def test_each_kind_declares_its_shape_and_targeting():
-    assert _having(lambda k: k.shape == "node") == list(TODAY[:8])  # all but the last three
+    assert _having(lambda k: k.shape == "node") == [*TODAY[:8], "blackhole"]
     assert _having(lambda k: k.shape == "every-node") == ["rolling-restart", "hard-rolling-restart"]
     assert _having(lambda k: k.shape == "topology") == ["partition"]
     assert _having(lambda k: k.targetable) == [
@@ -45,6 +46,7 @@ def test_each_kind_declares_its_shape_and_targeting():
         "clock-bump",
         "clock-strobe",
         "partition",
+        "blackhole",
     ]
 
 

@@ -234,7 +234,12 @@ def test_a_shrunk_run_says_what_was_cut_from_which_run_and_its_rate(tmp_path: Pa
     assert "../../t/20261127T010000Z/report.html" in banner
     assert "3 fault(s), 60.0 s, 30000 operations → 1 fault(s), 25.0 s, 12500 operations" in banner
     assert "in 4 runs (budget spent)" in banner and "Cut: drop fault(s) #2 kill at 45s." in banner
-    assert "Its own runs failed 2 of 3 (67%; 95% interval 21-94%)" in banner
+    assert "It failed 2 of 3 (67%; 95% interval 21-94%) (the search&#39;s runs)" in banner
+    # Confirming runs, when there are some, give the rate: the search's stop early.
+    log["confirm"] = {"key": "k", "runs": [{"failed": True}] + [{"failed": False}] * 4}
+    (shrunk / "shrink.json").write_text(json.dumps(log))
+    banner = re.sub(r"\s+", " ", render(shrunk).split('id="shrunk"')[1].split("</div>")[0])
+    assert "It failed 1 of 5 (20%; 95% interval 4-62%) (confirming runs)" in banner
     index = write_index(store).read_text()
     assert 'shrunk from <a href="t/20261127T010000Z/report.html">' in index
     assert 'id="shrunk"' not in render(source)

@@ -41,3 +41,16 @@ def test_partitions_seen_on_a_live_cluster(n: int, partition: int) -> None:
 def test_the_target_mode_exists_and_names_the_workloads_ids() -> None:
     assert "coordinator" in TARGET_MODES
     assert transactional_id("chaos", 0) == "chaos-tx0"
+
+
+def test_group_and_share_coordinator_targets_name_the_runs_first_group() -> None:
+    from harness.spec import ConsumerSpec, TestSpec, TopicSpec
+    from nemeses.targeting import first_group, share_partition_key
+
+    assert {"group-coordinator", "share-coordinator"} <= set(TARGET_MODES)
+    queue = TestSpec(name="t", topic=TopicSpec(name="chaos-1"))
+    assert first_group(queue) == "chaos-1-g0"
+    share = TestSpec(name="t", topic=TopicSpec(name="chaos-1"), consumer=ConsumerSpec(mode="share"))
+    assert first_group(share) == "chaos-1-s0"
+    # Kafka's SharePartitionKey.asCoordinatorKey: "%s:%s:%d" of group, topic id, partition.
+    assert share_partition_key("g", "AAAAAAdbzRUAAAAAOt5osQ", 3) == "g:AAAAAAdbzRUAAAAAOt5osQ:3"
