@@ -233,18 +233,27 @@ def delete_topic(bootstrap: str, name: str, timeout_s: float = 30.0) -> bool:
 
 
 def topic_id(bootstrap: str, topic: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> str:
-    """The topic's id as Kafka prints it (``Uuid.toString``: URL-safe base64)."""
+    """The topic's id as Kafka prints it and keys share state by."""
     from confluent_kafka import KafkaException, TopicCollection
 
-    futures = _client(bootstrap, timeout_s).describe_topics(
-        TopicCollection([topic]), request_timeout=timeout_s
-    )
+    client = _client(bootstrap, timeout_s)  # kept alive until the answer: futures need it
+    futures = client.describe_topics(TopicCollection([topic]), request_timeout=timeout_s)
     try:
-        return str(futures[topic].result(timeout=timeout_s + 5).topic_id)
+        uid = futures[topic].result(timeout=timeout_s + 5).topic_id
     except KafkaException as e:
         raise AdminError(f"describe topic {topic!r}: {e.args[0].str()}") from e
     except TimeoutError as e:
         raise AdminError(f"describe topic {topic!r}: no answer within {timeout_s}s") from e
+    return kafka_uuid(uid.get_most_significant_bits(), uid.get_least_significant_bits())
+
+
+def kafka_uuid(msb: int, lsb: int) -> str:
+    """A Uuid as Kafka's ``Uuid.toString`` writes it: URL-safe base64 of its 16 bytes,
+    unpadded.  (confluent-kafka's ``str(Uuid)`` uses the standard alphabet, + and /.)"""
+    import base64
+
+    raw = (msb % 2**64).to_bytes(8, "big") + (lsb % 2**64).to_bytes(8, "big")
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
 def set_group_config(

@@ -210,6 +210,74 @@ SCENARIOS: dict[str, dict[str, Any]] = {
             "duration_s": 5.0,
         },
     },
+    # --- hunts (issue 35): no expected verdict; bench/hunt.py measures them ---------
+    "hunt-txn-stale-endtxn": {
+        "description": "Hunt KAFKA-17754 with the fault it needs: blackhole clients' requests "
+        "to the transaction coordinator for longer than the clients wait, so an EndTxn or a "
+        "produce they gave up on arrives after the heal, into a later transaction.",
+        "expected_verdict": None,
+        "workload": "txn",
+        "time_limit_s": 60.0,
+        "txn": {**TXN, "transaction_timeout_ms": 10000, "client_timeout_s": 5.0},
+        "producer": {"request_timeout_ms": 2000, "delivery_timeout_ms": 4000},
+        "nemesis": {
+            "faults": ["blackhole"],
+            "targets": "coordinator",
+            "interval_s": 4.0,
+            "duration_s": 8.0,
+        },
+    },
+    "hunt-epoch-bump-dup": {
+        "description": "Hunt librdkafka#4953: an idempotent producer whose requests to the "
+        "partition leader vanish past its timeouts bumps its epoch and resends; requests "
+        "that arrive late must not leave acknowledged values twice in the log.",
+        "expected_verdict": None,
+        "time_limit_s": 50.0,
+        "topic": SEED_LAB_TOPIC,
+        "producer": {"request_timeout_ms": 2000, "delivery_timeout_ms": 5000},
+        "nemesis": {
+            "faults": ["blackhole"],
+            "targets": "leader",
+            "interval_s": 4.0,
+            "duration_s": 8.0,
+        },
+    },
+    "hunt-share-failover": {
+        "description": "Hunt share-group state under failover (KAFKA-19476 class): kill or "
+        "blackhole the broker keeping the share group's state, apart from the partition "
+        "leaders, while members crash: no record lost, none accepted twice.",
+        "expected_verdict": None,
+        "time_limit_s": 60.0,
+        "topic": SEED_LAB_TOPIC,
+        "producer": SHARE_PRODUCER,
+        "consumer": {**SHARE_CONSUMER, "crash_interval_s": 15.0},
+        "nemesis": {
+            "faults": ["kill", "blackhole"],
+            "targets": "share-coordinator",
+            "interval_s": 6.0,
+            "duration_s": 10.0,
+        },
+    },
+    "hunt-kip848-coordinator": {
+        "description": "Hunt KIP-848 groups under coordinator failover (librdkafka PR #5604 "
+        "class): kill or blackhole the group coordinator while members crash; ownership "
+        "never overlaps and no commit skips unread records.",
+        "expected_verdict": None,
+        "time_limit_s": 60.0,
+        "topic": SEED_LAB_TOPIC,
+        "consumer": {
+            "groups": 1,
+            "workers_per_group": 3,
+            "crash_interval_s": 15.0,
+            "group_protocol": "consumer",
+        },
+        "nemesis": {
+            "faults": ["kill", "blackhole"],
+            "targets": "group-coordinator",
+            "interval_s": 6.0,
+            "duration_s": 10.0,
+        },
+    },
     "abort-rewind": {
         "description": "Consume-transform-produce with the rewind after an abort turned off "
         "(KAFKA-17582): the consumer's position stays past the aborted input, whose offsets "

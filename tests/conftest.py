@@ -55,7 +55,7 @@ def pytest_collection_modifyitems(config, items) -> None:
 
 # Tiers whose tests share one real cluster and the machine-wide state around
 # it (the nodes' namespaces, iptables rules, the cluster directory).
-ON_A_CLUSTER = ("integration", "browser", "vagrant")
+ON_A_CLUSTER = ("integration", "vagrant")  # the browser tests render reports only
 
 
 @pytest.hookimpl(optionalhook=True)

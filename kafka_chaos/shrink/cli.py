@@ -26,7 +26,7 @@ from harness.rates import rate_text
 from kafka_chaos.child_run import needs_own_process, run_in_child
 from kafka_chaos.options import build_spec
 from kafka_chaos.run import run_test
-from kafka_chaos.shrink.recipe import Recipe
+from kafka_chaos.shrink.recipe import CUT_KINDS, Recipe
 from kafka_chaos.shrink.search import Budget, Search
 from reports.index import write_index
 from reports.render import write_report
@@ -42,7 +42,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "load), keeping each that still shows the anomaly in K of N runs.",
     )
     p.add_argument("run_dir", type=Path, metavar="RUN_DIR")
-    p.add_argument("--anomaly", help="the check to keep failing (default: every error found)")
+    p.add_argument(
+        "--anomaly", help="the check to keep finding, a warning too (default: the errors found)"
+    )
     p.add_argument("--repeat", type=int, default=3, help="N: runs per candidate (default 3)")
     p.add_argument("--k", type=int, default=1, help="K: failing runs that make it fail")
     p.add_argument("--budget", default="2h", help="wall time, e.g. 90m, 2h (default 2h)")
@@ -53,6 +55,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         default=3,
         metavar="M",
         help="re-run the result M more times for its reproduction rate (default 3)",
+    )
+    p.add_argument(
+        "--cuts",
+        default=",".join(CUT_KINDS),
+        help=f"the kinds of cut to try, of {','.join(CUT_KINDS)} (default: all, in that order)",
     )
     p.add_argument("--store", type=Path, default=store_mod.DEFAULT_STORE)
     p.add_argument(
@@ -75,12 +82,21 @@ def parse_budget(text: str) -> float:
     return seconds
 
 
-def anomalies(results: dict[str, Any]) -> set[str]:
-    """The error-severity checks that found something."""
+def parse_cuts(text: str) -> tuple[str, ...]:
+    """``faults,time`` as the cut families to try; an unknown one is a one-line error."""
+    kinds = tuple(k.strip() for k in text.split(",") if k.strip())
+    unknown = [k for k in kinds if k not in CUT_KINDS]
+    if unknown or not kinds:
+        raise ConfigError(f"--cuts: {text!r}; known: {', '.join(CUT_KINDS)}")
+    return kinds
+
+
+def anomalies(results: dict[str, Any], errors_only: bool = True) -> set[str]:
+    """The checks that found something: of error severity, or of any."""
     return {
         name
         for name, c in results.get("checks", {}).items()
-        if c.get("count", 0) > 0 and c.get("severity") == "error"
+        if c.get("count", 0) > 0 and (c.get("severity") == "error" or not errors_only)
     }
 
 
@@ -88,7 +104,8 @@ def _shrink(args: argparse.Namespace) -> int:
     run = store_mod.resolve_run_dir(args.run_dir)
     config = run.read_json(store_mod.CONFIG)
     schedule = run.read_json(store_mod.SCHEDULE)
-    found = anomalies(run.read_json(store_mod.RESULTS))
+    # By default the errors; --anomaly may name a warning the run found, too.
+    found = anomalies(run.read_json(store_mod.RESULTS), errors_only=not args.anomaly)
     keep = {args.anomaly} if args.anomaly else found
     if not keep or not keep <= found:
         raise ConfigError(
@@ -104,7 +121,7 @@ def _shrink(args: argparse.Namespace) -> int:
     search = (
         Search.resume(start, json.loads(log_path.read_text()))
         if log_path.exists()
-        else Search(start, k=args.k, n=args.repeat)
+        else Search(start, k=args.k, n=args.repeat, kinds=parse_cuts(args.cuts))
     )
     stopping = threading.Event()
     previous = {s: signal.signal(s, lambda *_: stopping.set()) for s in _SIGNALS}
@@ -119,7 +136,7 @@ def _shrink(args: argparse.Namespace) -> int:
         if outcome.interrupted:
             stopping.set()
             return False, str(outcome.run_dir.path)
-        got = anomalies(outcome.run_dir.read_json(store_mod.RESULTS))
+        got = anomalies(outcome.run_dir.read_json(store_mod.RESULTS), errors_only=False)
         failed = bool(got & keep)
         print(f"  run {outcome.run_dir.path}: {'FAILS' if failed else 'passes'}", flush=True)
         return failed, str(outcome.run_dir.path)

@@ -82,12 +82,15 @@ def _without_name(options: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def cuts(recipe: Recipe) -> Iterator[tuple[str, Recipe]]:
-    """Every one-change smaller recipe, largest cut first, each with what it cut."""
-    yield from _fault_cuts(recipe)
-    yield from _time_cuts(recipe)
-    yield from _duration_cuts(recipe)
-    yield from _load_cuts(recipe)
+def cuts(recipe: Recipe, kinds: tuple[str, ...] = ()) -> Iterator[tuple[str, Recipe]]:
+    """Every one-change smaller recipe, largest cut first, each with what it cut.
+
+    ``kinds`` (of ``CUT_KINDS``) keeps only those families: a user who knows
+    the fault is needed, or the load is, need not spend runs proving it.
+    """
+    for kind in CUT_KINDS:
+        if not kinds or kind in kinds:
+            yield from _CUTS[kind](recipe)
 
 
 def _fault_cuts(recipe: Recipe) -> Iterator[tuple[str, Recipe]]:
@@ -166,3 +169,12 @@ def _load_cuts(recipe: Recipe) -> Iterator[tuple[str, Recipe]]:
         smaller = max(floor, value // 2 if isinstance(value, int) else value / 2)
         if smaller < value:
             yield f"halve {path} to {smaller:g}", recipe.with_(**{path: smaller})
+
+
+_CUTS = {
+    "faults": _fault_cuts,
+    "time": _time_cuts,
+    "durations": _duration_cuts,
+    "load": _load_cuts,
+}
+CUT_KINDS = tuple(_CUTS)  # largest first

@@ -59,6 +59,7 @@ class Search:
     log: list[Judged] = field(default_factory=list)
     current: Recipe | None = None
     stop_reason: str = ""
+    kinds: tuple[str, ...] = ()  # the cut families to try (recipe.CUT_KINDS); () for all
 
     def __post_init__(self) -> None:
         if not 1 <= self.k <= self.n:
@@ -80,7 +81,7 @@ class Search:
         progress = True
         while progress:
             progress = False
-            for what, candidate in cuts(self.current):
+            for what, candidate in cuts(self.current, self.kinds):
                 if stop():
                     self.stop_reason = "stopped"
                     return self.current
@@ -128,7 +129,8 @@ class Search:
         """A search picked up from its saved log: judged candidates are not run again."""
         log = [Judged(**j) for j in saved.get("steps", [])]
         current = Recipe(saved["result"]["options"]) if "result" in saved else None
-        return cls(start, k=saved["k"], n=saved["n"], log=log, current=current)
+        kinds = tuple(saved.get("kinds", ()))
+        return cls(start, k=saved["k"], n=saved["n"], log=log, current=current, kinds=kinds)
 
     def to_dict(self) -> dict[str, Any]:
         assert self.current is not None
@@ -142,6 +144,7 @@ class Search:
                 "options": self.current.options,
             },
             "stop_reason": self.stop_reason,
+            "kinds": list(self.kinds),
             "runs": sum(len(j.runs) for j in self.log),
             "steps": [j.to_dict() for j in self.log],
         }

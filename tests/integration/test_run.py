@@ -173,7 +173,8 @@ def test_two_scenario_suite_writes_junit_and_index(kafka_cluster: Cluster, tmp_p
         "  - scenario: broker-failover\n"
         # a kill at 2.5-7.5 s that heals by 16.5 s, whatever the seed
         f"    options: {{time_limit_s: 22, cluster: {{name: {kafka_cluster.name}}},"
-        " nemesis: {interval_s: 5, duration_s: 9}}\n"
+        " nemesis: {interval_s: 5, duration_s: 9},"
+        " checker: {availability_min_rate: 800.0}}\n"  # rate-under-failure's promise
         "  - scenario: pubsub-vs-queue\n"  # its producers on the Java client, in a child process
         f"    options: {{time_limit_s: 15, cluster: {{name: {kafka_cluster.name}}},"
         " producer: {client: java}}\n"
@@ -193,6 +194,11 @@ def test_two_scenario_suite_writes_junit_and_index(kafka_cluster: Cluster, tmp_p
     history = ops(run / "history.jsonl")
     kills = [op for op in history if op["f"] == "kill" and op["value"]["phase"] == "start"]
     assert kills, "broker-failover injected no kill"
+    # And 1000 msg/s held at 800 or more while the leader was down.
+    results = json.loads((run / "results.json").read_text())
+    availability = results["stats"]["availability"]
+    assert availability["threshold"] == 800.0 and availability["faults"], availability
+    assert results["checks"]["availability"]["valid"] is True
     # Within one group, every message is read exactly once (nothing crashed).
     groups = _reads_per_group(tmp_path / "store" / "pubsub-vs-queue")
     assert len(groups) == 2

@@ -1,6 +1,7 @@
 """The seed-lab presets that the suite test does not cover assert their expected verdicts.
 
-(broker-failover and pubsub-vs-queue run in test_run's two-scenario suite.)
+(broker-failover and pubsub-vs-queue run in test_run's two-scenario suite, the
+first with rate-under-failure's availability threshold.)
 """
 
 from __future__ import annotations
@@ -35,9 +36,9 @@ def test_consumer_failover_keeps_full_group_coverage(kafka_cluster: Cluster, tmp
         tmp_path,
         "consumer-failover",
         "--time-limit",
-        "30",
+        "22",
         "--consumer-crash-interval",
-        "8",
+        "7",
     )
     history = ops(run / "history.jsonl")
     crashes = [op for op in history if op["f"] == "crash"]
@@ -49,8 +50,11 @@ def test_consumer_failover_keeps_full_group_coverage(kafka_cluster: Cluster, tmp
 
 def test_consumer_failover_under_the_new_group_protocol(kafka_cluster: Cluster, tmp_path: Path):
     """KIP-848: the broker reassigns a crashed member's partitions; coverage holds."""
-    # 30 s of the preset's 40: still two crashes (every 12 s), each reassigned.
-    run = run_scenario(kafka_cluster, tmp_path, "consumer-failover-kip848", "--time-limit", "30")
+    # 22 s of the preset's 40, crashing every 7 s: still crashes, each reassigned.
+    run = run_scenario(
+        kafka_cluster, tmp_path, "consumer-failover-kip848",
+        "--time-limit", "22", "--consumer-crash-interval", "7",
+    )  # fmt: skip
     history = ops(run / "history.jsonl")
     subscribes = [op for op in history if op["f"] == "subscribe" and op["type"] == "ok"]
     assert subscribes and all(op["value"]["protocol"] == "consumer" for op in subscribes)
@@ -58,15 +62,6 @@ def test_consumer_failover_under_the_new_group_protocol(kafka_cluster: Cluster, 
     results = json.loads((run / "results.json").read_text())
     for check in ("group-unowned", "group-double-ownership", "group-commit-past-unread"):
         assert results["checks"][check]["count"] == 0, check
-
-
-def test_rate_holds_while_a_node_is_down(kafka_cluster: Cluster, tmp_path: Path):
-    run = run_scenario(kafka_cluster, tmp_path, "rate-under-failure", "--time-limit", "35")
-    results = json.loads((run / "results.json").read_text())
-    availability = results["stats"]["availability"]
-    assert availability["threshold"] == 800.0
-    assert availability["faults"], "no node was killed"
-    assert results["checks"]["availability"]["valid"] is True
 
 
 @pytest.fixture(scope="module")
@@ -118,26 +113,26 @@ def test_unclean_leader_election_loses_acknowledged_writes(unclean_run: Path):
 
 
 def test_shrinking_the_unclean_run_keeps_the_loss_in_a_shorter_run(unclean_run: Path):
-    """Two candidates on the real cluster: without its one fault the run loses nothing
-    (refused); ended 10 s after the heal, it still loses acknowledged writes (kept)."""
+    """One candidate on the real cluster, the run ended 10 s after the heal: it still
+    loses acknowledged writes, so it is kept.  (Time cuts only: a run without the
+    fault costs 80 s here to prove what tests/unit/test_shrink_search.py shows.)"""
     store = unclean_run.parents[1]
     proc = kafka_chaos(
-        "shrink", str(unclean_run), "--repeat", "1", "--max-runs", "2", "--confirm", "0",
-        "--store", str(store), timeout=600,
+        "shrink", str(unclean_run), "--cuts", "time", "--repeat", "1", "--max-runs", "1",
+        "--confirm", "0", "--store", str(store), timeout=600,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     log = json.loads((unclean_run / "shrink.json").read_text())
     assert log["anomaly"] == sorted(_errors(unclean_run)) and "acked-lost" in log["anomaly"]
     steps = log["steps"]
-    assert [s["what"].split(" ")[0] for s in steps] == ["drop", "end"], steps
-    assert steps[0]["kept"] is False and steps[1]["kept"] is True, steps
+    assert [(s["what"].split(" ")[0], s["kept"]) for s in steps] == [("end", True)], steps
     # Every verdict is the runs' own: each run's results say what the log says.
     for step in steps:
         for r in step["runs"]:
             assert bool(_errors(Path(r["run"])) & set(log["anomaly"])) is r["failed"], r
     start, result = log["start"]["size"], log["result"]["size"]
     assert result["faults"] == start["faults"] == 1 and result["seconds"] < start["seconds"]
-    shrunk = Path(steps[1]["runs"][-1]["run"])
+    shrunk = Path(steps[0]["runs"][-1]["run"])
     assert json.loads((shrunk / "results.json").read_text())["checks"]["acked-lost"]["count"] > 0
     assert (shrunk / "shrink.json").exists()
     assert 'id="shrunk"' in (shrunk / "report.html").read_text()

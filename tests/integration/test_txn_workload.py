@@ -55,7 +55,7 @@ def clean_txn_runs(kafka_cluster: Cluster, tmp_path_factory) -> dict[str, Path]:
     proc = kafka_chaos(*run_args(
         kafka_cluster, tmp_path_factory.mktemp("txn-clean"), "--workload", "txn",
         "--client", "both",
-        "--time-limit", "25",
+        "--time-limit", "20",
         "--faults", "none",
         "--abort-probability", "0.2",
         "--consumer-crash-interval", "8",

@@ -141,3 +141,24 @@ def test_the_budget_reads_as_a_duration_or_is_one_line() -> None:
                           "duplicate": {"count": 2, "severity": "warning"},
                           "lost-write": {"count": 0, "severity": "error"}}}  # fmt: skip
     assert anomalies(results) == {"acked-lost"}
+    assert anomalies(results, errors_only=False) == {"acked-lost", "duplicate"}
+
+
+def test_only_the_chosen_kinds_of_cut_are_tried() -> None:
+    import pytest
+
+    from harness.errors import ConfigError
+    from kafka_chaos.shrink.cli import parse_cuts
+    from kafka_chaos.shrink.recipe import CUT_KINDS
+
+    start = recipe_of(3, [8.0, 8.0, 8.0])
+    assert {w.split(" ")[0] for w, _ in cuts(start, ("time",))} == {"end", "halve"}
+    assert all(r.faults == start.faults for _, r in cuts(start, ("time",)))
+    cluster = SimulatedCluster({0: 8.0}, 1.0, 0)
+    search = Search(start, kinds=("time",))
+    result = search.run(cluster.run_once, Budget(runs=50, seconds=60))
+    assert result.faults == start.faults and result.time_limit_s < start.time_limit_s
+    assert Search.resume(start, search.to_dict()).kinds == ("time",)
+    assert parse_cuts("faults, time") == ("faults", "time") and CUT_KINDS[0] == "faults"
+    with pytest.raises(ConfigError, match="--cuts: 'nodes'; known: faults, time"):
+        parse_cuts("nodes")

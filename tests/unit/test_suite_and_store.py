@@ -18,8 +18,9 @@ def test_sample_nightly_suite_loads():
     assert expects["unclean-leader-election"] == "invalid"
     assert expects["unclean-leader-election-safe"] == "valid"
     assert expects["kill-partition-kraft"] == "valid"
-    # Every preset, so every family of checks, runs nightly; the hunt is measured apart.
-    assert set(SCENARIOS) - set(expects) == {"txn-pause-hunt"}
+    # Every preset, so every family of checks, runs nightly; the hunts are measured apart.
+    assert set(SCENARIOS) - set(expects) == {s for s in SCENARIOS if "hunt" in s}
+    assert {"txn-pause-hunt", "hunt-txn-stale-endtxn", "hunt-share-failover"} <= set(SCENARIOS)
 
 
 def test_suite_errors_name_the_entry(tmp_path):

@@ -54,3 +54,19 @@ def test_group_and_share_coordinator_targets_name_the_runs_first_group() -> None
     assert first_group(share) == "chaos-1-s0"
     # Kafka's SharePartitionKey.asCoordinatorKey: "%s:%s:%d" of group, topic id, partition.
     assert share_partition_key("g", "AAAAAAdbzRUAAAAAOt5osQ", 3) == "g:AAAAAAdbzRUAAAAAOt5osQ:3"
+
+
+def test_a_topic_id_is_written_as_kafka_writes_it() -> None:
+    """Seen on a live 4.4.0 cluster: share state for a topic whose id confluent-kafka
+    prints as 12laVv5LSSiujgnqeEa/Bg went to the __share_group_state partition that
+    12laVv5LSSiujgnqeEa_Bg (URL-safe, as Kafka's Uuid.toString) hashes to."""
+    import base64
+
+    from harness.admin import kafka_uuid
+
+    raw = base64.b64decode("12laVv5LSSiujgnqeEa/Bg==")
+    msb = int.from_bytes(raw[:8], "big", signed=True)
+    lsb = int.from_bytes(raw[8:], "big", signed=True)
+    assert kafka_uuid(msb, lsb) == "12laVv5LSSiujgnqeEa_Bg"
+    group = "probe-5a435287-s0"
+    assert coordinator_partition(f"{group}:12laVv5LSSiujgnqeEa_Bg:0", 50) == 16
