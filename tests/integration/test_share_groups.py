@@ -16,11 +16,6 @@ from harness.cluster import Cluster
 pytestmark = pytest.mark.integration
 
 
-# A 6 s lock instead of 15: held records come back, and the final drain (which waits
-# one lock and a margin of quiet) ends, 9 s sooner.
-SHORT_LOCK = ("--share-lock-ms", "6000")
-
-
 def accepted_by_group(history: list[dict]) -> dict[str, dict[int, list[int]]]:
     """Per share group, each value's committed accepts and rejects (who made them)."""
     out: dict[str, dict[int, list[int]]] = defaultdict(lambda: defaultdict(list))
@@ -51,7 +46,7 @@ def test_two_share_groups_each_accept_everything_load_shared_on_both_clients(
     # 12 s of the preset's 30: 3,600 records, each group's members all take some.
     proc = kafka_chaos(*run_args(
         kafka_cluster, tmp_path, "--scenario", "pubsub-vs-queue-share", "--time-limit", "12",
-        "--client", "both", *SHORT_LOCK,
+        "--client", "both",
     ))  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     assert proc.stdout.count("expectation held") == 2, proc.stdout
@@ -82,7 +77,7 @@ def test_a_crashed_members_records_come_back_after_their_lock(kafka_cluster: Clu
     # 25 s of the preset's 45, crashing every 8 s: still crashes holding records.
     run = run_scenario(
         kafka_cluster, tmp_path, "share-group-consumer-crash",
-        "--time-limit", "25", "--consumer-crash-interval", "8", *SHORT_LOCK,
+        "--time-limit", "25", "--consumer-crash-interval", "8",
     )  # fmt: skip
     history = ops(run / "history.jsonl")
     crashed = {op["process"]: op["time"] for op in history if op["f"] == "crash"}
@@ -117,9 +112,7 @@ def test_a_crashed_members_records_come_back_after_their_lock(kafka_cluster: Clu
 
 def test_killing_the_share_partition_leader_loses_nothing(kafka_cluster: Cluster, tmp_path: Path):
     # 30 s of the preset's 50: the first kill (at 4-12 s, for 12 s) always fits.
-    run = run_scenario(
-        kafka_cluster, tmp_path, "share-group-broker-kill", "--time-limit", "30", *SHORT_LOCK
-    )
+    run = run_scenario(kafka_cluster, tmp_path, "share-group-broker-kill", "--time-limit", "30")
     history = ops(run / "history.jsonl")
     kills = [op for op in history if op["f"] == "kill" and op["value"].get("phase") == "start"]
     assert kills, "no broker was killed"
