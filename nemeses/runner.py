@@ -70,7 +70,7 @@ class NemesisRunner:
         self._lock = threading.Lock()
         self._active: FaultOp | None = None
         self._t0 = 0.0
-        if spec.nemesis.faults and not self.schedule.ops:
+        if spec.nemesis.faults and spec.nemesis.schedule is None and not self.schedule.ops:
             # Shown, never hidden: a run asked for faults and gets none.
             log.warning(
                 "nemesis: no %s fault fits in this %.0f s run (a gap of ~%.0f s, then %.0f s "

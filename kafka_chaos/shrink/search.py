@@ -4,8 +4,9 @@ A candidate *fails* when at least ``k`` of ``n`` runs show the anomaly
 (default 1 of 3): real clusters are flaky, so one passing run proves little.
 Runs stop early once the verdict is certain (k failures seen, or too few runs
 left to reach k).  The search keeps the first failing cut of the current
-recipe and starts again from the largest cuts of the new one; it ends when
-no cut fails, or when the budget of runs or wall time is spent.
+recipe and starts again from the largest cuts of the new one (skipping fault
+drops already refused: ``_dropped_in_vain``); it ends when no cut fails, or
+when the budget of runs or wall time is spent.
 
 Every judged candidate goes into the log with each run's outcome, so a
 search resumed from its log never runs a candidate twice, and a kept
@@ -88,6 +89,8 @@ class Search:
                 if not budget.left():
                     self.stop_reason = "budget spent"
                     return self.current
+                if self._dropped_in_vain(what):
+                    continue
                 verdict = self._judge(what, candidate, run_once, budget, stop)
                 on_step(self)
                 if verdict is not None and verdict.failing:
@@ -98,6 +101,18 @@ class Search:
                     break
         self.stop_reason = "no smaller recipe fails"
         return self.current
+
+    def _dropped_in_vain(self, what: str) -> bool:
+        """Whether these faults were dropped before, from a larger recipe, and it passed.
+
+        ddmin assumes monotony: if a run still needs a fault when it lasts
+        longer or carries more load, it needs it in a smaller run too.  So a
+        fault drop refused once is not tried again after a time, duration or
+        load cut; without this, every kept cut re-ran every refused drop.
+        """
+        return what.startswith("drop fault") and any(
+            j.what == what and j.complete and not j.failing for j in self.log
+        )
 
     def _judge(
         self,

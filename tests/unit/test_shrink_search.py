@@ -162,3 +162,13 @@ def test_only_the_chosen_kinds_of_cut_are_tried() -> None:
     assert parse_cuts("faults, time") == ("faults", "time") and CUT_KINDS[0] == "faults"
     with pytest.raises(ConfigError, match="--cuts: 'nodes'; known: faults, time"):
         parse_cuts("nodes")
+
+
+def test_a_refused_fault_drop_is_not_run_again_after_a_smaller_cut() -> None:
+    start = recipe_of(2, [8.0, 8.0])
+    cluster = SimulatedCluster({0: 8.0, 1: 8.0}, 1.0, 0)  # both faults are needed
+    search = Search(start)
+    search.run(cluster.run_once, Budget(runs=2000, seconds=60))
+    drops = [j.what for j in search.log if j.what.startswith("drop fault")]
+    assert len(drops) == len(set(drops)) == 2, drops  # each judged once, though cuts were kept
+    assert any(j.kept for j in search.log)
