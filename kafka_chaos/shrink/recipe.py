@@ -72,7 +72,18 @@ class Recipe:
 
 def _plan(op: dict[str, Any]) -> dict[str, Any]:
     """A recorded op as a plan to replay: when, what, for how long, on whom."""
-    keep = ("at_s", "duration_s", "f", "id", "params", "target", "targets")
+    # started_s/applied_s: how long applying it took in the source run (replay clears them)
+    keep = (
+        "at_s",
+        "duration_s",
+        "f",
+        "id",
+        "params",
+        "target",
+        "targets",
+        "started_s",
+        "applied_s",
+    )
     return {k: copy.deepcopy(op[k]) for k in keep if k in op}
 
 
@@ -134,10 +145,14 @@ def _time_cuts(recipe: Recipe) -> Iterator[tuple[str, Recipe]]:
 
 
 def _duration_cuts(recipe: Recipe) -> Iterator[tuple[str, Recipe]]:
+    """Halve one fault's duration, never below what applying it took in the source run:
+    a scripted fault (unclean-election waits for the ISR to shrink) that is still being
+    applied when its heal is due heals late, or after the run has ended."""
     faults = recipe.faults
     for i, f in enumerate(faults):
         d = f.get("duration_s", 0)
-        if d / 2 >= MIN_FAULT_S:
+        applying = (f.get("applied_s") or 0) - (f.get("started_s") or 0)
+        if d / 2 >= max(MIN_FAULT_S, applying):
             shorter = [dict(g) for g in faults]
             shorter[i]["duration_s"] = d / 2
             yield (

@@ -172,3 +172,14 @@ def test_a_refused_fault_drop_is_not_run_again_after_a_smaller_cut() -> None:
     drops = [j.what for j in search.log if j.what.startswith("drop fault")]
     assert len(drops) == len(set(drops)) == 2, drops  # each judged once, though cuts were kept
     assert any(j.kept for j in search.log)
+
+
+def test_a_duration_is_never_halved_below_the_time_its_fault_took_to_apply() -> None:
+    from harness.spec import TestSpec
+
+    options = TestSpec(name="t", seed=1, time_limit_s=60.0).to_dict()
+    op = {"id": 0, "f": "unclean-election", "at_s": 5.0, "duration_s": 40.0,
+          "target": "leader", "targets": ["n2"], "started_s": 5.0, "applied_s": 31.0}  # fmt: skip
+    halved = [w for w, _ in cuts(Recipe.of(options, [op]), ("durations",))]
+    assert halved == []  # 20 s < the 26 s it took to apply
+    assert [w for w, _ in cuts(Recipe.of(options, [{**op, "applied_s": 9.0}]), ("durations",))]
