@@ -15,6 +15,7 @@ import itertools
 import json
 import math
 import random
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,8 +54,8 @@ def draft(kind: str, rng: random.Random, ctx: Ctx) -> Draft:
     """One fault of ``kind``: the nemesis options decide the targeting, the kind the rest."""
     k = registry.kind(kind)
     if ctx.targets != "random" and k.targetable:
-        params = {"topic": ctx.topic} if ctx.targets == "leader" and ctx.topic else {}
-        params.update(k.targeted_params(rng, ctx))
+        # No params.topic: the fault acts on whichever run replays it (``replay_of``).
+        params = dict(k.targeted_params(rng, ctx))
         return Draft(kind, [], ctx.targets, params)
     targets, params = k.draw(rng, ctx)
     return Draft(kind, targets, params=params)
@@ -274,6 +275,10 @@ def for_spec(
     return generate(spec, nodes, time_limit_s, seed, topic)
 
 
+# A run's own topic: its base name and the run's id (kafka_chaos.run), e.g. chaos-20261125t111818z.
+RUN_TOPIC = re.compile(r".+-\d{8}t\d{6}z$")
+
+
 def replay_of(recorded: Schedule, source: str) -> Schedule:
     """A fresh copy of a recorded schedule: resolved targets fixed, results cleared."""
     ops = []
@@ -281,6 +286,10 @@ def replay_of(recorded: Schedule, source: str) -> Schedule:
         data = op.to_dict()
         for name in REALISED_FIELDS:
             data.pop(name, None)
+        if RUN_TOPIC.match(str(data.get("params", {}).get("topic", ""))):
+            # The recorded run's own topic (schedules recorded before 2026-11-27 name
+            # it): that topic is gone, and the fault belongs on this run's.
+            data["params"] = {k: v for k, v in data["params"].items() if k != "topic"}
         ops.append(registry.op_from_dict(data))
     return Schedule(
         ops=ops,

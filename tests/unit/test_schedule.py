@@ -167,7 +167,7 @@ def test_leader_targeting_leaves_targets_open_but_rolling_restarts_name_everyone
     ops = sch.generate(spec, NODES, 200, seed=4, topic="t").ops
     for op in ops:
         if op.f == "kill":
-            assert op.targets == [] and op.target == "leader" and op.params == {"topic": "t"}
+            assert op.targets == [] and op.target == "leader" and op.params == {}
         else:
             assert sorted(op.targets) == NODES
 
@@ -231,3 +231,18 @@ def test_the_model_sees_a_clock_fault_left_in_place():
     assert model.broken() == ["n2 strobing", "n2 clock off by -500 ms"]
     model.heal_all()
     assert model.broken() == []
+
+
+def test_a_replay_acts_on_its_own_runs_topic_not_the_recorded_runs() -> None:
+    """Schedules recorded before 2026-11-27 name their run's topic in a leader-targeted
+    fault; replayed, an unclean-election waited 40 s for a topic that no longer existed."""
+    recorded = [
+        {"id": 0, "f": "unclean-election", "at_s": 5, "duration_s": 40, "targets": ["n3"],
+         "target": "leader", "params": {"topic": "chaos-20261127t080902z", "partition": 0}},
+        {"id": 1, "f": "kill", "at_s": 50, "duration_s": 5, "targets": ["n1"],
+         "target": "leader", "params": {"topic": "orders"}},
+    ]  # fmt: skip
+    spec = NemesisSpec(faults=["kill"], schedule=recorded)
+    ops = sch.for_spec(spec, NODES, 60, seed=1).ops
+    assert ops[0].params == {"partition": 0} and ops[0].targets == ["n3"]
+    assert ops[1].params == {"topic": "orders"}  # a topic the user named stays
