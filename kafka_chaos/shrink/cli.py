@@ -17,6 +17,7 @@ import json
 import shutil
 import signal
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from kafka_chaos.child_run import needs_own_process, run_in_child
 from kafka_chaos.options import build_spec
 from kafka_chaos.run import run_test
 from kafka_chaos.shrink.recipe import CUT_KINDS, Recipe
-from kafka_chaos.shrink.search import Budget, Search
+from kafka_chaos.shrink.search import Budget, RunOnce, Search
 from reports.index import write_index
 from reports.render import write_report
 
@@ -143,8 +144,12 @@ def _shrink(args: argparse.Namespace) -> int:
 
     announced: set[tuple[int, bool]] = set()
 
+    kept_confirm = json.loads(log_path.read_text()).get("confirm") if log_path.exists() else None
+
     def save(s: Search) -> None:
         saved = {**s.to_dict(), "anomaly": sorted(keep), "source": str(run.path)}
+        if kept_confirm:  # a resumed search keeps the confirming runs it had
+            saved["confirm"] = kept_confirm
         log_path.write_text(json.dumps(saved, indent=1))
         last = s.log[-1] if s.log else None
         if last is not None and last.complete and (len(s.log), last.kept) not in announced:
@@ -160,11 +165,11 @@ def _shrink(args: argparse.Namespace) -> int:
             on_step=save,
             stop=stopping.is_set,
         )
-    finally:
+        save(search)
+        confirm = _confirm(result, run_once, args.confirm, stopping.is_set, log_path)
+    finally:  # SIGTERM stops the confirming runs cleanly too
         for s, handler in previous.items():
             signal.signal(s, handler)
-    save(search)
-    confirm = _confirm(search, result, run_once, args.confirm, stopping.is_set, log_path)
     shrunk = _shrunk_run(search)
     if shrunk is not None:
         _publish(shrunk, log_path)
@@ -173,11 +178,10 @@ def _shrink(args: argparse.Namespace) -> int:
 
 
 def _confirm(
-    search: Search,
     result: Recipe,
-    run_once: Any,
+    run_once: RunOnce,
     times: int,
-    stopping: Any,
+    stopping: Callable[[], bool],
     log_path: Path,
 ) -> list[dict[str, Any]]:
     """Re-run the result ``times`` times, apart from the search, for an unbiased rate.

@@ -183,3 +183,31 @@ def test_a_duration_is_never_halved_below_the_time_its_fault_took_to_apply() -> 
     halved = [w for w, _ in cuts(Recipe.of(options, [op]), ("durations",))]
     assert halved == []  # 20 s < the 26 s it took to apply
     assert [w for w, _ in cuts(Recipe.of(options, [{**op, "applied_s": 9.0}]), ("durations",))]
+
+
+def test_confirming_runs_are_saved_and_not_run_again_for_the_same_result(tmp_path) -> None:
+    import json
+
+    from kafka_chaos.shrink.cli import _confirm
+
+    result = recipe_of(1, [8.0])
+    log = tmp_path / "shrink.json"
+    log.write_text(json.dumps({"steps": []}))
+    outcomes = iter([True, False, True, True])
+    ran: list[Recipe] = []
+
+    def run_once(recipe: Recipe) -> tuple[bool, str]:
+        ran.append(recipe)
+        return next(outcomes), f"run-{len(ran)}"
+
+    first = _confirm(result, run_once, 2, lambda: False, log)
+    assert [r["failed"] for r in first] == [True, False] and len(ran) == 2
+    saved = json.loads(log.read_text())["confirm"]
+    assert saved["key"] == result.key() and saved["runs"] == first
+    # Resumed with one more wanted: only the third runs; a stop ends it at once.
+    assert [r["run"] for r in _confirm(result, run_once, 3, lambda: False, log)] == [
+        "run-1",
+        "run-2",
+        "run-3",
+    ]
+    assert _confirm(recipe_of(2, [8.0, 8.0]), run_once, 3, lambda: True, log) == []
