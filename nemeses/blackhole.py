@@ -43,7 +43,6 @@ class Blackhole(NodeFault):
     """Drop (never refuse) clients' requests to the target broker; ``params``: port."""
 
     name = "blackhole"
-    flag = "blackhole"
     targetable = True
     sweeps = (partition.RULES_SWEEP,)
 
@@ -68,7 +67,8 @@ class Blackhole(NodeFault):
         super().heal(cluster, op, nodes)
         return {"port": self._port(op)}
 
-    # On the model, the fault is its rules, which the rules' sweep removes too.
+    # On the model the fault is its rules, not a flag (NodeFault's): the rules' sweep
+    # removes them after a crash, as it does on a real node.
     def model_start(self, model: Model, op: FaultOp) -> None:
         rule_tag = partition.tag(model.name, op.id)
         for node in op.targets:
