@@ -142,6 +142,14 @@ class HistoryBuilder:
             process, "ok", "commit", {"group": group, "offsets": [list(o) for o in offsets]}
         )
 
+    def committed(
+        self, process: int, group: str, offsets: list[tuple[str, int, int]], at: str = "end"
+    ) -> int:
+        """A read of the group's committed offsets that returned ``offsets`` (-1: none)."""
+        v = {"group": group, "partitions": [[t, p] for t, p, _ in offsets], "at": at}
+        self.op(process, "invoke", "committed", v)
+        return self.op(process, "ok", "committed", {**v, "offsets": [list(o) for o in offsets]})
+
     def crash(self, process: int, reason: str = "test") -> int:
         return self.op(process, "info", "crash", {"reason": reason})
 

@@ -149,7 +149,9 @@ def rows_of(op: dict[str, Any], invoke: int | None = None) -> list[dict[str, Any
     )
     if f in ("rebalance", "assign"):  # pairs checked by check_value
         line.update({k: _pairs(v.get(k)) for k in ("partitions", "assigned", "revoked")})
-    if f in ("commit", "seek"):
+    if f == "committed":
+        line["partitions"] = _pairs(v.get("partitions"))
+    if f in ("commit", "seek", "committed"):
         line["offsets"] = _triples(v.get("offsets"))
     if f == "drain":
         line.update({k: _typed(v, k, int) for k in DRAIN_BOUNDS})
@@ -321,6 +323,11 @@ def check_value(lineno: int, op: dict[str, Any], path: Path) -> None:
                 _check_pairs(value[key], 2, key, path, lineno)
     elif f in ("commit", "seek") and "offsets" in value:
         _check_pairs(value["offsets"], 3, "offsets", path, lineno)
+    elif f == "committed":
+        _check_pairs(value.get("partitions", []), 2, "partitions", path, lineno)
+        if typ == "ok":
+            _need("offsets" in value, path, lineno, "committed ok needs value.offsets")
+            _check_pairs(value["offsets"], 3, "offsets", path, lineno)
     elif f == "txn" and op["process"] != NEMESIS:
         _check_txn(value, typ, path, lineno)
     elif f == "drain" and op["process"] != NEMESIS:

@@ -30,10 +30,11 @@ from checkers.line_rows import ROWS
 NAMES = ("partitions", "assigned", "revoked", "offsets", "rebalanced")
 # The lines whose rows hold each list (``checkers.line_rows.rows_of``).
 USED_BY = {
-    "partitions": ("rebalance", "assign"),
+    "partitions": ("rebalance", "assign", "committed"),
     "assigned": ("rebalance", "assign"),
     "revoked": ("rebalance", "assign"),
-    "offsets": ("commit", "seek"),  # a txn's go on its commit row (checkers/txn_rows.py)
+    # a txn's offsets go on its commit row (checkers/txn_rows.py)
+    "offsets": ("commit", "seek", "committed"),
     "rebalanced": ("txn",),
 }
 ITEM = pa.struct([("topic", pa.string()), ("pt", pa.list_(pa.int64()))])  # after the rewrite

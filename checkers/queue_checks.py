@@ -13,6 +13,7 @@ from pyspark.sql import DataFrame
 
 from checkers.check import Context, Findings
 from checkers.collect import Found
+from checkers.commit_checks import COMMIT_REGRESSION, commit_regression
 from checkers.group_checks import (
     GROUP_COMMIT_PAST_UNREAD,
     GROUP_DOUBLE_OWNERSHIP,
@@ -51,6 +52,7 @@ class QueueFamily:
         GROUP_DOUBLE_OWNERSHIP,
         GROUP_UNOWNED,
         GROUP_COMMIT_PAST_UNREAD,
+        COMMIT_REGRESSION,
     )
 
     def applies(self, spec: CheckedSpec) -> bool:
@@ -63,7 +65,7 @@ class QueueFamily:
             send_checks(t, pairs)
             + poll_checks(t, pairs)
             + group_checks(t, checker.ownership_grace_s, checker.unowned_threshold_s)
-            + [acked_lost(absent(ctx))]
+            + [acked_lost(absent(ctx)), commit_regression(t)]
         )
 
     def findings(self, ctx: Context, found: Found) -> Findings:

@@ -242,6 +242,27 @@ SCENARIOS: dict[str, dict[str, Any]] = {
             "duration_s": 8.0,
         },
     },
+    "hunt-commit-lost": {
+        "description": "Hunt KAFKA-20634: kill or blackhole the leader of the group's "
+        "__consumer_offsets partition while members commit after every poll and crash; "
+        "every member reads the group's committed offsets after each assignment and at the "
+        "end, and none may be below a commit that had returned success.",
+        "expected_verdict": None,
+        "time_limit_s": 60.0,
+        "topic": SEED_LAB_TOPIC,
+        "consumer": {
+            "groups": 1,
+            "workers_per_group": 3,
+            "crash_interval_s": 10.0,
+            "commit": "manual",
+        },
+        "nemesis": {
+            "faults": ["kill", "blackhole"],
+            "targets": "group-coordinator",
+            "interval_s": 5.0,
+            "duration_s": 8.0,
+        },
+    },
     "hunt-share-failover": {
         "description": "Hunt share-group state under failover (KAFKA-19476 class): kill or "
         "blackhole the broker keeping the share group's state, apart from the partition "

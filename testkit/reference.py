@@ -26,6 +26,7 @@ from checkers.results import (
     verdict,
 )
 from checkers.spec_view import CheckedSpec
+from testkit.reference_commits import commit_regressions
 from testkit.reference_reads import (
     Anomalies,
     aborted_positions,
@@ -346,6 +347,7 @@ def check(ops: list[dict[str, Any]], config: dict[str, Any]) -> Anomalies:
             checker.get("unowned_threshold_s", 30.0),
             committed_only,
         ),
+        commit_regressions(ops),
     ):
         for name, keys in part.items():
             found[name] += keys
@@ -379,4 +381,6 @@ def key_of(check_name: str, ex: dict[str, Any]) -> tuple:
         return (ex["group"], ex["topic"], ex["partition"], round(ex["start_s"] * NS))
     if check_name == "group-commit-past-unread":
         return (ex["group"], ex["topic"], ex["partition"], tuple(ex["unread_offsets"]))
+    if check_name == "commit-regression":
+        return (ex["group"], ex["topic"], ex["partition"], ex["fetched"], ex["read_index"])
     raise KeyError(check_name)

@@ -20,6 +20,7 @@ from confluent_kafka import OFFSET_STORED, Consumer, KafkaError, KafkaException,
 
 from harness.errors import ConfigError
 from harness.spec import TestSpec
+from workloads.committed import NO_OFFSET, FetchFailed, Pairs, Triples, record_fetch
 from workloads.delivery_errors import classify_commit, error_name
 from workloads.history import HistoryWriter
 from workloads.values import CLIENT_LOGGER, Counter, decode_key, decode_payload
@@ -252,13 +253,40 @@ class ConsumerWorker(ClientSlot):
         self.topic = spec.topic.name
         self._muted = False  # a crashed incarnation's late callbacks are not recorded
         self.ownership = Ownership()
+        self._to_read: set[tuple[str, int]] = set()  # assigned, committed offsets not read yet
 
     def _begin_incarnation(self) -> None:
         """A new process number and a clean slate: nothing owned, nothing muted."""
         self.process = self.processes.next()
         self._muted = False
         self.ownership = Ownership()
+        self._to_read = set()
         self._crash_reason = None
+
+    def _read_committed(self, consumer: Any, at: str) -> None:
+        """Record the group's committed offsets: of the partitions assigned since
+        the last read (``at="assigned"``), or of all owned (``at="end"``)."""
+        if at == "assigned":
+            wanted = self._to_read
+        elif self.spec.consumer.mode == "assign":
+            wanted = {(self.topic, p) for p in self._assigned_partitions()}
+        else:
+            wanted = set(self.ownership.owned)
+        self._to_read = set()
+        if wanted:
+            record_fetch(
+                self.history, self.process, self.group, [list(tp) for tp in wanted], at,
+                lambda parts: self._committed_offsets(consumer, parts), _exc_name,
+            )  # fmt: skip
+
+    def _committed_offsets(self, consumer: Any, partitions: Pairs) -> Triples:
+        """librdkafka's OffsetFetch, bounded by its own timeout."""
+        tps = [TopicPartition(t, p) for t, p in partitions]
+        got = consumer.committed(tps, timeout=COMMIT_TIMEOUT_S)
+        bad = {error_name(tp.error) for tp in got if tp.error is not None}
+        if bad:
+            raise FetchFailed(",".join(sorted(bad)))
+        return [[tp.topic, tp.partition, tp.offset if tp.offset >= 0 else NO_OFFSET] for tp in got]
 
     def _incarnation(self) -> None:
         self._begin_incarnation()
@@ -280,6 +308,9 @@ class ConsumerWorker(ClientSlot):
                 self.stats.records += len(records)
                 if records and self.spec.consumer.commit == "manual":
                     self._commit(consumer, next_offsets(records))
+                if self._to_read:
+                    self._read_committed(consumer, "assigned")
+            self._read_committed(consumer, "end")
         except BaseException:
             self._muted = True
             close_quietly(consumer, f"close failed consumer {self.process}")
@@ -301,6 +332,7 @@ class ConsumerWorker(ClientSlot):
         self.history.append(self.process, "invoke", "assign", value)
         consumer.assign([TopicPartition(self.topic, p, OFFSET_STORED) for p in parts])
         self.history.append(self.process, "ok", "assign", value)
+        self._to_read = {(self.topic, p) for p in parts}
 
     def _subscribe_value(self) -> dict[str, Any]:
         return {"group": self.group, "topics": [self.topic], **protocol_field(self.spec)}
@@ -362,6 +394,9 @@ class ConsumerWorker(ClientSlot):
         if self._muted:
             return
         self.ownership.update(assigned, revoked)
+        self._to_read = (self._to_read | {(t, p) for t, p in assigned}) - {
+            (t, p) for t, p in revoked
+        }
         value = {"group": self.group, "assigned": assigned, "revoked": revoked, **extra}
         self.history.append(self.process, "ok", "rebalance", value)
         self.stats.rebalances += 1

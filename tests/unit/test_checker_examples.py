@@ -348,6 +348,87 @@ def lost_write_with_every_fault_failed(b):
     truncated_after_unclean_election(b)
 
 
+def commit_sync(b: HistoryBuilder, pid: int, offset: int, outcome: str = "ok") -> None:
+    """A manual commit of t-0 (invoke, then its outcome), as the workload records it."""
+    value = {"group": "g", "offsets": [["t", 0, offset]]}
+    b.op(pid, "invoke", "commit", value)
+    b.op(pid, outcome, "commit", value if outcome == "ok" else {**value, "error": "E"})
+
+
+def _consumed_and_committed(b: HistoryBuilder) -> None:
+    """Member 10 reads t-0 offsets 0..3, commits 2 then 4; both succeed."""
+    b.subscribe(10, "g", ["t"])
+    b.rebalance(10, "g", assigned=[("t", 0)])
+    for v in range(4):
+        b.send(1, v, 0, v)
+    b.poll(10, [("t", 0, 0, 0), ("t", 0, 1, 1)])
+    commit_sync(b, 10, 2)
+    b.poll(10, [("t", 0, 2, 2), ("t", 0, 3, 3)])
+    commit_sync(b, 10, 4)
+
+
+@case({"commit-regression": 1}, "invalid")
+def a_successful_commit_lost_by_the_coordinator(b):
+    """The KAFKA-20634 shape: the commit of 4 returned success, the coordinator
+    moved, and the next member to ask is told 2: the commit before it."""
+    _consumed_and_committed(b)
+    b.crash(10)
+    b.subscribe(11, "g", ["t"])
+    b.rebalance(11, "g", assigned=[("t", 0)])
+    b.committed(11, "g", [("t", 0, 2)], at="assigned")
+    drain(b, [("t", 0, o, o) for o in range(4)])
+
+
+@case({"commit-regression": 1}, "invalid")
+def a_successful_commit_gone_altogether(b):
+    _consumed_and_committed(b)
+    b.committed(10, "g", [("t", 0, -1)])
+    drain(b, [("t", 0, o, o) for o in range(4)])
+
+
+@case({}, "valid")
+def a_lower_commit_that_timed_out_lands_after_a_higher_one(b):
+    """Looks like a regression, is not: the commit of 2 timed out (outcome unknown)
+    before 4 succeeded, and may land after it; the read sees it landed."""
+    b.subscribe(10, "g", ["t"])
+    b.rebalance(10, "g", assigned=[("t", 0)])
+    for v in range(4):
+        b.send(1, v, 0, v)
+    b.poll(10, [("t", 0, 0, 0), ("t", 0, 1, 1)])
+    commit_sync(b, 10, 2, "info")
+    b.poll(10, [("t", 0, 2, 2), ("t", 0, 3, 3)])
+    commit_sync(b, 10, 4)
+    b.committed(10, "g", [("t", 0, 2)])
+    drain(b, [("t", 0, o, o) for o in range(4)])
+
+
+@case({}, "valid")
+def a_read_while_a_commit_is_in_flight_sees_the_old_offset(b):
+    """The commit of 4 had not returned when member 11 began its read: 2 is legal."""
+    b.subscribe(10, "g", ["t"])
+    b.rebalance(10, "g", assigned=[("t", 0)])
+    for v in range(4):
+        b.send(1, v, 0, v)
+    b.poll(10, [("t", 0, 0, 0), ("t", 0, 1, 1)])
+    commit_sync(b, 10, 2)
+    b.poll(10, [("t", 0, 2, 2), ("t", 0, 3, 3)])
+    b.op(10, "invoke", "commit", {"group": "g", "offsets": [["t", 0, 4]]})
+    b.op(11, "invoke", "committed", {"group": "g", "partitions": [["t", 0]]})
+    b.op(10, "ok", "commit", {"group": "g", "offsets": [["t", 0, 4]]})
+    b.op(11, "ok", "committed", {"group": "g", "partitions": [["t", 0]], "offsets": [["t", 0, 2]]})
+    drain(b, [("t", 0, o, o) for o in range(4)])
+
+
+@case({"commit-regression": 1}, "invalid")
+def a_failed_commit_explains_no_read_of_its_offset(b):
+    """A commit that certainly failed never took effect: reading its offset after
+    a success is still a regression."""
+    _consumed_and_committed(b)
+    commit_sync(b, 10, 1, "fail")
+    b.committed(10, "g", [("t", 0, 1)])
+    drain(b, [("t", 0, o, o) for o in range(4)])
+
+
 @pytest.fixture(scope="module")
 def judged(spark, tmp_path_factory):
     from checkers.api import analyse

@@ -107,6 +107,8 @@ class Model:
     never_acked: bool = False  # every send fails or stays indeterminate
     blind: bool = False  # the consumers' polls return nothing
     faults: int = 0
+    committed_ever: set[int] = field(default_factory=set)  # partitions with a commit applied
+    late: dict[int, int] = field(default_factory=dict)  # a timed-out commit that may land
 
     def __post_init__(self) -> None:
         self.log = {p: [] for p in range(self.partitions)}
@@ -202,6 +204,8 @@ class Model:
                 self.set_owned(c, now, [] if self.mode == "subscribe" else before[c])
             for p in now:
                 self.pos[(c, p)] = self.committed[p]
+            if now and self.rnd.random() < 0.5:
+                self.read_committed(c, "assigned")
 
     def join(self, c: int) -> None:
         if self.mode == "subscribe":
@@ -255,7 +259,53 @@ class Model:
             offsets = [(TOPIC, p, self.pos[(c, p)]) for p in parts]
             for _, p, o in offsets:
                 self.committed[p] = o
+                self.committed_ever.add(p)
             self.b.commit(c, GROUP, offsets)
+
+    def committed_value(self, p: int) -> int:
+        return self.committed[p] if p in self.committed_ever else -1
+
+    def read_committed(self, c: int | None = None, at: str = "assigned") -> None:
+        c = self.rnd.choice(self.consumers) if c is None else c
+        parts = self.owned(c)
+        if parts:
+            self.b.committed(c, GROUP, [(TOPIC, p, self.committed_value(p)) for p in parts], at)
+
+    def commit_racing_a_read(self) -> None:
+        """A commit still in flight while another member reads: either value is legal."""
+        c = self.rnd.choice(self.consumers)
+        readers = [d for d in self.consumers if d != c]
+        parts = self.owned(c)
+        if not parts or not readers:
+            return
+        offsets = [(TOPIC, p, self.pos[(c, p)]) for p in parts]
+        value = {"group": GROUP, "offsets": [list(o) for o in offsets]}
+        self.b.op(c, "invoke", "commit", value)
+        applied = self.rnd.random() < 0.5
+        seen = [(t, p, o if applied else self.committed_value(p)) for t, p, o in offsets]
+        self.b.committed(self.rnd.choice(readers), GROUP, seen, "assigned")
+        self.b.op(c, "ok", "commit", value)
+        for _, p, o in offsets:
+            self.committed[p] = o
+            self.committed_ever.add(p)
+
+    def commit_times_out(self) -> None:
+        """A commit whose outcome is unknown: it may land much later, going back."""
+        c = self.rnd.choice(self.consumers)
+        parts = [p for p in self.owned(c) if p not in self.late]
+        if not parts:
+            return
+        p = self.rnd.choice(parts)
+        value = {"group": GROUP, "offsets": [[TOPIC, p, self.pos[(c, p)]]]}
+        self.b.op(c, "invoke", "commit", value)
+        self.b.op(c, "info", "commit", {**value, "error": "REQUEST_TIMED_OUT"})
+        self.late[p] = self.pos[(c, p)]
+
+    def late_commit_lands(self) -> None:
+        if self.late:
+            p = self.rnd.choice(sorted(self.late))
+            self.committed[p] = self.late.pop(p)
+            self.committed_ever.add(p)
 
     def crash_consumer(self) -> None:
         c = self.rnd.choice(self.consumers)
@@ -305,6 +355,8 @@ class Model:
                 c = self.owner[p]
                 new = self.rnd.randint(read + 2, len(self.log[p]))
                 self.b.commit(c, GROUP, [(TOPIC, p, new)])
+                self.committed[p] = new
+                self.committed_ever.add(p)
                 self.expect(
                     "group-commit-past-unread", (GROUP, TOPIC, p, tuple(range(read + 1, new)))
                 )
@@ -390,8 +442,9 @@ def build(kind: str, rnd: random.Random) -> Case:
         if kind == "valid-retry-duplicates" and rnd.random() < 0.15:
             m.produce_retry_duplicate()
         action = rnd.choices(
-            ["send", "info", "fail", "inflight", "poll", "commit", "rebalance", "crash"],
-            [6, 1, 1, 0.3, 5, 1.5, 0.5 if m.mode == "subscribe" else 0, 0.4],
+            ["send", "info", "fail", "inflight", "poll", "commit", "rebalance", "crash"]
+            + ["read_committed", "commit_racing_a_read", "commit_times_out", "late_commit_lands"],
+            [6, 1, 1, 0.3, 5, 1.5, 0.5 if m.mode == "subscribe" else 0, 0.4] + [0.6, 0.3, 0.2, 0.3],
         )[0]
         if action in ("send", "info", "fail"):
             m.produce({"send": "ok"}.get(action, action))
@@ -399,6 +452,8 @@ def build(kind: str, rnd: random.Random) -> Case:
             m.produce("lost-in-flight", lands=rnd.random() < 0.5)
         else:
             getattr(m, {"crash": "crash_consumer"}.get(action, action))()
+    for c in m.consumers:  # as members do when the run ends
+        m.read_committed(c, "end")
     for _ in range(partitions * 3):  # data the group has not read yet, for the drain
         m.produce()
     if kind == "group-commit-past-unread":
@@ -494,6 +549,8 @@ def mutate(case: Case, m: Model, drain_pid: int | None, rnd: random.Random) -> N
         _, r = rnd.choice(cands)
         old, r["value"] = r["value"], FRESH
         case.expected[kind] = [(TOPIC, r["partition"], r["offset"], tuple(sorted((old, FRESH))))]
+    elif kind == "commit-regression":
+        return _lose_a_commit(case, rnd)
     elif kind in ("nonmonotonic-poll", "poll-skip"):
         polls = [op for op in ops if op["process"] == drain_pid and op["f"] == "poll"]
         polls = [op for op in polls if op["type"] == "ok"]
@@ -520,6 +577,34 @@ def mutate(case: Case, m: Model, drain_pid: int | None, rnd: random.Random) -> N
                 case.expected["acked-lost"] = [(r["value"],)]  # the drain never returned it
             o = r["offset"]
             case.expected[kind] = [(drain_pid, TOPIC, r["partition"], o - 1, o + 1)]
+
+
+def _lose_a_commit(case: Case, rnd: random.Random) -> None:
+    """One committed read returns less than a commit that succeeded before it began,
+    and a value no commit ever carried (-1, none, or an offset never committed)."""
+    values: dict[int, set[int]] = {}
+    for op in case.ops:
+        if op["f"] == "commit":
+            for _, p, o in op["value"]["offsets"]:
+                values.setdefault(p, set()).add(o)
+    done: dict[int, int] = {}  # partition -> highest commit that succeeded so far
+    at_invoke: dict[int, dict[int, int]] = {}
+    cands = []
+    for op in case.ops:
+        if op["f"] == "commit" and op["type"] == "ok":
+            for _, p, o in op["value"]["offsets"]:
+                done[p] = max(done.get(p, -1), o)
+        elif op["f"] == "committed" and op["type"] == "invoke":
+            at_invoke[op["process"]] = dict(done)
+        elif op["f"] == "committed" and op["type"] == "ok":
+            before = at_invoke.pop(op["process"])
+            cands += [(op, e, before[e[1]]) for e in op["value"]["offsets"] if e[1] in before]
+    if not cands:
+        return _fallback(case)
+    op, entry, high = rnd.choice(cands)
+    p = entry[1]
+    entry[2] = rnd.choice([-1] + [o for o in range(high) if o not in values.get(p, ())])
+    case.expected["commit-regression"] = [(GROUP, TOPIC, p, entry[2], op["index"])]
 
 
 def _fallback(case: Case) -> None:

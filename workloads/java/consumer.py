@@ -31,6 +31,7 @@ import time
 from typing import Any
 
 from harness.spec import TestSpec
+from workloads.committed import NO_OFFSET, FetchFailed
 from workloads.consumer import (
     AUTO_COMMIT_INTERVAL_MS,
     CLOSE_TIMEOUT_S,
@@ -52,6 +53,7 @@ from workloads.java.interop import (
     pairs,
     properties,
     string_list,
+    topic_partition,
     topic_partitions,
 )
 from workloads.values import decode_key, decode_payload
@@ -125,6 +127,9 @@ class JavaConsumerWorker(ConsumerWorker):
                 elif auto and time.monotonic() >= next_auto_commit:
                     consumer.commitAsync(_callbacks().Committed(self))
                     next_auto_commit = time.monotonic() + AUTO_COMMIT_INTERVAL_MS / 1000
+                if self._to_read:
+                    self._read_committed(consumer, "assigned")
+            self._read_committed(consumer, "end")
         except BaseException:
             self._muted = True
             self._close(consumer, f"close failed consumer {self.process}")
@@ -180,6 +185,23 @@ class JavaConsumerWorker(ConsumerWorker):
             return
         self.history.append(self.process, "ok", "commit", value)
         self.stats.commits_ok += 1
+
+    def _committed_offsets(self, consumer: Any, partitions: list[list[Any]]) -> list[list[Any]]:
+        """``committed(Set, Duration)``: the group's offsets, null for none."""
+        import jpype
+
+        wanted = jpype.JClass("java.util.HashSet")()
+        for t, p in partitions:
+            wanted.add(topic_partition(t, p))
+        try:
+            got = consumer.committed(wanted, duration(COMMIT_TIMEOUT_S))
+        except jpype.JException as e:
+            raise FetchFailed(judge(e).name) from None
+        offsets = []
+        for t, p in partitions:
+            meta = got.get(topic_partition(t, p))
+            offsets.append([t, p, NO_OFFSET if meta is None else int(meta.offset())])
+        return offsets
 
     def _commit_positions(self, consumer: Any, partitions: Any) -> None:
         """The auto-commit's synchronous commit of ``partitions``' positions (revoke, close)."""
