@@ -36,7 +36,7 @@ from harness.cluster import Cluster
 from harness.errors import HarnessError
 from harness.spec import TestSpec
 from harness.store import RunDir
-from kafka_chaos import replica_verify, slow_guests
+from kafka_chaos import coordinator_state, replica_verify, slow_guests
 from kafka_chaos.lease import cluster_lease
 from nemeses.runner import NemesisRunner
 from reports.index import write_index
@@ -291,6 +291,15 @@ def _execute(spec: TestSpec, run: RunDir) -> bool:
                     run.path,
                     history.elapsed_ns,
                 )
+                if coordinator_state.wanted(spec):
+                    _guarded(
+                        "keep the coordinators' state",
+                        coordinator_state.keep,
+                        cluster,
+                        spec,
+                        run.path,
+                        history.elapsed_ns,
+                    )
         finally:
             signals.watched = True  # a second signal must not cut the clean-up short
             _collect_logs(cluster, run)

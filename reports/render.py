@@ -26,6 +26,7 @@ from harness.errors import HarnessError
 from reports import svg
 from reports.answer import answer
 from reports.cluster_state import read_cluster_state
+from reports.coordinators import coordinators_section
 from reports.explanations import explain, hints
 from reports.grouping import group, mechanism
 from reports.inputs import Input, as_dict, as_list, load_json
@@ -567,6 +568,7 @@ def build_context(run_dir: Path) -> dict[str, Any]:
             run_dir, timeline["faults"], timeline["end_s"], truncation_marks(run_dir)
         ),
         "replicas": replicas_section(run_dir),
+        "coordinators": coordinators_section(run_dir),
         "answer": answer(results),
         "checks": checks,
         "anomalies": sorted(
