@@ -4,11 +4,18 @@
     python bench/hunt.py --runs 2 --scenarios hunt-txn-stale-endtxn --versions 4.4.0
 
 Prints one table: scenario x Kafka version x client -> runs, the runs that
-found each anomaly (a check that failed, whatever its severity's verdict),
-the rate of runs with any anomaly with a 95 % Wilson interval, and the
-operations recorded (history lines, all runs together).  Seeds are
-5000..5000+N-1, the same for every cell, so two cells differ only in
-version or client.  Zeros are reported as zeros.
+found each error-severity anomaly (what makes a verdict invalid), the rate
+of runs with any with a 95 % Wilson interval, the runs with each anomaly of
+lower severity (info/warning: shapes Kafka allows, e.g. G0 over ww edges,
+which Kafka's transactions do not order), and the operations recorded
+(history lines, all runs together).  Seeds are 5000..5000+N-1, the same for
+every cell, so two cells differ only in version or client.  Zeros are
+reported as zeros.
+
+    python bench/hunt.py --table store-bench/hunt-20261127
+
+prints the same table from the runs already in a store (a bench cut short,
+or one whose table scrolled away).
 
 Each version gets one local cluster (``hunt-<version>``), destroyed at the
 end; Java runs go in a child process (one JVM per process).  Runs go to
@@ -36,17 +43,32 @@ CLIENTS = ("librdkafka", "java")
 SEED = 5000
 
 
-def found(run_dir: Path) -> tuple[set[str], int]:
-    """The checks that found something in one run, and its history's operations."""
+def found(run_dir: Path) -> tuple[set[str], set[str], int]:
+    """One run's error-severity anomalies, its others, and its history's operations."""
     results = json.loads((run_dir / "results.json").read_text())
-    anomalies = {n for n, c in results["checks"].items() if c.get("count", 0) > 0}
+    hit = {n: c.get("severity") for n, c in results["checks"].items() if c.get("count", 0) > 0}
     with open(run_dir / "history.jsonl", "rb") as f:
-        return anomalies, sum(1 for _ in f)
+        ops = sum(1 for _ in f)
+    errors = {n for n, severity in hit.items() if severity == "error"}
+    return errors, set(hit) - errors, ops
+
+
+def new_cell() -> dict:
+    return {"runs": 0, "hits": 0, "seen": Counter(), "minor": Counter(), "operations": 0}
+
+
+def add_run(cell: dict, run_dir: Path) -> tuple[set[str], set[str]]:
+    errors, minor, ops = found(run_dir)
+    cell["runs"] += 1
+    cell["hits"] += bool(errors)
+    cell["seen"].update(errors)
+    cell["minor"].update(minor)
+    cell["operations"] += ops
+    return errors, minor
 
 
 def run_cell(scenario: str, version: str, client: str, runs: int, store: Path) -> dict:
-    seen: Counter[str] = Counter()
-    hits = operations = errors = 0
+    cell = new_cell()
     for i in range(runs):
         spec = build_spec(
             scenario_layer(scenario),
@@ -58,17 +80,39 @@ def run_cell(scenario: str, version: str, client: str, runs: int, store: Path) -
             outcome = (
                 run_in_child(spec, store) if needs_own_process(spec) else run_test(spec, store)
             )
-            anomalies, ops = found(outcome.run_dir.path)
+            errors, minor = add_run(cell, outcome.run_dir.path)
         except (HarnessError, OSError) as e:
-            errors += 1
             print(f"  {scenario} {version} {client} run {i + 1}: no verdict ({e})", flush=True)
             continue
-        seen.update(anomalies)
-        hits += bool(anomalies)
-        operations += ops
-        print(f"  {scenario} {version} {client} run {i + 1}: {sorted(anomalies) or 'nothing'}",
-              flush=True)  # fmt: skip
-    return {"runs": runs - errors, "hits": hits, "seen": seen, "operations": operations}
+        print(f"  {scenario} {version} {client} run {i + 1}: {sorted(errors) or 'nothing'}"
+              f"{f' (lower severity: {sorted(minor)})' if minor else ''}", flush=True)  # fmt: skip
+    return cell
+
+
+def from_store(store: Path) -> list[tuple[str, str, str, dict]]:
+    """The cells of the runs already in ``store`` (one directory per scenario)."""
+    cells: dict[tuple[str, str, str], dict] = {}
+    for results in sorted(store.glob("hunt-*/*/results.json")):
+        config = json.loads((results.parent / "config.json").read_text())
+        key = (
+            results.parent.parent.name,
+            config.get("cluster", {}).get("kafka_version", "?"),
+            config.get("producer", {}).get("client", "librdkafka"),  # the bench sets both
+        )
+        add_run(cells.setdefault(key, new_cell()), results.parent)
+    return [(*key, cell) for key, cell in cells.items()]
+
+
+def print_table(rows: list[tuple[str, str, str, dict]]) -> None:
+    print("| scenario | Kafka | client | runs | runs finding each error | runs with any error, "
+          "95 % interval | runs with each lower-severity anomaly | operations |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
+    for scenario, version, client, c in rows:
+        each = ", ".join(f"{n} {k}" for n, k in sorted(c["seen"].items())) or "none"
+        minor = ", ".join(f"{n} {k}" for n, k in sorted(c["minor"].items())) or "none"
+        rate = rate_text(c["hits"], c["runs"]) if c["runs"] else "no verdict"
+        print(f"| {scenario} | {version} | {client} | {c['runs']} | {each} | {rate} | {minor} | "
+              f"{c['operations']} |")  # fmt: skip
 
 
 def main() -> None:
@@ -78,7 +122,11 @@ def main() -> None:
     parser.add_argument("--versions", default="4.4.0")
     parser.add_argument("--clients", default=",".join(CLIENTS))
     parser.add_argument("--store", type=Path, default=Path("store-bench"))
+    parser.add_argument("--table", type=Path, help="only print the table of the runs in a store")
     args = parser.parse_args()
+    if args.table:
+        print_table(from_store(args.table))
+        return
     rows = []
     for version in args.versions.split(","):
         try:
@@ -89,14 +137,7 @@ def main() -> None:
         finally:
             destroy_cluster(f"hunt-{version.replace('.', '')}")
     print()
-    print("| scenario | Kafka | client | runs | runs finding each anomaly | "
-          "runs with any, 95 % interval | operations |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|")
-    for scenario, version, client, c in rows:
-        each = ", ".join(f"{n} {k}" for n, k in sorted(c["seen"].items())) or "none"
-        rate = rate_text(c["hits"], c["runs"]) if c["runs"] else "no verdict"
-        print(f"| {scenario} | {version} | {client} | {c['runs']} | {each} | {rate} | "
-              f"{c['operations']} |")  # fmt: skip
+    print_table(rows)
 
 
 if __name__ == "__main__":

@@ -43,8 +43,13 @@ def test_consumer_failover_keeps_full_group_coverage(kafka_cluster: Cluster, tmp
     history = ops(run / "history.jsonl")
     crashes = [op for op in history if op["f"] == "crash"]
     assert crashes, "no consumer was crashed"
+    # Members read the group's committed offsets after assignments and at the end.
+    reads = [op["value"] for op in history if op["f"] == "committed" and op["type"] == "ok"]
+    assert {r["at"] for r in reads} == {"assigned", "end"}, reads[:3]
+    assert any(o >= 0 for r in reads for _, _, o in r["offsets"]), "no commit was ever read"
     results = json.loads((run / "results.json").read_text())
-    for check in ("group-unowned", "group-double-ownership", "group-commit-past-unread"):
+    checks = ("group-unowned", "group-double-ownership", "group-commit-past-unread")
+    for check in (*checks, "commit-regression"):
         assert results["checks"][check]["count"] == 0, check
 
 

@@ -120,3 +120,10 @@ def test_killing_the_share_partition_leader_loses_nothing(kafka_cluster: Cluster
     assert results["checks"]["share-lost"]["valid"] is True
     drains = [op["value"] for op in history if op["f"] == "share-drain"]
     assert drains and all(d["complete"] for d in drains), drains
+    # What the share coordinators persisted, decoded: a state for every share-partition.
+    kept = json.loads((run / "coordinators.json").read_text())
+    assert kept["error"] is None, kept["error"]
+    states = kept["share_partitions"]
+    assert sorted(s["partition"] for s in states) == list(range(13)), states
+    assert all(s["writes"] > 0 and s["start_offset"] is not None for s in states), states
+    assert (run / "share-state.jsonl").stat().st_size > 0
