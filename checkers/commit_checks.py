@@ -37,21 +37,23 @@ def committed_reads(t: Tables) -> DataFrame:
         "*", F.lag("time").over(w).alias("read_start"), F.lag("type").over(w).alias("before")
     )
     oks = paired.where((F.col("type") == "ok") & (F.col("before") == "invoke"))
-    return oks.select(
+    read = oks.select(
+        "*", F.col("time").alias("read_end"), F.col("index").alias("read_index")
+    )  # fmt: skip
+    return per_partition(read, "fetched", "read_start", "read_end", "read_index")
+
+
+def per_partition(lines: DataFrame, offset_as: str, *kept: str) -> DataFrame:
+    """(hid, group, topic, partition, ``offset_as``, *``kept``): one row per entry of
+    each line's ``offsets``."""
+    o = F.explode("offsets").alias("o")
+    return lines.select("hid", "group", *kept, o).select(
         "hid",
         "group",
-        "read_start",
-        F.col("time").alias("read_end"),
-        F.col("index").alias("read_index"),
-        F.explode("offsets").alias("o"),
-    ).select(
-        *GTP[:2],
         F.col("o.topic").alias("topic"),
         F.col("o.partition").alias("partition"),
-        F.col("o.offset").alias("fetched"),
-        "read_start",
-        "read_end",
-        "read_index",
+        F.col("o.offset").alias(offset_as),
+        *kept,
     )
 
 
@@ -84,25 +86,8 @@ def commit_attempts(t: Tables, groups: DataFrame) -> DataFrame:
     dangling = seq.where(invoke & (F.col("after").isNull() | (F.col("after") == "invoke"))).select(
         "*", F.col("time").alias("start"), F.lit(None).cast("long").alias("end")
     )
-    both = completed.unionByName(dangling)
-    return both.select(
-        "hid",
-        "group",
-        "start",
-        "end",
-        "type",
-        F.col("index").alias("commit_index"),
-        F.explode("offsets").alias("o"),
-    ).select(
-        *GTP[:2],
-        F.col("o.topic").alias("topic"),
-        F.col("o.partition").alias("partition"),
-        F.col("o.offset").alias("committed"),
-        "start",
-        "end",
-        "type",
-        "commit_index",
-    )
+    both = completed.unionByName(dangling).withColumnRenamed("index", "commit_index")
+    return per_partition(both, "committed", "start", "end", "type", "commit_index")
 
 
 def _may_follow(earlier_start: Column, read_end: Column) -> Column:

@@ -355,16 +355,18 @@ def commit_sync(b: HistoryBuilder, pid: int, offset: int, outcome: str = "ok") -
     b.op(pid, outcome, "commit", value if outcome == "ok" else {**value, "error": "E"})
 
 
-def _consumed_and_committed(b: HistoryBuilder) -> None:
-    """Member 10 reads t-0 offsets 0..3, commits 2 then 4; both succeed."""
+def _consumed_and_committed(b: HistoryBuilder, first: str = "ok", last: bool = True) -> None:
+    """Member 10 reads t-0 offsets 0..3 in two polls, committing after each: 2
+    (``first``: its outcome), then 4 (a success), unless not ``last``."""
     b.subscribe(10, "g", ["t"])
     b.rebalance(10, "g", assigned=[("t", 0)])
     for v in range(4):
         b.send(1, v, 0, v)
     b.poll(10, [("t", 0, 0, 0), ("t", 0, 1, 1)])
-    commit_sync(b, 10, 2)
+    commit_sync(b, 10, 2, first)
     b.poll(10, [("t", 0, 2, 2), ("t", 0, 3, 3)])
-    commit_sync(b, 10, 4)
+    if last:
+        commit_sync(b, 10, 4)
 
 
 @case({"commit-regression": 1}, "invalid")
@@ -390,14 +392,7 @@ def a_successful_commit_gone_altogether(b):
 def a_lower_commit_that_timed_out_lands_after_a_higher_one(b):
     """Looks like a regression, is not: the commit of 2 timed out (outcome unknown)
     before 4 succeeded, and may land after it; the read sees it landed."""
-    b.subscribe(10, "g", ["t"])
-    b.rebalance(10, "g", assigned=[("t", 0)])
-    for v in range(4):
-        b.send(1, v, 0, v)
-    b.poll(10, [("t", 0, 0, 0), ("t", 0, 1, 1)])
-    commit_sync(b, 10, 2, "info")
-    b.poll(10, [("t", 0, 2, 2), ("t", 0, 3, 3)])
-    commit_sync(b, 10, 4)
+    _consumed_and_committed(b, first="info")
     b.committed(10, "g", [("t", 0, 2)])
     drain(b, [("t", 0, o, o) for o in range(4)])
 
@@ -405,13 +400,7 @@ def a_lower_commit_that_timed_out_lands_after_a_higher_one(b):
 @case({}, "valid")
 def a_read_while_a_commit_is_in_flight_sees_the_old_offset(b):
     """The commit of 4 had not returned when member 11 began its read: 2 is legal."""
-    b.subscribe(10, "g", ["t"])
-    b.rebalance(10, "g", assigned=[("t", 0)])
-    for v in range(4):
-        b.send(1, v, 0, v)
-    b.poll(10, [("t", 0, 0, 0), ("t", 0, 1, 1)])
-    commit_sync(b, 10, 2)
-    b.poll(10, [("t", 0, 2, 2), ("t", 0, 3, 3)])
+    _consumed_and_committed(b, last=False)
     b.op(10, "invoke", "commit", {"group": "g", "offsets": [["t", 0, 4]]})
     b.op(11, "invoke", "committed", {"group": "g", "partitions": [["t", 0]]})
     b.op(10, "ok", "commit", {"group": "g", "offsets": [["t", 0, 4]]})
