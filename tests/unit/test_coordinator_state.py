@@ -103,3 +103,25 @@ def test_commit_records_that_go_lower_are_listed_per_partition():
             "last_committed": None, "went_lower": [],
         },
     ]  # fmt: skip
+
+
+def test_the_report_section_says_what_was_persisted_and_what_went_back(tmp_path):
+    from reports.coordinators import coordinators_section
+
+    assert coordinators_section(tmp_path) is None  # a run that did not keep it
+    kept = {
+        "state_topic": "__share_group_state", "groups": [G], "error": None,
+        "raw": ["coordinators/n1-__share_group_state.txt.gz"],
+        "share_partitions": share_summary(records()),
+    }  # fmt: skip
+    (tmp_path / "coordinators.json").write_text(json.dumps(kept))
+    section = coordinators_section(tmp_path)
+    assert section["findings"] == [
+        "Share-partition 10: the persisted start offset went back from 15 to 12 at 3.0 s."
+    ]
+    assert (
+        section["share"][0]["in_flight_text"]
+        == "12 available ×1, 15 acknowledged ×2, 16 available ×2"
+    )
+    (tmp_path / "coordinators.json").write_text(json.dumps({"error": "n2: timed out"}))
+    assert "timed out" in coordinators_section(tmp_path)["missing"]
