@@ -16,7 +16,7 @@ import sys
 from checkers import cli as checkers_cli
 from harness.cluster import home
 from harness.errors import HarnessError
-from kafka_chaos import cluster_cli, dist_cli, elle_cli, run_cli, terminal_log
+from kafka_chaos import cluster_cli, dist_cli, elle_cli, run_cli, share_story, terminal_log
 from kafka_chaos.shrink import cli as shrink_cli
 from nemeses import cli as nemeses_cli
 from reports import cli as reports_cli
@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     elle_cli,
     run_cli,
     shrink_cli,
+    share_story,
     checkers_cli,
     nemeses_cli,
     reports_cli,

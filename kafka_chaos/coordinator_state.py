@@ -278,6 +278,27 @@ def state_at(rows: list[dict[str, Any]], history_s: float | None = None) -> Shar
     return state
 
 
+def offset_story(rows: list[dict[str, Any]], partition: int, offset: int) -> list[dict[str, Any]]:
+    """Every persisted state write that changed what one record's share state was:
+    (history_s, kind, start_offset, state, delivery count), state None when the
+    write left the offset untracked (below the start offset, or never written).
+
+    The answer to "what did the broker hold for this record, and when"."""
+    state, story, last = ShareState(), [], None
+    for row in sorted((r for r in rows if r["partition"] == partition), key=lambda r: r["offset"]):
+        state.apply(row)
+        held = state.offsets.get(offset)
+        now = (state.start, held)
+        if now != last:
+            story.append(
+                {"history_s": row["history_s"], "kind": row["kind"], "start_offset": state.start,
+                 "state": None if held is None else held[0],
+                 "delivery_count": None if held is None else held[1]}
+            )  # fmt: skip
+            last = now
+    return story
+
+
 def share_summary(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per share-partition: its writes, its last persisted state (folded), and where
     the persisted start offset went backwards within one state epoch."""

@@ -125,3 +125,26 @@ def test_the_report_section_says_what_was_persisted_and_what_went_back(tmp_path)
     )
     (tmp_path / "coordinators.json").write_text(json.dumps({"error": "n2: timed out"}))
     assert "timed out" in coordinators_section(tmp_path)["missing"]
+
+
+def test_share_story_sets_a_stalled_partition_beside_its_persisted_state(tmp_path):
+    from kafka_chaos.share_story import story
+
+    rows = [share_row(r) for r in records()]
+    (tmp_path / "share-state.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    poll = {"group": G, "records": [{"topic": "t", "partition": 10, "offset": 15, "value": 1}]}
+    kill = {"id": 0, "phase": "start", "targets": ["n2"]}
+    lines = [
+        {"index": i, "time": int(s * 1e9), "process": pid, "type": typ, "f": f, "value": v}
+        for i, (s, pid, typ, f, v) in enumerate(
+            [(0.5, 1, "ok", "share-poll", poll), (1.5, "nemesis", "info", "kill", kill),
+             (20, 2, "ok", "share-poll", poll)]
+        )
+    ]  # fmt: skip
+    (tmp_path / "history.jsonl").write_text("".join(json.dumps(op) + "\n" for op in lines))
+    told = story(tmp_path, gap_s=8)
+    assert told[0] == "   1.50 s  fault kill start ['n2']"
+    assert told[1].startswith("partition 10: 2 deliveries, last at 20.00 s; 4 state writes")
+    assert told[2] == (
+        "  no delivery 0.50-20.00 s; persisted then: start offset None, in flight []"
+    )

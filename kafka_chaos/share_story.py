@@ -1,0 +1,108 @@
+"""``kafka-chaos share-story RUN_DIR``: what clients saw of a share group, beside what
+the broker persisted, partition by partition.
+
+Why: a share-group finding ("delivery stopped", "two members held one
+record") is explained by the share-partition's state, not by the clients.
+This prints, for a run that kept its coordinators' state
+(kafka_chaos/coordinator_state.py): the faults and member crashes; for each
+partition, every pause in deliveries longer than ``--gap`` seconds beside the
+pauses in its persisted state writes, and the persisted state when delivery
+stopped; and for each record a share check reported, the persisted writes
+that concerned it.  Evidence READMEs quote it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+from kafka_chaos.coordinator_state import SHARE_TIMELINE, offset_story, state_at
+from workloads.history import NEMESIS
+
+STORY_CHECKS = ("share-double-acquire", "share-delivery-count-stalled", "share-missing-redelivery")
+
+
+def add_commands(sub: Any) -> None:
+    p = sub.add_parser("share-story", help="a share group's deliveries beside its persisted state")
+    p.add_argument("run_dir", type=Path)
+    p.add_argument("--gap", type=float, default=8.0, help="seconds without deliveries to report")
+    p.set_defaults(handler=lambda args: print("\n".join(story(args.run_dir, args.gap))))
+
+
+def _lines(path: Path) -> Iterator[dict[str, Any]]:
+    if not path.exists():
+        raise HarnessError(f"{path} does not exist (a share-group run keeps it)")
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError:
+                if line.endswith("\n"):
+                    raise HarnessError(f"{path}:{n}: not a JSON line") from None
+
+
+def gaps(times: list[float], longer_than: float) -> list[tuple[float, float]]:
+    """The pauses between consecutive times longer than ``longer_than``."""
+    ts = sorted(times)
+    return [(a, b) for a, b in zip(ts, ts[1:], strict=False) if b - a > longer_than]
+
+
+def story(run_dir: Path, gap_s: float = 8.0) -> list[str]:
+    rows = list(_lines(run_dir / SHARE_TIMELINE))
+    deliveries: dict[int, list[float]] = {}
+    out = []
+    for op in _lines(run_dir / "history.jsonl"):
+        at = op["time"] / 1e9
+        value = op["value"] if isinstance(op["value"], dict) else {}
+        if op["process"] == NEMESIS and value.get("phase") in ("start", "end"):
+            out.append(f"{at:7.2f} s  fault {op['f']} {value['phase']} {value.get('targets')}")
+        elif op["f"] == "crash":
+            out.append(f"{at:7.2f} s  member {op['process']} crashed")
+        elif op["f"] == "share-poll" and op["type"] == "ok" and not value.get("final"):
+            for r in value.get("records", []):
+                deliveries.setdefault(r["partition"], []).append(at)
+    for p in sorted(deliveries):
+        mine = [r for r in rows if r["partition"] == p]
+        writes = [r["history_s"] for r in mine if r["history_s"] is not None]
+        out.append(
+            f"partition {p}: {len(deliveries[p])} deliveries, last at {max(deliveries[p]):.2f} s; "
+            f"{len(mine)} state writes; pauses in state writes: "
+            + (", ".join(f"{a:.2f}-{b:.2f} s" for a, b in gaps(writes, gap_s)) or "none")
+        )
+        for a, b in gaps(deliveries[p], gap_s):
+            state = state_at(mine, a)
+            out.append(
+                f"  no delivery {a:.2f}-{b:.2f} s; persisted then: start offset {state.start}, "
+                f"in flight {state.ranges()[:6]}"
+            )
+    results = run_dir / "results.json"
+    checks = json.loads(results.read_text())["checks"] if results.exists() else {}
+    for name in STORY_CHECKS:
+        for ex in checks.get(name, {}).get("examples", [])[:5]:
+            p, offset = ex.get("partition"), ex.get("offset")
+            mine = [r for r in rows if r["partition"] == p]
+            told = [
+                f"{s['history_s']} s {s['kind']} start {s['start_offset']}"
+                + (
+                    f" state {s['state']} count {s['delivery_count']}"
+                    if s["state"] is not None
+                    else ""
+                )
+                for s in offset_story(mine, p, offset)
+                if s["state"] is not None or (s["start_offset"] or 0) > offset
+            ][:4]
+            out.append(
+                f"{name}: partition {p} offset {offset} (lines {ex.get('indices')}); persisted: "
+                + ("; ".join(told) or "never tracked")
+            )
+    return out
+
+
+def _told(step: dict[str, Any]) -> str:
+    said = f"{step['history_s']} s {step['kind']} start {step['start_offset']}"
+    if step["state"] is not None:
+        said += f" state {step['state']} count {step['delivery_count']}"
+    return said
