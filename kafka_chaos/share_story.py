@@ -61,9 +61,12 @@ def story(run_dir: Path, gap_s: float = 8.0) -> list[str]:
             out.append(f"{at:7.2f} s  fault {op['f']} {value['phase']} {value.get('targets')}")
         elif op["f"] == "crash":
             out.append(f"{at:7.2f} s  member {op['process']} crashed")
-        elif op["f"] == "share-poll" and op["type"] == "ok" and not value.get("final"):
+        elif op["f"] == "share-poll" and op["type"] == "ok":  # the share drain's too
             for r in value.get("records", []):
                 deliveries.setdefault(r["partition"], []).append(at)
+    # The last delivery of any partition: a partition silent from well before it
+    # stopped while the others went on.
+    end = max((t for ts in deliveries.values() for t in ts), default=0.0)
     for p in sorted(deliveries):
         mine = [r for r in rows if r["partition"] == p]
         writes = [r["history_s"] for r in mine if r["history_s"] is not None]
@@ -72,10 +75,11 @@ def story(run_dir: Path, gap_s: float = 8.0) -> list[str]:
             f"{len(mine)} state writes; pauses in state writes: "
             + (", ".join(f"{a:.2f}-{b:.2f} s" for a, b in gaps(writes, gap_s)) or "none")
         )
-        for a, b in gaps(deliveries[p], gap_s):
+        for a, b in gaps(deliveries[p] + [end], gap_s):
             state = state_at(mine, a)
+            until = f"-{b:.2f} s" if b < end else " s on, while other partitions delivered"
             out.append(
-                f"  no delivery {a:.2f}-{b:.2f} s; persisted then: start offset {state.start}, "
+                f"  no delivery {a:.2f}{until}; persisted then: start offset {state.start}, "
                 f"in flight {state.ranges()[:6]}"
             )
     results = run_dir / "results.json"

@@ -134,17 +134,25 @@ def test_share_story_sets_a_stalled_partition_beside_its_persisted_state(tmp_pat
     (tmp_path / "share-state.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     poll = {"group": G, "records": [{"topic": "t", "partition": 10, "offset": 15, "value": 1}]}
     kill = {"id": 0, "phase": "start", "targets": ["n2"]}
+    other = {"group": G, "records": [{"topic": "t", "partition": 3, "offset": 0, "value": 2}]}
     lines = [
         {"index": i, "time": int(s * 1e9), "process": pid, "type": typ, "f": f, "value": v}
         for i, (s, pid, typ, f, v) in enumerate(
             [(0.5, 1, "ok", "share-poll", poll), (1.5, "nemesis", "info", "kill", kill),
-             (20, 2, "ok", "share-poll", poll)]
+             (20, 2, "ok", "share-poll", poll), (40, 2, "ok", "share-poll", other)]
         )
     ]  # fmt: skip
     (tmp_path / "history.jsonl").write_text("".join(json.dumps(op) + "\n" for op in lines))
     told = story(tmp_path, gap_s=8)
     assert told[0] == "   1.50 s  fault kill start ['n2']"
-    assert told[1].startswith("partition 10: 2 deliveries, last at 20.00 s; 4 state writes")
-    assert told[2] == (
+    assert told[1].startswith("partition 3: 1 deliveries, last at 40.00 s; 0 state writes")
+    told = told[2:]
+    assert told[0].startswith("partition 10: 2 deliveries, last at 20.00 s; 4 state writes")
+    assert told[1] == (
         "  no delivery 0.50-20.00 s; persisted then: start offset None, in flight []"
+    )
+    assert told[2] == (  # and a silence that never ended
+        "  no delivery 20.00 s on, while other partitions delivered; "
+        "persisted then: start offset 12, "
+        "in flight [[12, 12, 0, 1], [15, 15, 2, 2], [16, 16, 0, 2]]"
     )
