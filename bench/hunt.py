@@ -12,10 +12,10 @@ which Kafka's transactions do not order), and the operations recorded
 every cell, so two cells differ only in version or client.  Zeros are
 reported as zeros.
 
-    python bench/hunt.py --table store-bench/hunt-20261127
+    python bench/hunt.py --table store-bench/hunt-20261127 store-bench/hunt-20261127b
 
-prints the same table from the runs already in a store (a bench cut short,
-or one whose table scrolled away).
+prints the same table from the runs already in one or more stores (a bench
+cut short, or one whose table scrolled away).
 
 Each version gets one local cluster (``hunt-<version>``), destroyed at the
 end; Java runs go in a child process (one JVM per process).  Runs go to
@@ -122,10 +122,12 @@ def main() -> None:
     parser.add_argument("--versions", default="4.4.0")
     parser.add_argument("--clients", default=",".join(CLIENTS))
     parser.add_argument("--store", type=Path, default=Path("store-bench"))
-    parser.add_argument("--table", type=Path, help="only print the table of the runs in a store")
+    parser.add_argument(
+        "--table", type=Path, nargs="+", help="only print the table of the runs in these stores"
+    )
     args = parser.parse_args()
     if args.table:
-        print_table(from_store(args.table))
+        print_table([row for store in args.table for row in from_store(store)])
         return
     rows = []
     for version in args.versions.split(","):
