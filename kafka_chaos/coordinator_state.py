@@ -278,14 +278,15 @@ def state_at(rows: list[dict[str, Any]], history_s: float | None = None) -> Shar
     return state
 
 
-def offset_story(rows: list[dict[str, Any]], partition: int, offset: int) -> list[dict[str, Any]]:
-    """Every persisted state write that changed what one record's share state was:
-    (history_s, kind, start_offset, state, delivery count), state None when the
-    write left the offset untracked (below the start offset, or never written).
+def offset_story(rows: list[dict[str, Any]], offset: int) -> list[dict[str, Any]]:
+    """Every persisted write of one share-partition (its ``rows``) that changed what
+    one record's state was: (history_s, kind, start_offset, state, delivery count),
+    state None when the write left the offset untracked (below the start offset,
+    or never written).
 
     The answer to "what did the broker hold for this record, and when"."""
     state, story, last = ShareState(), [], None
-    for row in sorted((r for r in rows if r["partition"] == partition), key=lambda r: r["offset"]):
+    for row in sorted(rows, key=lambda r: r["offset"]):
         state.apply(row)
         held = state.offsets.get(offset)
         now = (state.start, held)

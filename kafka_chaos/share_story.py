@@ -52,7 +52,7 @@ def gaps(times: list[float], longer_than: float) -> list[tuple[float, float]]:
 
 def story(run_dir: Path, gap_s: float = 8.0) -> list[str]:
     rows = list(_lines(run_dir / SHARE_TIMELINE))
-    deliveries: dict[int, list[float]] = {}
+    deliveries: dict[tuple[str, int], list[float]] = {}  # (group, partition) -> times
     out = []
     for op in _lines(run_dir / "history.jsonl"):
         at = op["time"] / 1e9
@@ -63,19 +63,29 @@ def story(run_dir: Path, gap_s: float = 8.0) -> list[str]:
             out.append(f"{at:7.2f} s  member {op['process']} crashed")
         elif op["f"] == "share-poll" and op["type"] == "ok":  # the share drain's too
             for r in value.get("records", []):
-                deliveries.setdefault(r["partition"], []).append(at)
+                deliveries.setdefault((value.get("group"), r["partition"]), []).append(at)
+
+    def share_partition(group: str | None, p: int) -> list[dict[str, Any]]:
+        return [r for r in rows if r["partition"] == p and r["group"] == group]
+
+    many_groups = len({g for g, _ in deliveries}) > 1
+
+    def named(group: str | None, p: int) -> str:
+        """One group's runs name partitions alone, as the evidence READMEs quote them."""
+        return f"{group} partition {p}" if many_groups else f"partition {p}"
+
     # The last delivery of any partition: a partition silent from well before it
     # stopped while the others went on.
     end = max((t for ts in deliveries.values() for t in ts), default=0.0)
-    for p in sorted(deliveries):
-        mine = [r for r in rows if r["partition"] == p]
+    for group, p in sorted(deliveries, key=lambda k: (str(k[0]), k[1])):
+        times, mine = deliveries[(group, p)], share_partition(group, p)
         writes = [r["history_s"] for r in mine if r["history_s"] is not None]
         out.append(
-            f"partition {p}: {len(deliveries[p])} deliveries, last at {max(deliveries[p]):.2f} s; "
+            f"{named(group, p)}: {len(times)} deliveries, last at {max(times):.2f} s; "
             f"{len(mine)} state writes; pauses in state writes: "
             + (", ".join(f"{a:.2f}-{b:.2f} s" for a, b in gaps(writes, gap_s)) or "none")
         )
-        for a, b in gaps(deliveries[p] + [end], gap_s):
+        for a, b in gaps(times + [end], gap_s):
             state = state_at(mine, a)
             until = f"-{b:.2f} s" if b < end else " s on, while other partitions delivered"
             out.append(
@@ -86,21 +96,15 @@ def story(run_dir: Path, gap_s: float = 8.0) -> list[str]:
     checks = json.loads(results.read_text())["checks"] if results.exists() else {}
     for name in STORY_CHECKS:
         for ex in checks.get(name, {}).get("examples", [])[:5]:
-            p, offset = ex.get("partition"), ex.get("offset")
-            mine = [r for r in rows if r["partition"] == p]
+            group, p, offset = ex.get("group"), ex.get("partition"), ex.get("offset")
             told = [
-                f"{s['history_s']} s {s['kind']} start {s['start_offset']}"
-                + (
-                    f" state {s['state']} count {s['delivery_count']}"
-                    if s["state"] is not None
-                    else ""
-                )
-                for s in offset_story(mine, p, offset)
+                _told(s)
+                for s in offset_story(share_partition(group, p), offset)
                 if s["state"] is not None or (s["start_offset"] or 0) > offset
             ][:4]
             out.append(
-                f"{name}: partition {p} offset {offset} (lines {ex.get('indices')}); persisted: "
-                + ("; ".join(told) or "never tracked")
+                f"{name}: {named(group, p)} offset {offset} (lines {ex.get('indices')}); "
+                "persisted: " + ("; ".join(told) or "never tracked")
             )
     return out
 

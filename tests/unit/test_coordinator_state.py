@@ -156,3 +156,26 @@ def test_share_story_sets_a_stalled_partition_beside_its_persisted_state(tmp_pat
         "persisted then: start offset 12, "
         "in flight [[12, 12, 0, 1], [15, 15, 2, 2], [16, 16, 0, 2]]"
     )
+
+
+def test_share_story_keeps_two_groups_reading_one_partition_apart(tmp_path):
+    """Each group has its own share-partition state: group B's silence on partition
+    10 is not hidden by group A's deliveries from it, nor its state mixed with A's."""
+    from kafka_chaos.share_story import story
+
+    rows = [share_row(r) for r in records()]  # group G's writes only
+    (tmp_path / "share-state.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    record = [{"topic": "t", "partition": 10, "offset": 15, "value": 1}]
+    lines = [
+        {"index": i, "time": int(s * 1e9), "process": 1, "type": "ok", "f": "share-poll",
+         "value": {"group": g, "records": record}}
+        for i, (s, g) in enumerate([(0.5, G), (0.6, "B"), (30, G)])
+    ]  # fmt: skip
+    (tmp_path / "history.jsonl").write_text("".join(json.dumps(op) + "\n" for op in lines))
+    told = story(tmp_path, gap_s=8)
+    assert told[0].startswith("B partition 10: 1 deliveries, last at 0.60 s; 0 state writes")
+    assert told[1] == (
+        "  no delivery 0.60 s on, while other partitions delivered; "
+        "persisted then: start offset None, in flight []"
+    )
+    assert told[2].startswith(f"{G} partition 10: 2 deliveries, last at 30.00 s; 4 state writes")
