@@ -25,7 +25,6 @@ from __future__ import annotations
 import gzip
 import json
 import logging
-import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from shlex import quote
@@ -39,6 +38,7 @@ from harness.node import Node
 from harness.spec import TestSpec
 from nemeses.targeting import OFFSETS, SHARE_STATE, coordinator_partition, share_partition_key
 from workloads.consumer import group_name
+from workloads.history import wall_clock_on_history_axis
 from workloads.share_consumer import share_group_name
 
 log = logging.getLogger(__name__)
@@ -64,7 +64,7 @@ def keep(
 ) -> dict[str, Any]:
     """Dump, keep and summarise the coordinators' records of the run's groups."""
     run_dir = Path(run_dir)
-    anchor = (clock_ns() / 1e9, time.time() * 1000) if clock_ns else None
+    on_history_axis = wall_clock_on_history_axis(clock_ns)
     share = spec.consumer.mode == "share"
     topic = SHARE_STATE if share else OFFSETS
     name = share_group_name if share else group_name
@@ -101,7 +101,10 @@ def keep(
         for outcome in dumped:
             if outcome.error is not None:
                 raise HarnessError(f"{outcome.node.name}: {outcome.error}")
-            records += _with_history_time(outcome.value or [], anchor)
+            records += outcome.value or []
+        if on_history_axis is not None:  # brokers stamp wall-clock time
+            for r in records:
+                r["history_s"] = on_history_axis(r["time_ms"])
         result["raw"] = sorted(f"{RAW_DIR}/{n.name}-{topic}.txt.gz" for n in nodes)
         if share:
             _write_lines(run_dir / SHARE_TIMELINE, records)
@@ -182,16 +185,6 @@ def parse(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
         except (ValueError, IndexError, json.JSONDecodeError):
             continue  # a line of another shape: kept raw, not summarised
         yield record
-
-
-def _with_history_time(
-    records: list[dict[str, Any]], anchor: tuple[float, float] | None
-) -> list[dict[str, Any]]:
-    """Each record's time on the history's axis too (brokers stamp wall-clock time)."""
-    if anchor is not None:
-        for r in records:
-            r["history_s"] = round(anchor[0] + (r["time_ms"] - anchor[1]) / 1000, 3)
-    return records
 
 
 def _write_lines(path: Path, records: list[dict[str, Any]]) -> None:

@@ -42,6 +42,7 @@ from harness.log_dump import (
 from harness.node import Node
 from harness.replica_compare import compare_before_rejoin, compare_follower, stored_twice
 from workloads.consumer import close_quietly
+from workloads.history import wall_clock_on_history_axis
 from workloads.values import CLIENT_LOGGER
 
 log = logging.getLogger(__name__)
@@ -79,7 +80,7 @@ def verify(
     """
     run_dir = Path(run_dir)
     result: dict[str, Any] = {"topic": topic, "complete": False, "error": None}
-    anchor = (clock_ns() / 1e9, time.time() * 1000) if clock_ns else None
+    on_history_axis = wall_clock_on_history_axis(clock_ns)
     try:
         states, waited = wait_in_sync(cluster, topic, IN_SYNC_TIMEOUT_S)
         result["in_sync_wait_s"] = waited
@@ -94,10 +95,10 @@ def verify(
         dumps = [o.value or NodeDump(o.node, error=str(o.error)) for o in dumped]
         result["partitions"] = [_partition_result(cluster, topic, s, high, dumps) for s in states]
         result["truncations"] = [t for d in dumps for t in d.truncations]
-        if anchor is not None:
+        if on_history_axis is not None:
             for t in result["truncations"]:
                 if t["time_ms"] is not None:
-                    t["history_s"] = round(anchor[0] + (t["time_ms"] - anchor[1]) / 1000, 3)
+                    t["history_s"] = on_history_axis(t["time_ms"])
         result["complete"] = all(
             p["error"] is None and p["in_sync"] for p in result["partitions"]
         ) and all(d.error is None for d in dumps)

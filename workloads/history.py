@@ -12,7 +12,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -188,3 +188,15 @@ def read_history(path: Path | str) -> Iterator[dict[str, Any]]:
                 )
             previous = op["index"]
             yield op
+
+
+def wall_clock_on_history_axis(
+    clock_ns: Callable[[], int] | None,
+) -> Callable[[int], float] | None:
+    """Wall-clock milliseconds (as brokers stamp their logs and records) -> seconds on
+    a history's axis, anchored by reading both clocks now; None without ``clock_ns``
+    (the history's ``HistoryWriter.elapsed_ns``)."""
+    if clock_ns is None:
+        return None
+    history_s, wall_ms = clock_ns() / 1e9, time.time() * 1000
+    return lambda ms: round(history_s + (ms - wall_ms) / 1000, 3)

@@ -161,3 +161,15 @@ def test_a_line_cut_inside_a_batch_is_skipped(tmp_path):
     data = path.read_bytes()
     path.write_bytes(data[: len(data) - 7])  # the write stopped inside the third line
     assert [op["index"] for op in read_history(path)] == [0, 1]
+
+
+def test_broker_wall_clock_times_land_on_the_history_axis(monkeypatch):
+    import time
+
+    from workloads.history import wall_clock_on_history_axis
+
+    assert wall_clock_on_history_axis(None) is None
+    monkeypatch.setattr(time, "time", lambda: 1_000.0)  # wall clock: 1,000,000 ms
+    on_axis = wall_clock_on_history_axis(lambda: 12_500_000_000)  # history: 12.5 s
+    assert on_axis(1_000_000) == 12.5
+    assert on_axis(998_000) == 10.5  # two seconds before the anchor
