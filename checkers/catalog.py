@@ -21,6 +21,7 @@ from typing import Any
 from checkers.availability import AVAILABILITY_FAMILY
 from checkers.check import Check, Family
 from checkers.cycle_checks import CYCLES
+from checkers.mirror_checks import MIRROR
 from checkers.queue_checks import QUEUE
 from checkers.share_checks import SHARE
 from checkers.spec_view import CheckedSpec
@@ -29,7 +30,7 @@ from harness.generated_docs import write_or_check
 from workloads.registry import check_families
 
 # results.json lists checks in this order: family by family, each family's own.
-BUILTIN: tuple[Family, ...] = (QUEUE, TXN, CYCLES, SHARE, AVAILABILITY_FAMILY)
+BUILTIN: tuple[Family, ...] = (QUEUE, TXN, CYCLES, SHARE, MIRROR, AVAILABILITY_FAMILY)
 
 _families: dict[str, Family] = {f.name: f for f in BUILTIN}
 _added: dict[str, Check] = {}

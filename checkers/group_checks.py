@@ -13,6 +13,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from checkers.check import Check
+from checkers.commit_checks import committed_reads
 from checkers.tables import TP, Tables, anomaly
 
 NS = 1e9
@@ -114,9 +115,13 @@ def double_ownership(t: Tables, intervals: DataFrame, grace_s: float) -> DataFra
 
 
 def _liveness(t: Tables) -> DataFrame:
-    """(hid, group, process, joined_index, joined_time, crash_index, crash_time) per member."""
+    """(hid, group, process, joined_index, joined_time, crash_index, crash_time) per member.
+
+    A member's part ends at its crash or when it left after a clean close
+    (``leave``): a group whose members all left covers nothing any more.
+    """
     crashes = (
-        t.control.where(F.col("f") == "crash")
+        t.control.where(F.col("f").isin("crash", "leave"))
         .groupBy("hid", "process")
         .agg(F.min("index").alias("crash_index"), F.min("time").alias("crash_time"))
     )
@@ -201,18 +206,38 @@ def unowned(t: Tables, intervals: DataFrame, threshold_s: float) -> DataFrame:
     )
 
 
+def external_starts(t: Tables, commits: DataFrame) -> DataFrame:
+    """(hid, group, topic, partition, start): where someone outside the group put it.
+
+    The committed offset a member found (a ``committed`` read) before any
+    member of the group committed that partition: an operator's reset, or a
+    failover applying MirrorMaker's translated offsets.  The group owes no
+    reads below it in this cluster; whether what lies below was read
+    elsewhere is ``failover-skip``'s question.
+    """
+    first_commit = commits.groupBy(*GTP).agg(F.min("commit_index").alias("first_commit"))
+    reads = committed_reads(t).where(F.col("fetched") >= 0)
+    early = reads.join(first_commit, GTP, "left").where(
+        F.col("first_commit").isNull() | (F.col("read_index") < F.col("first_commit"))
+    )
+    return early.groupBy(*GTP).agg(F.min_by("fetched", "read_index").alias("start"))
+
+
 def commit_past_unread(t: Tables) -> DataFrame:
     members = F.broadcast(t.members.select("hid", "process", "group"))
-    commits = t.commits.where(F.col("type") == "ok").join(members, ["hid", "process"])
+    every = t.commits.join(members, ["hid", "process"])
+    commits = every.where(F.col("type") == "ok")
     c, first = F.col("committed"), F.col("commit_index")
     top = commits.groupBy(*GTP).agg(
         F.max(c).alias("committed_offset"),
         F.min_by(first, F.struct(-c, first)).alias("commit_index"),
     )
     top = top.join(F.broadcast(t.group_bits), "group")
+    top = top.join(F.broadcast(external_starts(t, every)), GTP, "left")
     read = t.known_positions.where(F.col("read") == 1)
     unread = read.join(F.broadcast(top), TP).where(
         (F.col("offset") < F.col("committed_offset"))
+        & (F.col("offset") >= F.coalesce("start", F.lit(0)))
         & (F.col("readers").bitwiseAND(F.col("bit")) == 0)
     )
     bad = unread.groupBy(*GTP, "committed_offset", "commit_index").agg(
@@ -272,7 +297,7 @@ GROUP_UNOWNED = Check(
     ),
     finds=(
         "nobody in the group owns a partition for longer than `checker.unowned_threshold_s` while "
-        "the group has live members"
+        "the group has live members (joined, and neither crashed nor left)"
     ),
     severity_doc=(
         "error; warning when the run injects faults (a coordinator cut off by a fault leaves "
@@ -299,7 +324,8 @@ GROUP_COMMIT_PAST_UNREAD = Check(
     ),
     finds=(
         "the group's highest committed offset of a partition lies beyond offsets that someone read"
-        " (so they hold data) but no member of the group ever polled"
+        " (so they hold data) but no member of the group ever polled; not below a committed "
+        "offset a member found before any member committed (an operator's, or a failover's)"
     ),
     severity_doc="error",
     meaning=(

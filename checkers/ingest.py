@@ -72,7 +72,7 @@ from checkers.txn_rows import MOP, RECORD, SlowPath, TxnPairing, expand, txn_col
 from harness.errors import HistoryError
 from workloads.history import NEMESIS, TYPES
 
-FORMAT = "rows-17"  # bump when the rows table changes shape: older caches are rebuilt
+FORMAT = "rows-18"  # bump when the rows table changes shape: older caches are rebuilt
 FORMAT_FILE = "_KAFKA_CHAOS_FORMAT"
 CHUNK_BYTES = 32 << 20
 IN_FLIGHT = 3  # chunks parsed ahead of the writer: bounds memory

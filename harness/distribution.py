@@ -196,6 +196,40 @@ def fetch(version: str, timeout_s: float = MVN_TIMEOUT_S) -> Distribution:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def fetch_mirror(version: str, timeout_s: float = MVN_TIMEOUT_S) -> Distribution:
+    """MirrorMaker 2 of Kafka ``version`` (``connect-mirror`` and its closure), cached apart.
+
+    A JVM of its own on its own node, so its jars never meet the broker's;
+    cached as ``mirror-<version>``, its ``tools_version`` the release used
+    (Maven Central lacks some: the nearest older one of the line serves, as
+    for kafka-tools).
+    """
+    major(version)
+    label = f"mirror-{version}"
+    cached = load_cached(label)
+    if cached:
+        return cached
+    final = cache_root() / label
+    final.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{label}-", dir=final.parent))
+    errors = []
+    try:
+        for mv in [v for v in (version, TOOLS_FALLBACK.get(version)) if v]:
+            deps = [*logging_dependencies(version), (KAFKA_GROUP, "connect-mirror", mv)]
+            try:
+                _resolve(deps, work / "libs", mv, timeout_s)
+            except KafkaFetchError as e:
+                shutil.rmtree(work / "libs", ignore_errors=True)
+                errors.append(str(e))
+                continue
+            if mv != version:
+                log.warning("connect-mirror %s not on Maven Central; using %s", version, mv)
+            return _seal(work, final, label, mv)
+        raise KafkaFetchError(f"MirrorMaker 2 for Kafka {version}: {'; '.join(errors)}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def _resolve_tools(version: str, dest: Path, timeout_s: float) -> str | None:
     """Resolve kafka-tools; a missing tools release is a warning, not fatal."""
     override = os.environ.get("KAFKA_CHAOS_TOOLS_VERSION")
@@ -396,6 +430,7 @@ __all__ = [
     "Distribution",
     "cache_root",
     "fetch",
+    "fetch_mirror",
     "for_spec",
     "from_tarball",
     "install",

@@ -207,6 +207,27 @@ def _kill(service: Service, node: Node) -> bool:
     return _signal(service, node, "KILL", wait_exit_s=10.0)
 
 
+# --- any of our services (MirrorMaker's too: harness.mirror_maker) ------------------
+
+
+def service_running(service: Service, node: Node) -> bool:
+    return _running(service, node)
+
+
+def start_service(service: Service, node: Node) -> bool:
+    """Start ``service`` from its launcher; False if it was already running."""
+    return _start(service, node)
+
+
+def stop_service(service: Service, node: Node, timeout_s: float = STOP_TIMEOUT_S) -> bool:
+    return _stop(service, node, timeout_s)
+
+
+def signal_service(service: Service, node: Node, sig: str) -> bool:
+    """``kill -<sig>`` the service through its pid file; KILL waits for the exit."""
+    return _kill(service, node) if sig == "KILL" else _signal(service, node, sig)
+
+
 # --- public per-node verbs ----------------------------------------------------------
 
 

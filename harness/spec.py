@@ -119,6 +119,34 @@ class NemesisSpec:
 
 
 @dataclass
+class MirrorSpec:
+    """Disaster recovery: a second cluster, MirrorMaker 2 between them, a failover.
+
+    Off unless ``enabled``.  The run's cluster is ``dc1``; ``dc2`` is a cluster
+    of ``dc2_nodes`` named ``<cluster>-dc2`` and MirrorMaker 2 runs on a node
+    of its own, ``<cluster>-mm`` (docs/mirror.md).  ``failover_at_s``: when the
+    producers and the group move to dc2 (None: they never do).
+    """
+
+    enabled: bool = False
+    dc2_nodes: int = 1
+    exactly_once: bool = False  # KIP-656: dc2.exactly.once.source.support=enabled
+    # identity: dc2's copy keeps the name (what a failover writes to);
+    # default: dc2's copy is ``dc1.<topic>`` and the failed-over group reads both.
+    replication_policy: str = "identity"
+    sync_interval_s: float = 5.0  # checkpoints, group offset and topic refresh intervals
+    offset_lag_max: int = 100  # MirrorMaker's default: an offset sync at most every 100 records
+    tasks: int = 2
+    heap_mb: int = 384
+    failover_at_s: float | None = None
+    # After the heal: how long MirrorMaker may take to copy what dc1 holds.
+    catch_up_timeout_s: float = 90.0
+    # MirrorMaker faults (mirror-kill, mirror-pause, dc1-netsplit), scheduled
+    # like dc1's own; they share the nemesis's interval and duration.
+    faults: list[str] = field(default_factory=list)
+
+
+@dataclass
 class CheckerSpec:
     spark_master: str = "local[*]"
     examples: int = 10  # examples kept per anomaly
@@ -148,6 +176,7 @@ class TestSpec:
     consumer: ConsumerSpec = field(default_factory=ConsumerSpec)
     txn: TxnSpec = field(default_factory=TxnSpec)
     nemesis: NemesisSpec = field(default_factory=NemesisSpec)
+    mirror: MirrorSpec = field(default_factory=MirrorSpec)
     checker: CheckerSpec = field(default_factory=CheckerSpec)
 
     def to_dict(self) -> dict[str, Any]:
@@ -214,6 +243,7 @@ _NESTED = {
     "consumer": ConsumerSpec,
     "txn": TxnSpec,
     "nemesis": NemesisSpec,
+    "mirror": MirrorSpec,
     "checker": CheckerSpec,
 }
 

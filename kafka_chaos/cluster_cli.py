@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import threading
 from types import ModuleType
 from typing import Any
@@ -48,6 +49,13 @@ def add_commands(subparsers: Any) -> None:
     up.add_argument("--kafka-tarball", help="an official Kafka .tgz instead of Maven Central")
     up.add_argument(
         "--no-kafka", action="store_true", help="provision the nodes only, do not start Kafka"
+    )
+    up.add_argument(
+        "--mirror",
+        type=int,
+        metavar="DC2_NODES",
+        help="also a disaster-recovery pair: a second cluster <name>-dc2 of DC2_NODES nodes and "
+        "a MirrorMaker node <name>-mm (docs/mirror.md)",
     )
     up.set_defaults(handler=cmd_up)
 
@@ -95,11 +103,27 @@ def cmd_up(args: argparse.Namespace) -> int:
             else:
                 console.print(f"starting Kafka {spec.kafka_version} ({spec.mode}) ...")
                 kafka_db.start_cluster(cluster, spec)
+        if args.mirror:
+            _mirror_pair(cluster, spec, args.mirror, console)
         _print_nodes(console, cluster, probe_nodes(cluster))
         console.print(f"bootstrap servers: {cluster.bootstrap_servers()}")
     finally:
         cluster.close()
     return 0
+
+
+def _mirror_pair(cluster: Cluster, spec: ClusterSpec, dc2_nodes: int, console: Console) -> None:
+    from harness import mirror_pair
+    from harness.spec import MirrorSpec, TestSpec
+
+    run_spec = TestSpec(cluster=spec, mirror=MirrorSpec(enabled=True, dc2_nodes=dc2_nodes))
+    console.print(f"starting dc2 ({dc2_nodes} nodes) and the MirrorMaker node ...")
+    pair = mirror_pair.ensure(cluster, run_spec)
+    try:
+        console.print(f"dc2 bootstrap servers: {pair.dc2.bootstrap_servers()}")
+        console.print(f"MirrorMaker node: {pair.mm.name} ({pair.mm_node.address})")
+    finally:
+        pair.close()
 
 
 def _existing_or_new(spec: ClusterSpec, console: Console) -> Cluster:
@@ -137,8 +161,10 @@ def cmd_down(args: argparse.Namespace) -> int:
     names = backends.list_clusters() if args.all else [args.name]
     if args.all and not names:
         console.print("no clusters: nothing to remove")
+    # A disaster-recovery pair goes with its dc1 (harness.mirror_pair names it).
+    pair = [] if args.all else _pair_names(args.name)
     errors = []
-    for name in names:
+    for name in [*names, *pair]:
         if backends.cluster_exists(name):
             cluster = backends.load_cluster(name)
             _stop_kafka(cluster, console)
@@ -152,11 +178,32 @@ def cmd_down(args: argparse.Namespace) -> int:
             console.print(f"cluster [bold]{name}[/]: removed")
             for item in removed:
                 console.print(f"  {item}")
-        else:
+        elif name not in pair:
             console.print(f"cluster [bold]{name}[/]: nothing to remove")
     if errors:
         raise HarnessError("; ".join(errors))
     return 0
+
+
+def _pair_names(name: str) -> list[str]:
+    """dc2 and the MirrorMaker node of ``name``'s pair, orphans included (after a SIGKILL)."""
+    from harness.mirror_pair import dc2_name, mm_name
+
+    names = []
+    for n in (dc2_name(name), mm_name(name)):
+        try:
+            backends.validate_name(n)
+        except HarnessError:
+            continue  # too long to be a pair's: never created
+        if backends.cluster_exists(n) or _is_orphan(n):
+            names.append(n)
+    return names
+
+
+def _is_orphan(name: str) -> bool:
+    from harness.backends import local
+
+    return os.geteuid() == 0 and local.find_orphan(name) is not None
 
 
 def _stop_kafka(cluster: Cluster, console: Console) -> None:

@@ -37,8 +37,10 @@ from harness.errors import HarnessError
 from harness.spec import TestSpec
 from harness.store import RunDir
 from kafka_chaos import coordinator_state, replica_verify, slow_guests
+from kafka_chaos.guarded import guarded as _guarded
 from kafka_chaos.lease import cluster_lease
-from nemeses.runner import NemesisRunner
+from kafka_chaos.mirror_run import mirror_nemeses, mirrored
+from nemeses.runner import Nemeses, NemesisRunner
 from reports.index import write_index
 from reports.render import write_report
 from workloads import registry
@@ -258,8 +260,16 @@ def _execute(spec: TestSpec, run: RunDir) -> bool:
             kafka_db.wait_healthy(cluster, timeout_s=HEALTHY_TIMEOUT_S, topic=spec.topic.name)
             if spec.workload == "txn":
                 _record_features(cluster, run)
-            with HistoryWriter(run.file(store_mod.HISTORY)) as history:
-                nemesis = NemesisRunner(cluster, spec, history, run.path)
+            with (
+                mirrored(cluster, spec, run) as pair,
+                HistoryWriter(run.file(store_mod.HISTORY)) as history,
+            ):
+                nemesis = Nemeses(
+                    [
+                        NemesisRunner(cluster, spec, history, run.path),
+                        *mirror_nemeses(pair, spec, history, run.path),
+                    ]
+                )
                 workload = registry.create(
                     spec,
                     bootstrap,
@@ -377,15 +387,6 @@ def _report(run: RunDir, store: Path) -> Path:
     report = write_report(run.path)
     _guarded("write store index", write_index, store)
     return report
-
-
-def _guarded(what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
-    """Run one teardown step; a failure is logged and never stops the others."""
-    try:
-        return fn(*args, **kwargs)
-    except Exception:
-        log.exception("%s failed", what)
-        return None
 
 
 def _log_to(path: Path) -> logging.Handler:

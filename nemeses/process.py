@@ -138,10 +138,20 @@ PAUSED_SWEEP = Sweep(
     undo=lambda cluster, node, every_tag: resume_all(cluster, node),
     model=lambda model: model.clear("paused"),
 )
+
+
+def _ensure_if_configured(cluster: Cluster, node: Node) -> bool:
+    """``ensure_running`` on a node that runs Kafka; a node without (MirrorMaker's) is left be."""
+    db = _db()
+    if node.run(f"test -f {db.KAFKA.launcher(node)}", timeout=15, check=False).exit_code != 0:
+        return False
+    return ensure_running(cluster, node)
+
+
 STOPPED_SWEEP = Sweep(
     "stopped processes",
     order=50,
-    undo=lambda cluster, node, every_tag: ensure_running(cluster, node),
+    undo=lambda cluster, node, every_tag: _ensure_if_configured(cluster, node),
     model=lambda model: model.clear("down"),
     done="restarted Kafka",
 )

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.errors import ConfigError
-from nemeses import blackhole, clock, netem, partition, process, unclean
+from nemeses import blackhole, clock, mirror_maker, netem, netsplit, partition, process, unclean
 from nemeses.base import TARGET_MODES, FaultOp
 from nemeses.kinds import FaultKind, Sweep
 
@@ -33,6 +33,9 @@ BUILTIN: tuple[FaultKind, ...] = (
     process.RollingRestart(),
     process.HardRollingRestart(),
     blackhole.Blackhole(),
+    netsplit.Netsplit(),
+    mirror_maker.MirrorKill(),
+    mirror_maker.MirrorPause(),
 )
 
 _kinds: dict[str, FaultKind] = {}

@@ -52,11 +52,16 @@ class NemesisRunner:
         history: HistoryWriter,
         run_dir: Path,
         schedule: Schedule | None = None,
+        *,
+        schedule_file: str = SCHEDULE_FILE,
+        first_id: int = 0,
     ) -> None:
+        """``schedule_file`` and ``first_id``: a second runner of the same run (the
+        MirrorMaker node's) keeps its own schedule and numbers its faults apart."""
         self.cluster = cluster
         self.spec = spec
         self.history = history
-        self.path = Path(run_dir) / SCHEDULE_FILE
+        self.path = Path(run_dir) / schedule_file
         self.schedule = schedule or for_spec(
             spec.nemesis,
             [n.name for n in cluster.nodes],
@@ -64,6 +69,8 @@ class NemesisRunner:
             spec.seed,
             spec.topic.name,
         )
+        for op in self.schedule.ops:
+            op.id += first_id
         self._stop = threading.Event()
         self._stop_heal = threading.Event()  # set when even heal retries must give up
         self._thread: threading.Thread | None = None
@@ -246,6 +253,28 @@ class NemesisRunner:
 
 
 # --- one fault, by its kind -----------------------------------------------------------
+
+
+class Nemeses:
+    """Several runners of one run (dc1's and the MirrorMaker node's) driven as one."""
+
+    def __init__(self, runners: list[NemesisRunner]) -> None:
+        self.runners = runners
+
+    def start(self) -> None:
+        for r in self.runners:
+            r.start()
+
+    def stop(self) -> None:
+        for r in self.runners:
+            r.stop()
+
+    def heal_all(self) -> None:
+        for r in self.runners:
+            r.heal_all()
+
+    def current_fault(self) -> str:
+        return ", ".join(f for f in (r.current_fault() for r in self.runners) if f)
 
 
 def prepare(names: list[str], op: FaultOp) -> None:

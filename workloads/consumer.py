@@ -251,6 +251,9 @@ class ConsumerWorker(ClientSlot):
         self.group = group
         self.slot = slot
         self.topic = spec.topic.name
+        # What a subscribing member subscribes to: after a failover under
+        # MirrorMaker's default policy, dc1's copy and dc2's own topic.
+        self.topics = [self.topic]
         self._muted = False  # a crashed incarnation's late callbacks are not recorded
         self.ownership = Ownership()
         self._to_read: set[tuple[str, int]] = set()  # assigned, committed offsets not read yet
@@ -316,14 +319,28 @@ class ConsumerWorker(ClientSlot):
             close_quietly(consumer, f"close failed consumer {self.process}")
             raise
         if close_quietly(consumer, f"close consumer {self.process}"):
-            self.ownership.closed(self._rebalance)
+            self._left()
+
+    def _left(self) -> None:
+        """After a clean close: what it owned is revoked, and it has left its group.
+
+        The ``leave`` line ends the member's part in the group checks, as a
+        crash does: a group whose members all left (a failover moved them to
+        another cluster) has no partition it must still cover.
+        """
+        self.ownership.closed(self._rebalance)
+        with contextlib.suppress(ValueError):  # the history is closed: the run is over
+            self.history.append(self.process, "info", "leave", {"group": self.group})
 
     def _join(self, consumer: Consumer) -> None:
         if self.spec.consumer.mode == "subscribe":
             value = self._subscribe_value()
             self.history.append(self.process, "invoke", "subscribe", value)
             consumer.subscribe(
-                [self.topic], on_assign=self._assigned, on_revoke=self._revoked, on_lost=self._lost
+                list(self.topics),
+                on_assign=self._assigned,
+                on_revoke=self._revoked,
+                on_lost=self._lost,
             )
             self.history.append(self.process, "ok", "subscribe", value)
             return
@@ -335,7 +352,7 @@ class ConsumerWorker(ClientSlot):
         self._to_read = {(self.topic, p) for p in parts}
 
     def _subscribe_value(self) -> dict[str, Any]:
-        return {"group": self.group, "topics": [self.topic], **protocol_field(self.spec)}
+        return {"group": self.group, "topics": list(self.topics), **protocol_field(self.spec)}
 
     def _assigned_partitions(self) -> list[int]:
         c = self.spec.consumer

@@ -97,6 +97,8 @@ class Lifecycle(Generic[S]):
         probe: Probe | None = None,
         sample_interval_s: float = 1.0,
         live: bool | None = None,
+        processes: Counter | None = None,
+        values: Counter | None = None,
     ) -> None:
         self.spec = spec
         self.bootstrap = bootstrap
@@ -104,8 +106,10 @@ class Lifecycle(Generic[S]):
         self.run_dir = Path(run_dir)
         self.fault_status = fault_status or (lambda: "none")
         self.log = logging.getLogger(type(self).__module__)  # log lines name the workload
-        self.processes = Counter()
-        self.values = Counter()
+        # Shared by the workloads of one run (a failover's second cluster):
+        # process numbers and values stay unique across the whole history.
+        self.processes = processes or Counter()
+        self.values = values or Counter()
         self.stop_senders = threading.Event()
         self.stop_slots = threading.Event()
         self._stop_crasher = threading.Event()

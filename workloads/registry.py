@@ -26,6 +26,7 @@ from workloads.sampler import Probe
 _MODULES = {
     "queue": "workloads.queue:QueueWorkload",
     "txn": "workloads.txn:TxnWorkload",
+    "mirror": "workloads.mirror:MirrorWorkload",
 }
 # name -> the families of checks (checkers/catalog.py) its histories are
 # judged by, so the checkers never ask which workload a run used.  A family
@@ -33,6 +34,7 @@ _MODULES = {
 _CHECK_FAMILIES = {
     "queue": ("queue", "share", "availability"),
     "txn": ("queue", "txn", "cycles", "availability"),
+    "mirror": ("queue", "mirror", "availability"),
 }
 
 

@@ -33,6 +33,8 @@ from harness.backends.local_plan import (
     MAX_NODES,
     LocalPlan,
     choose_slot,
+    leg_address,
+    leg_names,
     plan_cluster,
     slots_from_links,
     slots_from_namespaces,
@@ -240,6 +242,38 @@ def _ensure_mesh(cluster: Cluster, plan: LocalPlan) -> None:
         check_mesh(cluster)
 
 
+def add_leg(cluster: Cluster, onto: Cluster) -> str:
+    """Give ``cluster``'s one node an interface on ``onto``'s bridge; its address there.
+
+    What a MirrorMaker node needs: both data centres' brokers on their own
+    subnets.  Recorded in cluster.json before it is made, so ``cluster down``
+    removes it even after a crash (the orphan sweep finds it by name too).
+    """
+    if cluster.backend != "local" or onto.backend != "local" or len(cluster.nodes) != 1:
+        raise HarnessError("a leg joins a one-node local cluster to another local cluster")
+    plan = LocalPlan.from_state(cluster.backend_state["plan"])
+    onto_plan = LocalPlan.from_state(onto.backend_state["plan"])
+    legs = cluster.backend_state.setdefault("legs", [])
+    leg = next((x for x in legs if x["onto"] == onto.name), None)
+    if leg is None:
+        veth_host, veth_peer, ifname = leg_names(plan.slot, len(legs))
+        leg = {
+            "onto": onto.name,
+            "bridge": onto_plan.bridge,
+            "veth_host": veth_host,
+            "veth_peer": veth_peer,
+            "ifname": ifname,
+            "address": leg_address(onto_plan.slot, plan.slot),
+        }
+        legs.append(leg)
+        _record(cluster, f"leg:{onto.name}")
+    net.add_leg(
+        plan.nodes[0].namespace, leg["veth_host"], leg["veth_peer"], leg["ifname"],
+        leg["bridge"], leg["address"],
+    )  # fmt: skip
+    return str(leg["address"])
+
+
 def destroy(cluster: Cluster) -> list[str]:
     """Remove everything of ``cluster`` that exists; safe to repeat and after a crash.
 
@@ -248,7 +282,11 @@ def destroy(cluster: Cluster) -> list[str]:
     """
     require_root()
     plan = LocalPlan.from_state(cluster.backend_state["plan"])
-    return _teardown(plan, cluster.state_dir)
+    removed = _teardown(plan, cluster.state_dir)
+    for leg in cluster.backend_state.get("legs", []):  # gone with the namespace, mostly
+        if net.delete_link(leg["veth_host"]):
+            removed.append(f"leg {leg['veth_host']}")
+    return removed
 
 
 def find_orphan(name: str) -> LocalPlan | None:

@@ -57,6 +57,25 @@ def add_node_netns(plan: LocalPlan, node: LocalNodePlan) -> None:
     host_run([*ns, "route", "replace", "default", "via", plan.gateway])
 
 
+def add_leg(namespace: str, veth_host: str, veth_peer: str, ifname: str, bridge: str,
+            address: str) -> None:
+    """A second interface for ``namespace``, on another cluster's ``bridge``.
+
+    The node then reaches that cluster's nodes directly, on their subnet,
+    without the host forwarding anything (``ip_forward`` stays as it is).
+    Idempotent, like every step here; the pair goes with the namespace.
+    """
+    ns = ["ip", "-n", namespace]
+    if not host_ok([*ns, "link", "show", ifname]):
+        if veth_host not in links():
+            host_run(["ip", "link", "add", veth_host, "type", "veth", "peer", "name", veth_peer])
+        host_run(["ip", "link", "set", veth_peer, "netns", namespace])
+        host_run([*ns, "link", "set", veth_peer, "name", ifname])
+    host_run(["ip", "link", "set", veth_host, "master", bridge, "up"])
+    host_run([*ns, "addr", "replace", f"{address}/24", "dev", ifname])
+    host_run([*ns, "link", "set", ifname, "up"])
+
+
 def namespace_pids(namespace: str) -> list[int]:
     proc = host_run(["ip", "netns", "pids", namespace], check=False)
     return [int(p) for p in proc.stdout.split() if p.isdigit()]

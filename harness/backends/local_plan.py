@@ -114,6 +114,23 @@ def plan_cluster(name: str, slot: int, nodes: int, cluster_root: Path) -> LocalP
     )
 
 
+# A node's leg onto another cluster's bridge (``local.add_leg``) takes the
+# names of node slots counted down from MAX_NODES, which a leg's own
+# one-node cluster never uses, so the orphan sweep (a plan of MAX_NODES
+# nodes) removes legs too; its address is .<LEG_HOST + own slot % 50> there.
+LEG_HOST = 200
+
+
+def leg_names(slot: int, k: int) -> tuple[str, str, str]:
+    """(host veth, peer veth, interface in the namespace) of leg ``k`` of slot ``slot``."""
+    index = MAX_NODES - k
+    return f"kc{slot}v{index}", f"kc{slot}p{index}", f"eth{k + 1}"
+
+
+def leg_address(onto_slot: int, own_slot: int) -> str:
+    return f"{SUBNET_PREFIX}.{onto_slot}.{LEG_HOST + own_slot % 50}"
+
+
 def choose_slot(used: Iterable[int]) -> int:
     """The lowest slot not in ``used``."""
     taken = set(used)

@@ -135,14 +135,14 @@ class JavaConsumerWorker(ConsumerWorker):
             self._close(consumer, f"close failed consumer {self.process}")
             raise
         if self._leave(consumer, f"close consumer {self.process}"):
-            self.ownership.closed(self._rebalance)
+            self._left()
 
     def _join_java(self, consumer: Any) -> None:
         """subscribe (with the Python listener) or assign, recorded as librdkafka's are."""
         if self.spec.consumer.mode == "subscribe":
             value = self._subscribe_value()
             self.history.append(self.process, "invoke", "subscribe", value)
-            consumer.subscribe(string_list([self.topic]), rebalance_listener(self))
+            consumer.subscribe(string_list(list(self.topics)), rebalance_listener(self))
             self.history.append(self.process, "ok", "subscribe", value)
             return
         parts = self._assigned_partitions()

@@ -1,0 +1,472 @@
+"""Disaster-recovery checks: what MirrorMaker 2 copied, and what a failover cost the group.
+
+Definitions in docs/results.md; the reference twin is testkit/reference_mirror.py.
+The lines are read straight from history.jsonl with Spark's JSON reader, as
+the share checks do: only mirror runs need them.  A value is *mirrored* when
+it was sent to dc1 (a topic without a cluster prefix) and observed on dc2
+(``dc2/<topic>``, workloads/cluster_history.py); dc2's *log* is what its final
+drain read, dc1's likewise.  The group of dc1 (``g``) is the group
+``dc2/g`` after the failover.
+
+- ``mirror-lost``: a value in dc1's log at an offset MirrorMaker says it
+  copied (its ``mirror-caught-up`` line), absent from dc2's log.
+- ``failover-skip``: a mirrored value in dc2's log below an offset the
+  failed-over group read in that partition, never read by the group on either
+  cluster: translated offsets must never do this.
+- ``failover-reread``: a value the group read on dc1 and again on dc2.
+- ``mirror-order``: a mirrored value placed on dc2 in another partition than
+  on dc1, or before a value that precedes it on dc1.
+- ``mirror-duplicate``: a mirrored value at more than one offset of dc2's log.
+
+The RPO (values acknowledged on dc1 before the failover that dc2 did not
+hold when it began, and how many seconds of writes they span) is a
+statistic, not a check: a failover under a netsplit loses what was not
+copied yet by design.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from checkers.check import Check, Context, Findings
+from checkers.collect import Found, collect_anomalies
+from checkers.spec_view import CheckedSpec
+from checkers.tables import anomaly
+
+NS = 1e9
+LINE = "index long, time long, process string, type string, f string, value string"
+MIRROR_LINES = ("send", "poll", "subscribe", "assign", "failover", "mirror-caught-up")
+RECORDS = (
+    "final boolean, records array<struct<topic string, partition int, offset long, value long>>"
+)
+POSITION = "array<struct<topic string, partition int, offset long>>"
+PREFIX = "dc2/"
+
+
+def _on_dc2(col: str) -> F.Column:
+    return F.col(col).startswith(PREFIX)
+
+
+def _base(col: str) -> F.Column:
+    """A dc2 name without its prefix."""
+    return F.regexp_replace(F.col(col), "^" + PREFIX, "")
+
+
+class MirrorTables:
+    """Sends, reads, group members, the failover and the catch-up of one history."""
+
+    def __init__(self, spark: SparkSession, history: Path) -> None:
+        lines = spark.read.schema(LINE).json(str(history)).where(F.col("f").isin(*MIRROR_LINES))
+        self.lines = lines.where(F.col("index").isNotNull()).cache()
+        sent = F.from_json("value", "topic string, partition int, offset long, value long")
+        self.acks = self.lines.where((F.col("f") == "send") & (F.col("type") == "ok")).select(
+            sent["value"].alias("val"),
+            sent["topic"].alias("topic"),
+            sent["partition"].alias("partition"),
+            sent["offset"].alias("offset"),
+            F.col("time").alias("ack_time"),
+            F.col("index").alias("ack_index"),
+        )
+        # Values sent to dc1, whatever became of the send: only they can be copies.
+        self.dc1_values = (
+            self.lines.where((F.col("f") == "send") & (F.col("type") == "invoke"))
+            .select(sent["value"].alias("val"), sent["topic"].alias("topic"))
+            .where(~_on_dc2("topic"))
+            .select("val")
+            .distinct()
+        )
+        polled = F.from_json("value", RECORDS)
+        self.reads = (
+            self.lines.where((F.col("f") == "poll") & (F.col("type") == "ok"))
+            .select(
+                "index",
+                "time",
+                "process",
+                F.coalesce(polled["final"], F.lit(False)).alias("final"),
+                F.explode(polled["records"]).alias("r"),
+            )
+            .select(
+                "index",
+                "time",
+                "process",
+                "final",
+                F.col("r.topic").alias("topic"),
+                F.col("r.partition").alias("partition"),
+                F.col("r.offset").alias("offset"),
+                F.col("r.value").alias("val"),
+            )  # fmt: skip
+            .where(F.col("val").isNotNull())
+            .cache()
+        )
+        joined = F.from_json("value", "group string, final boolean")
+        self.members = (
+            self.lines.where(F.col("f").isin("subscribe", "assign") & (F.col("type") == "invoke"))
+            .where(joined["final"].isNull())
+            .groupBy("process")
+            .agg(F.first(joined["group"]).alias("group"))
+        )
+        self.failover = self._one("failover", "end")
+        self.caught_up = self._one("mirror-caught-up", None)
+
+    def _one(self, f: str, phase: str | None) -> dict[str, Any] | None:
+        """The last line of ``f`` (with ``phase``) as a dict with its time, or None."""
+        import json
+
+        rows = self.lines.where(F.col("f") == f).orderBy(F.col("index").desc()).collect()
+        for r in rows:
+            value = json.loads(r["value"] or "{}")
+            if phase is None or value.get("phase") == phase:
+                return {**value, "time": r["time"], "index": r["index"]}
+        return None
+
+    def start_time(self) -> int | None:
+        """When the failover began (its start line)."""
+        import json
+
+        for r in self.lines.where(F.col("f") == "failover").orderBy("index").collect():
+            if json.loads(r["value"] or "{}").get("phase") == "start":
+                return int(r["time"])
+        return None
+
+    def log(self, dc2: bool) -> DataFrame:
+        """(val, topic, partition, offset, drain_index) of one cluster's final drain; on dc2
+        only copies of dc1's values."""
+        cluster = _on_dc2("topic") if dc2 else ~_on_dc2("topic")
+        drained = self.reads.where(F.col("final") & cluster)
+        rows = drained.select(
+            "val", "topic", "partition", "offset", F.col("index").alias("drain_index")
+        )
+        if dc2:
+            rows = rows.join(self.dc1_values, "val", "left_semi")
+        return rows.distinct()
+
+    def group_reads(self) -> DataFrame:
+        """(val, group, dc2, topic, partition, offset, index, time): reads of group members,
+        ``group`` without its cluster prefix."""
+        return (
+            self.reads.where(~F.col("final"))
+            .join(F.broadcast(self.members), "process")
+            .select(
+                "val",
+                _base("group").alias("group"),
+                _on_dc2("group").alias("dc2"),
+                "topic",
+                "partition",
+                "offset",
+                "index",
+                "time",
+            )  # fmt: skip
+        )
+
+    def release(self) -> None:
+        self.reads.unpersist()
+        self.lines.unpersist()
+
+
+def mirror_lost(t: MirrorTables) -> DataFrame:
+    copied = (t.caught_up or {}).get("copied") or []
+    spark = t.lines.sparkSession
+    limits = spark.createDataFrame(
+        [(int(p), int(o)) for _, p, o in copied] or [(-1, -1)], "partition int, upto long"
+    )
+    dc1 = (
+        t.log(dc2=False)
+        .join(F.broadcast(limits), "partition")
+        .where(F.col("offset") <= F.col("upto"))
+    )
+    dc2 = t.log(dc2=True).select("val").distinct()
+    lost = dc1.join(dc2, "val", "left_anti")
+    return anomaly(
+        lost.select(F.lit(0).alias("hid"), "*"), "mirror-lost", F.col("drain_index"),
+        F.col("val").alias("value"), "partition", "offset", "upto",
+        F.array("drain_index").alias("indices"),
+    )  # fmt: skip
+
+
+def failover_skip(t: MirrorTables) -> DataFrame:
+    reads = t.group_reads()
+    on_dc2 = reads.where("dc2")
+    reach = on_dc2.groupBy("group", "topic", "partition").agg(F.max("offset").alias("read_upto"))
+    groups = reads.select("group").distinct()
+    present = t.log(dc2=True).crossJoin(F.broadcast(groups))
+    below = present.join(F.broadcast(reach), ["group", "topic", "partition"]).where(
+        F.col("offset") < F.col("read_upto")
+    )
+    skipped = below.join(reads.select("group", "val").distinct(), ["group", "val"], "left_anti")
+    return anomaly(
+        skipped.select(F.lit(0).alias("hid"), "*"), "failover-skip", F.col("drain_index"),
+        "group", F.col("val").alias("value"), "partition", "offset", "read_upto",
+        F.array("drain_index").alias("indices"),
+    )  # fmt: skip
+
+
+def failover_reread(t: MirrorTables) -> DataFrame:
+    reads = t.group_reads()
+    first = reads.groupBy("group", "val", "dc2").agg(F.min("index").alias("index"))
+    both = (
+        first.where(~F.col("dc2")).alias("a")
+        .join(first.where("dc2").alias("b"), ["group", "val"])
+        .select("group", "val", F.col("a.index").alias("dc1_index"),
+                F.col("b.index").alias("dc2_index"))
+    )  # fmt: skip
+    return anomaly(
+        both.select(F.lit(0).alias("hid"), "*"), "failover-reread", F.col("dc2_index"),
+        "group", F.col("val").alias("value"), F.array("dc1_index", "dc2_index").alias("indices"),
+    )  # fmt: skip
+
+
+def _first_positions(log: DataFrame) -> DataFrame:
+    return log.groupBy("val").agg(
+        F.min_by(F.struct("partition", "offset", "drain_index"), F.col("offset")).alias("at")
+    )
+
+
+def mirror_order(t: MirrorTables) -> DataFrame:
+    dc1 = _first_positions(t.log(dc2=False)).select(
+        "val", F.col("at.partition").alias("p1"), F.col("at.offset").alias("o1")
+    )
+    dc2 = _first_positions(t.log(dc2=True)).select(
+        "val", F.col("at.partition").alias("p2"), F.col("at.offset").alias("o2"),
+        F.col("at.drain_index").alias("drain_index"),
+    )  # fmt: skip
+    both = dc1.join(dc2, "val")
+    w = Window.partitionBy("p1").orderBy("o1")
+    ordered = both.select(
+        "*",
+        F.lag("o2").over(w).alias("prev_o2"),
+        F.lag("val").over(w).alias("prev_val"),
+    )
+    bad = ordered.where((F.col("p2") != F.col("p1")) | (F.col("prev_o2") > F.col("o2")))
+    return anomaly(
+        bad.select(F.lit(0).alias("hid"), "*"), "mirror-order", F.col("drain_index"),
+        F.col("val").alias("value"), F.col("p1").alias("dc1_partition"),
+        F.col("o1").alias("dc1_offset"), F.col("p2").alias("dc2_partition"),
+        F.col("o2").alias("dc2_offset"), F.col("prev_val").alias("after_value"),
+        F.array("drain_index").alias("indices"),
+    )  # fmt: skip
+
+
+def mirror_duplicate(t: MirrorTables) -> DataFrame:
+    places = (
+        t.log(dc2=True)
+        .groupBy("val")
+        .agg(
+            F.array_sort(F.collect_set(F.struct("partition", "offset"))).alias("positions"),
+            F.min("drain_index").alias("drain_index"),
+        )
+    )
+    dup = places.where(F.size("positions") > 1)
+    return anomaly(
+        dup.select(F.lit(0).alias("hid"), "*"), "mirror-duplicate", F.col("drain_index"),
+        F.col("val").alias("value"), "positions", F.array("drain_index").alias("indices"),
+    )  # fmt: skip
+
+
+def rpo(t: MirrorTables) -> dict[str, Any]:
+    """What dc2 lacked when the failover began, of what dc1 had acknowledged by then."""
+    start = t.start_time()
+    if start is None or t.failover is None:
+        return {"failover": False}
+    ends = {int(p): int(e) for _, p, e in t.failover.get("dc2_ends") or []}
+    spark = t.lines.sparkSession
+    limits = spark.createDataFrame(
+        [(p, e) for p, e in ends.items()] or [(-1, -1)], "partition int, dc2_end long"
+    )
+    acked = t.acks.where(~_on_dc2("topic") & (F.col("ack_time") < start))
+    dc2 = _first_positions(t.log(dc2=True)).select(
+        "val", F.col("at.partition").alias("p2"), F.col("at.offset").alias("o2")
+    )
+    there = dc2.join(F.broadcast(limits), dc2["p2"] == limits["partition"]).where(
+        F.col("o2") < F.col("dc2_end")
+    )
+    missing = acked.join(there.select("val"), "val", "left_anti")
+    later = missing.join(dc2.select("val"), "val", "left_semi").count()
+    row = missing.agg(F.count(F.lit(1)).alias("n"), F.min("ack_time").alias("oldest")).first()
+    n = int(row["n"] or 0)
+    return {
+        "failover": True,
+        "failover_at_s": round(start / NS, 3),
+        "acked_before": acked.count(),
+        "rpo_values": n,
+        "rpo_seconds": round((start - row["oldest"]) / NS, 3) if n else 0.0,
+        "copied_later": later,
+        "translated": t.failover.get("groups") or {},
+        "translation_error": t.failover.get("error"),
+    }
+
+
+def mirror_frames(t: MirrorTables) -> list[DataFrame]:
+    return [mirror_lost(t), failover_skip(t), failover_reread(t), mirror_order(t),
+            mirror_duplicate(t)]  # fmt: skip
+
+
+def judge_mirror(
+    spark: SparkSession, history: Path, examples: int | None
+) -> tuple[dict[str, tuple[int, list]], dict[str, Any]]:
+    t = MirrorTables(spark, history)
+    try:
+        found = collect_anomalies(mirror_frames(t), examples).get(0, {})
+        stats = {
+            **rpo(t),
+            "caught_up": bool((t.caught_up or {}).get("caught_up")),
+            "catch_up_s": (t.caught_up or {}).get("waited_s"),
+            "mirrored": t.log(dc2=True).select("val").distinct().count(),
+            "dc1_log": t.log(dc2=False).select("val").distinct().count(),
+        }
+        return found, stats
+    finally:
+        t.release()
+
+
+def _eos(spec: CheckedSpec) -> bool:
+    return bool(spec.spec.mirror.exactly_once)
+
+
+MIRROR_LOST = Check(
+    name="mirror-lost",
+    family="mirror",
+    title="Message not mirrored",
+    explanation=(
+        "These values are in dc1's log at offsets MirrorMaker 2 said it had copied, yet dc2's log "
+        "does not hold them after MirrorMaker caught up: the mirror lost them."
+    ),
+    finds=(
+        "a value in dc1's final drain at an offset up to MirrorMaker's recorded progress of its "
+        "partition (the `mirror-caught-up` line), absent from dc2's final drain"
+    ),
+    severity_doc="error",
+    meaning=(
+        "dc1 holds this message and MirrorMaker 2 recorded it as copied, but dc2 does not have it:"
+        " a failover to dc2 loses it for good."
+    ),
+    causes=(
+        "MirrorMaker committing source offsets for records its producer never wrote (a crash "
+        "between the two without exactly-once), dc2 losing acknowledged data, or a truncation on "
+        "dc1 after the copy was taken."
+    ),
+    needs_drain=True,
+)
+
+FAILOVER_SKIP = Check(
+    name="failover-skip",
+    family="mirror",
+    title="Message skipped by the failover",
+    explanation=(
+        "The group never read these mirrored values, on dc1 before the failover or on dc2 after "
+        "it, although on dc2 it read beyond them in their partition: the translated offsets "
+        "skipped them."
+    ),
+    finds=(
+        "a dc1 value in dc2's final drain, below the highest offset the failed-over group read in "
+        "that partition of dc2, that the group never read on either cluster"
+    ),
+    severity_doc="error",
+    meaning=(
+        "After the failover the group started reading dc2 past this message, and it had not read "
+        "it on dc1 either: the group will never process it."
+    ),
+    causes=(
+        "Offset translation that overshoots (a checkpoint past the group's real position), "
+        "offsets applied to the wrong partitions, or a group started at the log end on dc2."
+    ),
+)
+
+FAILOVER_REREAD = Check(
+    name="failover-reread",
+    family="mirror",
+    title="Message read again after the failover",
+    explanation=(
+        "The group read these values on dc1 and again on dc2. MirrorMaker 2 translates a "
+        "committed offset down to its last offset sync, so a failover re-reads what the group read"
+        " since then: at-least-once, as documented."
+    ),
+    finds="a value read by the group on dc1 and by the same group on dc2",
+    severity_doc=(
+        "info; warning with exactly-once MirrorMaker (KIP-656 makes the copy exactly-once, not "
+        "the group's position: translation still rounds down)"
+    ),
+    meaning=(
+        "The group processed this message twice, once in each data centre. Consumers must be "
+        "idempotent across a failover."
+    ),
+    causes=(
+        "Translated offsets round down to the last offset sync (at most `offset.lag.max` records "
+        "apart), and checkpoints lag the group's commits by up to the checkpoint interval."
+    ),
+    severity=lambda spec: "warning" if _eos(spec) else "info",
+)
+
+MIRROR_ORDER = Check(
+    name="mirror-order",
+    family="mirror",
+    title="Mirror out of order",
+    explanation=(
+        "dc2 holds these values in another partition than dc1, or before a value that precedes "
+        "them in their dc1 partition: the mirror does not keep dc1's per-partition order."
+    ),
+    finds=(
+        "a mirrored value whose first dc2 position is in another partition than on dc1, or before "
+        "the first dc2 position of the value preceding it in its dc1 partition"
+    ),
+    severity_doc="error",
+    meaning=(
+        "Readers of dc2 see this partition's messages in another order than readers of dc1 did."
+    ),
+    causes="A replication policy or partitioner that remaps partitions, or tasks racing on one.",
+)
+
+MIRROR_DUPLICATE = Check(
+    name="mirror-duplicate",
+    family="mirror",
+    title="Message mirrored twice",
+    explanation=(
+        "dc2 holds these values at more than one offset: MirrorMaker copied them twice. Expected "
+        "after a MirrorMaker crash without exactly-once; with exactly-once (KIP-656) it must not."
+    ),
+    finds="a dc1 value at more than one offset of dc2's final drain",
+    severity_doc="info; error with exactly-once MirrorMaker",
+    meaning="Readers of dc2 get this message twice.",
+    causes=(
+        "MirrorMaker restarting from its last committed source offset after a crash or pause "
+        "(at-least-once), or exactly-once support that did not fence a zombie task."
+    ),
+    severity=lambda spec: "error" if _eos(spec) else "info",
+)
+
+MIRROR_CHECKS = (MIRROR_LOST, FAILOVER_SKIP, FAILOVER_REREAD, MIRROR_ORDER, MIRROR_DUPLICATE)
+
+
+class MirrorFamily:
+    """Two clusters and MirrorMaker 2 between them (``workload: mirror``)."""
+
+    name = "mirror"
+    checks = MIRROR_CHECKS
+
+    def applies(self, spec: CheckedSpec) -> bool:
+        return spec.workload == "mirror"
+
+    def frames(self, ctx: Context) -> list[DataFrame]:
+        return []
+
+    def findings(self, ctx: Context, found: Found) -> Findings:
+        hid = 0 if 0 in ctx.meta else next(iter(ctx.meta))
+        names = [c.name for c in self.checks]
+        if ctx.history is None:
+            reason = "the mirror checks did not run"
+            return Findings(
+                fields={hid: {n: {"valid": "unknown", "reason": reason} for n in names}}
+            )
+        judged, stats = judge_mirror(ctx.spark, ctx.history, ctx.examples)
+        fields: dict[str, dict[str, Any]] = {n: {"reason": None} for n in names}
+        if not stats["caught_up"] and not judged.get(MIRROR_LOST.name, (0, []))[0]:
+            fields[MIRROR_LOST.name] = {
+                "reason": "MirrorMaker had not caught up: only what it said it copied was judged"
+            }
+        return Findings(found={hid: judged}, fields={hid: fields}, stats={hid: {"mirror": stats}})
+
+
+MIRROR = MirrorFamily()

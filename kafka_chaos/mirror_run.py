@@ -1,0 +1,104 @@
+"""A disaster-recovery run's second cluster and MirrorMaker, around the run's own steps.
+
+``kafka_chaos.run`` wraps its workload phase in ``mirrored``: when
+``mirror.enabled`` it brings up dc2 and the MirrorMaker node
+(``harness.mirror_pair``), starts MirrorMaker 2 for this run's topic and
+groups, and afterwards stops it, keeps dc2's and MirrorMaker's logs with the
+run's and deletes the run's topic on dc2.  Runs without a mirror pass
+through untouched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+from harness import admin, kafka_db
+from harness import mirror_maker as mm
+from harness import store as store_mod
+from harness.cluster import Cluster
+from harness.mirror_pair import MirrorPair, ensure
+from harness.spec import TestSpec
+from harness.store import RunDir
+from kafka_chaos.guarded import guarded as _guarded
+from nemeses.runner import NemesisRunner
+from workloads.history import HistoryWriter
+
+log = logging.getLogger(__name__)
+
+
+def groups_pattern(spec: TestSpec) -> str:
+    """The run's consumer groups as MirrorMaker's ``groups`` regex (see ``group_name``)."""
+    return f"{spec.topic.name}-g[0-9]+"
+
+
+@contextlib.contextmanager
+def mirrored(cluster: Cluster, spec: TestSpec, run: RunDir) -> Iterator[MirrorPair | None]:
+    if not spec.mirror.enabled:
+        yield None
+        return
+    pair = ensure(cluster, spec)
+    node = pair.mm_node
+    try:
+        dist = mm.configure(
+            node, spec.mirror, pair.endpoints, spec.topic.name, groups_pattern(spec),
+            spec.cluster.kafka_version,
+        )  # fmt: skip
+        _record_version(run, dist.tools_version or spec.cluster.kafka_version)
+        mm.stop(node)  # a previous run's, if one was left
+        mm.start(node)
+        log.info("MirrorMaker 2 started on %s (%s)", pair.mm.name, node.address)
+        yield pair
+    finally:
+        _guarded("stop MirrorMaker", mm.stop, node)
+        for c in (pair.dc2, pair.mm):
+            for n in c.nodes:
+                dest = run.file(store_mod.LOGS) / f"{c.name}-{n.name}"
+                _guarded(f"collect logs from {c.name} {n.name}", kafka_db.collect_logs, n, dest)
+        for topic in dict.fromkeys(
+            [spec.topic.name, mm.remote_topic(spec.topic.name, spec.mirror.replication_policy)]
+        ):
+            _guarded(f"delete dc2 topic {topic}", admin.delete_topic,
+                     pair.dc2.bootstrap_servers(), topic, timeout_s=30)  # fmt: skip
+        pair.close()
+
+
+MIRROR_SCHEDULE = "schedule-mirror.json"
+MIRROR_FIRST_ID = 100  # the MirrorMaker node's faults are numbered from here
+
+
+def mirror_nemeses(
+    pair: MirrorPair | None, spec: TestSpec, history: HistoryWriter, run_dir: Path
+) -> list[NemesisRunner]:
+    """The MirrorMaker node's own runner for ``mirror.faults``, if the run has any.
+
+    Seeded like dc1's schedule (same interval and duration), so a replay of
+    the run redraws the same MirrorMaker faults.
+    """
+    if pair is None or not spec.mirror.faults:
+        return []
+    faults = dataclasses.replace(spec.nemesis, faults=list(spec.mirror.faults), schedule=None,
+                                 targets="random")  # fmt: skip
+    mirror_spec = dataclasses.replace(spec, nemesis=faults, seed=spec.seed + 1)
+    return [
+        NemesisRunner(
+            pair.mm,
+            mirror_spec,
+            history,
+            run_dir,
+            schedule_file=MIRROR_SCHEDULE,
+            first_id=MIRROR_FIRST_ID,
+        )  # fmt: skip
+    ]
+
+
+def _record_version(run: RunDir, version: str) -> None:
+    """config.json's versions name the MirrorMaker release (it may be older than the brokers)."""
+    path = run.file(store_mod.CONFIG)
+    config = json.loads(path.read_text())
+    config.setdefault("versions", {})["mirror_maker"] = version
+    path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
