@@ -111,6 +111,19 @@ class MirrorTables:
         )
         self.failover = self._one("failover", "end")
         self.caught_up = self._one("mirror-caught-up", None)
+        self.copied = self._copied()
+
+    def _copied(self) -> DataFrame:
+        """(topic, partition, upto): MirrorMaker's recorded progress, from every catch-up line."""
+        # Entries are [topic, partition, offset] lists: read as strings, then typed.
+        progress = F.from_json("value", "copied array<array<string>>")
+        c = F.col("c")
+        return (
+            self.lines.where(F.col("f") == "mirror-caught-up")
+            .select(F.explode(progress["copied"]).alias("c"))
+            .groupBy(c[0].alias("topic"), c[1].cast("int").alias("partition"))
+            .agg(F.max(c[2].cast("long")).alias("upto"))
+        )
 
     def _one(self, f: str, phase: str | None) -> dict[str, Any] | None:
         """The last line of ``f`` (with ``phase``) as a dict with its time, or None."""
@@ -168,21 +181,16 @@ class MirrorTables:
 
 
 def mirror_lost(t: MirrorTables) -> DataFrame:
-    copied = (t.caught_up or {}).get("copied") or []
-    spark = t.lines.sparkSession
-    limits = spark.createDataFrame(
-        [(int(p), int(o)) for _, p, o in copied] or [(-1, -1)], "partition int, upto long"
-    )
     dc1 = (
         t.log(dc2=False)
-        .join(F.broadcast(limits), "partition")
+        .join(F.broadcast(t.copied), ["topic", "partition"])
         .where(F.col("offset") <= F.col("upto"))
     )
     dc2 = t.log(dc2=True).select("val").distinct()
     lost = dc1.join(dc2, "val", "left_anti")
     return anomaly(
         lost.select(F.lit(0).alias("hid"), "*"), "mirror-lost", F.col("drain_index"),
-        F.col("val").alias("value"), "partition", "offset", "upto",
+        F.col("val").alias("value"), "topic", "partition", "offset", "upto",
         F.array("drain_index").alias("indices"),
     )  # fmt: skip
 
@@ -221,20 +229,23 @@ def failover_reread(t: MirrorTables) -> DataFrame:
 
 def _first_positions(log: DataFrame) -> DataFrame:
     return log.groupBy("val").agg(
-        F.min_by(F.struct("partition", "offset", "drain_index"), F.col("offset")).alias("at")
+        F.min_by(F.struct("topic", "partition", "offset", "drain_index"), F.col("offset")).alias(
+            "at"
+        )
     )
 
 
 def mirror_order(t: MirrorTables) -> DataFrame:
     dc1 = _first_positions(t.log(dc2=False)).select(
-        "val", F.col("at.partition").alias("p1"), F.col("at.offset").alias("o1")
-    )
+        "val", F.col("at.topic").alias("t1"), F.col("at.partition").alias("p1"),
+        F.col("at.offset").alias("o1"),
+    )  # fmt: skip
     dc2 = _first_positions(t.log(dc2=True)).select(
         "val", F.col("at.partition").alias("p2"), F.col("at.offset").alias("o2"),
         F.col("at.drain_index").alias("drain_index"),
     )  # fmt: skip
     both = dc1.join(dc2, "val")
-    w = Window.partitionBy("p1").orderBy("o1")
+    w = Window.partitionBy("t1", "p1").orderBy("o1")
     ordered = both.select(
         "*",
         F.lag("o2").over(w).alias("prev_o2"),

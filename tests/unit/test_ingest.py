@@ -193,7 +193,7 @@ def test_rows_schema_types_match_spark_expectations():
     assert STORED.field("straight").type == pa.bool_()
     assert STORED.field("planned_s").type == pa.float64()
     assert STORED.field("at_s").type == pa.float64()
-    assert ingest.FORMAT == "rows-17"
+    assert ingest.FORMAT == "rows-18"
 
 
 def test_op_codes_name_each_send_and_read():
