@@ -14,6 +14,7 @@ import contextlib
 import dataclasses
 import json
 import logging
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -51,7 +52,7 @@ def mirrored(cluster: Cluster, spec: TestSpec, run: RunDir) -> Iterator[MirrorPa
         _record_version(run, dist.tools_version or spec.cluster.kafka_version)
         mm.stop(node)  # a previous run's, if one was left
         mm.start(node)
-        log.info("MirrorMaker 2 started on %s (%s)", pair.mm.name, node.address)
+        _wait_mirroring(pair, spec)
         yield pair
     finally:
         _guarded("stop MirrorMaker", mm.stop, node)
@@ -94,6 +95,37 @@ def mirror_nemeses(
             first_id=MIRROR_FIRST_ID,
         )  # fmt: skip
     ]
+
+
+READY_TIMEOUT_S = 90.0
+
+
+def _wait_mirroring(pair: MirrorPair, spec: TestSpec) -> None:
+    """Until MirrorMaker has made dc2's copy of the run's topic: its connectors are up.
+
+    The workload starts only then, so a fault early in the run meets a
+    MirrorMaker that is copying, not one still starting (several seconds
+    on a loaded machine).  Bounded; a MirrorMaker not ready by then is
+    logged and the run goes on, its history showing what it copied.
+    """
+    remote = mm.remote_topic(spec.topic.name, spec.mirror.replication_policy)
+    bootstrap = pair.dc2.bootstrap_servers()
+    started = time.monotonic()
+    deadline = started + READY_TIMEOUT_S * pair.dc2.time_scale
+    while time.monotonic() < deadline:
+        try:
+            if (
+                len(admin.describe_topics(bootstrap, [remote], timeout_s=5))
+                == spec.topic.partitions
+            ):
+                log.info("MirrorMaker 2 on %s mirroring after %.1f s", pair.mm.name,
+                         time.monotonic() - started)  # fmt: skip
+                return
+        except Exception as e:  # not there yet
+            log.debug("dc2 %s: %s", remote, e)
+        time.sleep(1.0)
+    log.warning("MirrorMaker 2 had not created dc2's %s after %.0f s; running anyway", remote,
+                time.monotonic() - started)  # fmt: skip
 
 
 def _record_version(run: RunDir, version: str) -> None:

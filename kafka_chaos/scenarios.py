@@ -54,6 +54,23 @@ SHARE_PRODUCER: dict[str, Any] = {"rate": 300.0}
 # Transactions: four processes, Jepsen's four micro-ops, one abort in ten.
 TXN: dict[str, Any] = {"processes": 4, "max_ops": 4, "abort_probability": 0.1}
 
+# Disaster recovery (docs/mirror.md): dc1 is the run's cluster, dc2 one node, one group
+# of two members that fails over to dc2 at MirrorMaker's translated offsets.
+MIRROR_RUN: dict[str, Any] = {
+    "workload": "mirror",
+    "time_limit_s": 40.0,
+    "topic": SEED_LAB_TOPIC,
+    "producer": {"rate": 300.0},
+    "consumer": {"groups": 1, "workers_per_group": 2},
+}
+MIRROR: dict[str, Any] = {"enabled": True, "dc2_nodes": 1}
+# The seed lab's netsplit of dc1 (three nodes) from 16 s to 32 s, once the group's
+# commits have been checkpointed: the failover comes during it, and the heal lets
+# MirrorMaker copy what dc1 still held.
+DC1_NETSPLIT = [
+    {"id": 0, "f": "netsplit", "at_s": 16.0, "duration_s": 16.0, "targets": ["n1", "n2", "n3"]}
+]
+
 SCENARIOS: dict[str, dict[str, Any]] = {
     "broker-failover": {
         "description": "Kill the leader of a partition; leadership moves, nothing acked is lost.",
@@ -309,6 +326,37 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "producer": {"rate": 50.0},
         "txn": {**TXN, "mode": "ctp", "rewind": False, "abort_probability": 0.2},
         "nemesis": {"faults": []},
+    },
+    "mirror-failover": {
+        "description": "The seed lab's disaster recovery: dc1 suffers a netsplit, the producers "
+        "and the group fail over to dc2 at MirrorMaker 2's translated offsets; nothing is "
+        "skipped, and the RPO and the re-reads are measured.",
+        "expected_verdict": "valid",
+        **MIRROR_RUN,
+        "nemesis": {"faults": ["netsplit"], "schedule": DC1_NETSPLIT},
+        "mirror": {**MIRROR, "failover_at_s": 19.0},
+    },
+    "mirror-maker-crash": {
+        "description": "MirrorMaker 2 is killed mid-stream, again and again, and restarted; after "
+        "it catches up dc2 holds everything dc1 does (copies twice are allowed), and a "
+        "failover at the end skips nothing.",
+        "expected_verdict": "valid",
+        **MIRROR_RUN,
+        "nemesis": {"faults": [], "interval_s": 6.0, "duration_s": 5.0},
+        "mirror": {**MIRROR, "faults": ["mirror-kill"], "failover_at_s": 30.0},
+    },
+    "mirror-eos": {
+        "description": "Exactly-once MirrorMaker 2 (KIP-656) killed mid-stream, again and again: "
+        "dc2 holds every value of dc1 exactly once.",
+        "expected_verdict": "valid",
+        **MIRROR_RUN,
+        "nemesis": {"faults": [], "interval_s": 6.0, "duration_s": 5.0},
+        "mirror": {
+            **MIRROR,
+            "exactly_once": True,
+            "faults": ["mirror-kill"],
+            "failover_at_s": 30.0,
+        },
     },
 }
 

@@ -45,6 +45,7 @@ NEMESIS = "nemesis"
 FAILOVER_ID = 900  # the failover's id among the run's faults (the nemesis numbers from 0)
 TRANSLATE_TIMEOUT_S = 20.0
 CATCH_UP_POLL_S = 2.0
+DC1_GRACE_S = 3.0
 
 
 @dataclass
@@ -93,6 +94,7 @@ class MirrorWorkload:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._t0 = 0.0
+        self._dc1_stopper: threading.Thread | None = None
         self._failover = threading.Thread(target=self._fail_over_on_time, name="failover",
                                           daemon=True)  # fmt: skip
 
@@ -162,7 +164,7 @@ class MirrorWorkload:
             if self._stop.is_set() or self.dc2 is not None:
                 return
             self._record("start", planned, {})
-            self.dc1.stop(hurry=True)  # an operator does not wait out dc1's timeouts
+            self._stop_dc1()
             groups = self.groups
             error = None
             applied: dict[str, list[list[Any]]] = {}
@@ -187,6 +189,18 @@ class MirrorWorkload:
                 extra["error"] = error
             self._record("end", planned, extra)
             log.info("failover to dc2 done; translated offsets %s", applied)
+
+    def _stop_dc1(self) -> None:
+        """Stop dc1's clients, waiting at most DC1_GRACE_S: an operator failing over
+        from a cut-off data centre does not wait out its clients' timeouts.  The
+        stop goes on in the background (``stop`` joins it)."""
+        self._dc1_stopper = threading.Thread(
+            target=lambda: self.dc1.stop(hurry=True), name="stop dc1", daemon=True
+        )
+        self._dc1_stopper.start()
+        self._dc1_stopper.join(DC1_GRACE_S)
+        if self._dc1_stopper.is_alive():
+            log.info("failover: dc1's clients still stopping after %.0f s; going on", DC1_GRACE_S)
 
     def _apply_checkpoints(self, groups: list[str]) -> dict[str, list[list[Any]]]:
         found = mirror_sync.checkpoints(

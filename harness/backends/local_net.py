@@ -57,8 +57,9 @@ def add_node_netns(plan: LocalPlan, node: LocalNodePlan) -> None:
     host_run([*ns, "route", "replace", "default", "via", plan.gateway])
 
 
-def add_leg(namespace: str, veth_host: str, veth_peer: str, ifname: str, bridge: str,
-            address: str) -> None:
+def add_leg(
+    namespace: str, veth_host: str, veth_peer: str, ifname: str, bridge: str, address: str
+) -> None:
     """A second interface for ``namespace``, on another cluster's ``bridge``.
 
     The node then reaches that cluster's nodes directly, on their subnet,

@@ -29,7 +29,14 @@ START_TIMEOUT_S = 180.0
 
 
 def destroy_quietly(name: str) -> None:
-    """Stop Kafka (by pid file) and remove the cluster; never raises."""
+    """Stop Kafka (by pid file) and remove the cluster and its disaster-recovery pair
+    (``harness.mirror_pair``), if a mirror test made one; never raises."""
+    from harness import mirror_pair
+
+    try:
+        mirror_pair.destroy(name)
+    except HarnessError as e:
+        log.warning("destroying the mirror pair of %s: %s", name, e)
     with contextlib.suppress(HarnessError):
         cluster = load_cluster(name)
         kafka_db.stop_cluster(cluster, timeout_s=3)  # data is thrown away: no long grace

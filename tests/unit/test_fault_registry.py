@@ -21,6 +21,9 @@ TODAY = (
     "rolling-restart",
     "hard-rolling-restart",
     "blackhole",
+    "netsplit",
+    "mirror-kill",
+    "mirror-pause",
 )
 
 
@@ -34,8 +37,12 @@ def _having(predicate) -> list[str]:
 
 
 def test_each_kind_declares_its_shape_and_targeting():
-    assert _having(lambda k: k.shape == "node") == [*TODAY[:8], "blackhole"]
-    assert _having(lambda k: k.shape == "every-node") == ["rolling-restart", "hard-rolling-restart"]
+    assert _having(lambda k: k.shape == "node") == [
+        *TODAY[:8], "blackhole", "mirror-kill", "mirror-pause",
+    ]  # fmt: skip
+    assert _having(lambda k: k.shape == "every-node") == [
+        "rolling-restart", "hard-rolling-restart", "netsplit",
+    ]  # fmt: skip
     assert _having(lambda k: k.shape == "topology") == ["partition"]
     assert _having(lambda k: k.targetable) == [
         "kill",
@@ -56,7 +63,9 @@ def test_the_sweep_after_a_crash_undoes_each_thing_once_network_first():
         "packet faults",
         "clock",
         "paused processes",
+        "paused MirrorMaker",
         "stopped processes",
+        "stopped MirrorMaker",
     ]
     assert all(registry.kind(name).sweeps for name in TODAY), "every kind says what it leaves"
 

@@ -11,14 +11,17 @@ from harness.errors import ConfigError
 from harness.spec import TestSpec
 from kafka_chaos import run
 from workloads import registry
+from workloads.mirror import MirrorWorkload
 from workloads.queue import QueueWorkload
 from workloads.txn import TxnWorkload
 
 
-@pytest.mark.parametrize("name,cls", [("queue", QueueWorkload), ("txn", TxnWorkload)])
+@pytest.mark.parametrize(
+    "name,cls", [("queue", QueueWorkload), ("txn", TxnWorkload), ("mirror", MirrorWorkload)]
+)
 def test_each_workload_keeps_the_protocol(name: str, cls: type) -> None:
     assert TestSpec().workload == "queue"
-    assert registry.names() == ["queue", "txn"]
+    assert registry.names() == ["mirror", "queue", "txn"]
     assert registry._factory(name) is cls
     for verb in ("start", "stop", "final_drain", "summary"):
         assert callable(getattr(cls, verb))
@@ -45,7 +48,7 @@ def test_bad_transactional_settings_are_one_clear_error_before_any_run_dir(
 
 def test_an_unknown_workload_is_one_clear_error_before_any_run_dir(tmp_path: Path) -> None:
     spec = TestSpec(workload="bank")
-    message = r"^workload: unknown workload 'bank' \(known: queue, txn\)$"
+    message = r"^workload: unknown workload 'bank' \(known: mirror, queue, txn\)$"
     with pytest.raises(ConfigError, match=message):
         run.run_test(spec, store=tmp_path)
     assert not any(tmp_path.iterdir())
@@ -54,3 +57,21 @@ def test_an_unknown_workload_is_one_clear_error_before_any_run_dir(tmp_path: Pat
 def test_the_orchestration_names_no_concrete_workload() -> None:
     source = Path(run.__file__).read_text()
     assert "QueueWorkload" not in source and "workloads.queue" not in source
+
+
+def test_the_mirror_workload_needs_a_mirror_and_a_subscribing_group(tmp_path: Path) -> None:
+    """Refused before any run directory or node exists, with the setting named."""
+    for options, message in (
+        ({"workload": "mirror"}, r"^workload mirror needs mirror\.enabled"),
+        (
+            {"workload": "mirror", "mirror": {"enabled": True}, "consumer": {"mode": "assign"}},
+            r"consumer\.mode must be subscribe",
+        ),
+        (
+            {"workload": "mirror", "mirror": {"enabled": True, "replication_policy": "prefix"}},
+            r"^mirror\.replication_policy: 'prefix' is not one of identity, default$",
+        ),
+    ):
+        with pytest.raises(ConfigError, match=message):
+            run.run_test(TestSpec.from_dict(options), store=tmp_path)
+    assert not any(tmp_path.iterdir())
