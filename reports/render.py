@@ -31,6 +31,7 @@ from reports.explanations import explain, hints
 from reports.grouping import group, mechanism
 from reports.inputs import Input, as_dict, as_list, load_json
 from reports.mechanism import mechanism_section
+from reports.mirror import mirror_section
 from reports.operations import MAX_OPS, load_operations, operations_view
 from reports.replicas import replicas_section, truncation_marks
 from reports.shrink_view import shrink_view
@@ -569,6 +570,7 @@ def build_context(run_dir: Path) -> dict[str, Any]:
         ),
         "replicas": replicas_section(run_dir),
         "coordinators": coordinators_section(run_dir),
+        "mirror": mirror_section(run_dir, results, fault_bands(timeline["faults"])),
         "answer": answer(results),
         "checks": checks,
         "anomalies": sorted(
