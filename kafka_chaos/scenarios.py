@@ -354,12 +354,12 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "dc2 holds every value of dc1 exactly once.",
         "expected_verdict": "valid",
         **MIRROR_RUN,
-        "nemesis": {"faults": [], "interval_s": 6.0, "duration_s": 5.0},
+        "nemesis": MIRROR_KILLS,
         "mirror": {
             **MIRROR,
             "exactly_once": True,
             "faults": ["mirror-kill"],
-            "failover_at_s": 30.0,
+            "failover_at_s": 33.0,
         },
     },
 }
