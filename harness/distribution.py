@@ -31,6 +31,7 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape
@@ -181,19 +182,13 @@ def list_cached() -> list[Distribution]:
 
 def fetch(version: str, timeout_s: float = MVN_TIMEOUT_S) -> Distribution:
     """Return the cached distribution for ``version``, assembling it if needed."""
-    major(version)
-    cached = load_cached(version)
-    if cached:
-        return cached
-    final = cache_root() / version
-    final.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{version}-", dir=final.parent))
-    try:
+
+    def build(work: Path) -> Distribution:
         _resolve(broker_dependencies(version), work / "libs", version, timeout_s)
         tools_version = _resolve_tools(version, work / "tools", timeout_s)
-        return _seal(work, final, version, tools_version)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+        return _seal(work, cache_root() / version, version, tools_version)
+
+    return _cached_or_built(version, version, build)
 
 
 def fetch_mirror(version: str, timeout_s: float = MVN_TIMEOUT_S) -> Distribution:
@@ -204,16 +199,10 @@ def fetch_mirror(version: str, timeout_s: float = MVN_TIMEOUT_S) -> Distribution
     (Maven Central lacks some: the nearest older one of the line serves, as
     for kafka-tools).
     """
-    major(version)
     label = f"mirror-{version}"
-    cached = load_cached(label)
-    if cached:
-        return cached
-    final = cache_root() / label
-    final.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{label}-", dir=final.parent))
-    errors = []
-    try:
+
+    def build(work: Path) -> Distribution:
+        errors = []
         for mv in [v for v in (version, TOOLS_FALLBACK.get(version)) if v]:
             deps = [*logging_dependencies(version), (KAFKA_GROUP, "connect-mirror", mv)]
             try:
@@ -224,8 +213,25 @@ def fetch_mirror(version: str, timeout_s: float = MVN_TIMEOUT_S) -> Distribution
                 continue
             if mv != version:
                 log.warning("connect-mirror %s not on Maven Central; using %s", version, mv)
-            return _seal(work, final, label, mv)
+            return _seal(work, cache_root() / label, label, mv)
         raise KafkaFetchError(f"MirrorMaker 2 for Kafka {version}: {'; '.join(errors)}")
+
+    return _cached_or_built(version, label, build)
+
+
+def _cached_or_built(
+    version: str, label: str, build: Callable[[Path], Distribution]
+) -> Distribution:
+    """The cached ``label`` of Kafka ``version``, else ``build`` in a scratch dir beside it."""
+    major(version)
+    cached = load_cached(label)
+    if cached:
+        return cached
+    final = cache_root() / label
+    final.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{label}-", dir=final.parent))
+    try:
+        return build(work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -58,22 +58,22 @@ TXN: dict[str, Any] = {"processes": 4, "max_ops": 4, "abort_probability": 0.1}
 # of two members that fails over to dc2 at MirrorMaker's translated offsets.
 MIRROR_RUN: dict[str, Any] = {
     "workload": "mirror",
-    "time_limit_s": 40.0,
+    "time_limit_s": 32.0,
     "topic": SEED_LAB_TOPIC,
     "producer": {"rate": 300.0},
     "consumer": {"groups": 1, "workers_per_group": 2},
 }
 MIRROR: dict[str, Any] = {"enabled": True, "dc2_nodes": 1}
-# The seed lab's netsplit of dc1 (three nodes) from 16 s to 32 s, once the group's
+# The seed lab's netsplit of dc1 (three nodes) from 12 s to 24 s, once the group's
 # commits have been checkpointed: the failover comes during it, and the heal lets
 # MirrorMaker copy what dc1 still held.
 DC1_NETSPLIT = [
-    {"id": 0, "f": "netsplit", "at_s": 16.0, "duration_s": 16.0, "targets": ["n1", "n2", "n3"]}
+    {"id": 0, "f": "netsplit", "at_s": 12.0, "duration_s": 12.0, "targets": ["n1", "n2", "n3"]}
 ]
 
-# MirrorMaker killed for 3 s about every 10 s: it needs ~5 s to start its connectors,
+# MirrorMaker killed for 2 s about every 8 s: it needs ~5 s to start its connectors,
 # so a shorter gap leaves it no time to copy anything between kills.
-MIRROR_KILLS: dict[str, Any] = {"faults": [], "interval_s": 10.0, "duration_s": 3.0}
+MIRROR_KILLS: dict[str, Any] = {"faults": [], "interval_s": 8.0, "duration_s": 2.0}
 
 SCENARIOS: dict[str, dict[str, Any]] = {
     "broker-failover": {
@@ -338,7 +338,7 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "expected_verdict": "valid",
         **MIRROR_RUN,
         "nemesis": {"faults": ["netsplit"], "schedule": DC1_NETSPLIT},
-        "mirror": {**MIRROR, "failover_at_s": 19.0},
+        "mirror": {**MIRROR, "failover_at_s": 15.0},
     },
     "mirror-maker-crash": {
         "description": "MirrorMaker 2 is killed mid-stream, again and again, and restarted; after "
@@ -347,7 +347,7 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "expected_verdict": "valid",
         **MIRROR_RUN,
         "nemesis": MIRROR_KILLS,
-        "mirror": {**MIRROR, "faults": ["mirror-kill"], "failover_at_s": 33.0},
+        "mirror": {**MIRROR, "faults": ["mirror-kill"], "failover_at_s": 26.0},
     },
     "mirror-eos": {
         "description": "Exactly-once MirrorMaker 2 (KIP-656) killed mid-stream, again and again: "
@@ -359,7 +359,7 @@ SCENARIOS: dict[str, dict[str, Any]] = {
             **MIRROR,
             "exactly_once": True,
             "faults": ["mirror-kill"],
-            "failover_at_s": 33.0,
+            "failover_at_s": 26.0,
         },
     },
 }

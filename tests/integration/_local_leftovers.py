@@ -69,3 +69,13 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def down(name: str) -> subprocess.CompletedProcess[str]:
+    """``kafka-chaos cluster down --name name``, bounded, output captured."""
+    return subprocess.run(
+        ["kafka-chaos", "cluster", "down", "--name", name],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )

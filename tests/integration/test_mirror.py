@@ -40,7 +40,8 @@ def test_a_failover_during_a_netsplit_skips_nothing(failover_run: Path) -> None:
     translated = [p for parts in stats["translated"].values() for p in parts]
     assert len(translated) == 13 and all(down >= 0 for _, _, down, _ in translated)
     # ...and it re-read what it had read since the last offset sync (at-least-once).
-    assert checks["failover-reread"]["count"] > 0 and checks["failover-reread"]["severity"] == "info"
+    reread = checks["failover-reread"]
+    assert reread["count"] > 0 and reread["severity"] == "info"
     # The RPO is measured, not guessed: dc2 lacked what it had not copied when the
     # netsplit began, and every one of those values reached it after the heal.
     assert 0 <= stats["rpo_values"] == stats["copied_later"] <= stats["acked_before"]
@@ -79,3 +80,17 @@ def test_killing_mirror_maker_loses_nothing_on_dc2(kafka_cluster: Cluster, tmp_p
     assert kills and all(op.get("applied_s") and not op.get("error") for op in kills)
     assert stats["caught_up"] and checks["mirror-lost"]["count"] == 0
     assert checks["mirror-duplicate"]["severity"] == "info"  # at-least-once: copies may repeat
+
+
+def test_exactly_once_mirror_maker_copies_each_value_once(
+    kafka_cluster: Cluster, tmp_path: Path
+) -> None:
+    run = run_mirror_scenario(kafka_cluster, tmp_path, "mirror-eos")
+    stats, checks = mirror_stats(run)
+    assert stats["caught_up"] and stats["mirrored"] >= stats["dc1_log"] > 0
+    assert checks["mirror-duplicate"]["severity"] == "error"  # KIP-656's promise
+    assert checks["mirror-duplicate"]["count"] == 0 and checks["mirror-lost"]["count"] == 0
+    config = json.loads((run / "config.json").read_text())
+    assert config["mirror"]["exactly_once"]
+    mm2 = next((run / "logs").glob("*-mm-n1/config/mm2.properties")).read_text()
+    assert "dc2.exactly.once.source.support=enabled" in mm2

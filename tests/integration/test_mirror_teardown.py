@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from _local_leftovers import leftovers, pids_from_files
+from _local_leftovers import down, leftovers, pids_from_files
 
 from harness.cluster import cluster_dir
 
@@ -40,20 +40,16 @@ RUN = {
     "consumer": {"groups": 1, "workers_per_group": 1},
     "nemesis": {
         "faults": ["netsplit"],
-        "schedule": [{"id": 0, "f": "netsplit", "at_s": 3.0, "duration_s": 100.0,
-                      "targets": ["n1"]}],  # fmt: skip
+        "schedule": [
+            {"id": 0, "f": "netsplit", "at_s": 3.0, "duration_s": 100.0, "targets": ["n1"]}
+        ],  # fmt: skip
     },
     "mirror": {"enabled": True, "failover_at_s": 5.0},
 }
 
 
 def _down() -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["kafka-chaos", "cluster", "down", "--name", NAME],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return down(NAME)
 
 
 def _history(store: Path) -> list[dict]:

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from _local_leftovers import leftovers, pids_from_files, procs_mentioning
+from _local_leftovers import down, leftovers, pids_from_files, procs_mentioning
 
 from harness.cluster import cluster_dir
 
@@ -40,12 +40,7 @@ def _broker_pids(root: Path) -> list[int]:
 
 
 def _down() -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["kafka-chaos", "cluster", "down", "--name", NAME],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return down(NAME)
 
 
 def test_down_after_sigkill_while_kafka_starts(tmp_path: Path) -> None:
