@@ -150,6 +150,18 @@ OPTIONS: tuple[Option, ...] = (
     Option("--fault-interval", "nemesis.interval_s", float, "quiet seconds between faults"),
     Option("--fault-duration", "nemesis.duration_s", float, "seconds each fault lasts"),
     Option("--targets", "nemesis.targets", str, "fault targets", TARGET_MODES),
+    Option("--mirror", "mirror.enabled", _bool, "disaster recovery: dc2 and MirrorMaker 2"),
+    Option("--dc2-nodes", "mirror.dc2_nodes", int, "mirror: brokers of dc2"),
+    Option("--failover-at", "mirror.failover_at_s", float, "mirror: seconds until the failover"),
+    Option("--mirror-eos", "mirror.exactly_once", _bool, "mirror: exactly-once MirrorMaker"),
+    Option(
+        "--replication-policy",
+        "mirror.replication_policy",
+        str,
+        "mirror: dc2's topic names",
+        ("identity", "default"),
+    ),  # fmt: skip
+    Option("--mirror-faults", "mirror.faults", _faults, "mirror: MirrorMaker faults, or none"),
     Option("--spark-master", "checker.spark_master", str, "Spark master for the checkers"),
     Option(
         "--ww-deps",
@@ -304,6 +316,25 @@ def validate(spec: TestSpec) -> None:
     _validate_client(spec)
     _validate_share(spec)
     _validate_group_protocol(spec)
+    _validate_mirror(spec)
+
+
+MIRROR_FAULTS = ("mirror-kill", "mirror-pause")
+
+
+def _validate_mirror(spec: TestSpec) -> None:
+    """MirrorMaker faults act on its node: only those kinds belong in mirror.faults."""
+    m = spec.mirror
+    wrong = [f for f in m.faults if f not in MIRROR_FAULTS]
+    if wrong:
+        raise ConfigError(
+            f"mirror.faults: {', '.join(wrong)} cannot hit the MirrorMaker node (known: "
+            f"{', '.join(MIRROR_FAULTS)}; faults inside dc1 go in nemesis.faults)"
+        )
+    if (m.faults or m.failover_at_s is not None) and not m.enabled:
+        raise ConfigError("mirror.faults and mirror.failover_at_s need mirror.enabled")
+    if spec.workload == "mirror" and spec.java_client:
+        raise ConfigError("workload mirror runs librdkafka clients only (docs/mirror.md)")
 
 
 def _validate_client(spec: TestSpec) -> None:
