@@ -333,8 +333,6 @@ def _validate_mirror(spec: TestSpec) -> None:
         )
     if (m.faults or m.failover_at_s is not None) and not m.enabled:
         raise ConfigError("mirror.faults and mirror.failover_at_s need mirror.enabled")
-    if spec.workload == "mirror" and spec.java_client:
-        raise ConfigError("workload mirror runs librdkafka clients only (docs/mirror.md)")
 
 
 def _validate_client(spec: TestSpec) -> None:
