@@ -38,6 +38,7 @@ FAST_EXAMPLES = {
     # GRAPH_PROPERTY_EXAMPLES stays at its 60: with 25 the seed gives 11 cyclic of 50
     # histories, under the test's floor of a quarter, and 60 cost no more (one Spark job).
     "SHARE_PROPERTY_EXAMPLES": "10",
+    "MIRROR_PROPERTY_EXAMPLES": "12",
     "STATISTICS_PROPERTY_EXAMPLES": "40",
 }
 if os.environ.get("KC_TEST_TIER") == "fast":
