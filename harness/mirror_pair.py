@@ -20,6 +20,7 @@ from harness.backends import create_cluster, destroy_cluster, load_cluster, why_
 from harness.cluster import Cluster
 from harness.errors import HarnessError
 from harness.mirror_maker import Endpoints
+from harness.node import Node
 from harness.spec import ClusterSpec, TestSpec
 
 log = logging.getLogger(__name__)
@@ -41,7 +42,7 @@ class MirrorPair:
     endpoints: Endpoints  # the brokers as the MirrorMaker node reaches them
 
     @property
-    def mm_node(self):  # noqa: ANN201 - a harness.node.Node
+    def mm_node(self) -> Node:
         return self.mm.nodes[0]
 
     def close(self) -> None:

@@ -186,6 +186,17 @@ class Pause(ProcessFault):
     act, undo = staticmethod(pause), staticmethod(resume)
 
 
+class KillAll(Kill):
+    """Every target node crashes at once: a data centre's power cut (``kill-all`` of dc1).
+
+    Healed like a kill, every node started again; generated with every node
+    as its targets."""
+
+    name = "kill-all"
+    shape = "every-node"
+    targetable = False
+
+
 class Restart(Kill):
     """A clean stop, healed as a kill is."""
 

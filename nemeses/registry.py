@@ -34,6 +34,7 @@ BUILTIN: tuple[FaultKind, ...] = (
     process.HardRollingRestart(),
     blackhole.Blackhole(),
     netsplit.Netsplit(),
+    process.KillAll(),
     mirror_maker.MirrorKill(),
     mirror_maker.MirrorPause(),
 )

@@ -22,6 +22,7 @@ TODAY = (
     "hard-rolling-restart",
     "blackhole",
     "netsplit",
+    "kill-all",
     "mirror-kill",
     "mirror-pause",
 )
@@ -41,7 +42,7 @@ def test_each_kind_declares_its_shape_and_targeting():
         *TODAY[:8], "blackhole", "mirror-kill", "mirror-pause",
     ]  # fmt: skip
     assert _having(lambda k: k.shape == "every-node") == [
-        "rolling-restart", "hard-rolling-restart", "netsplit",
+        "rolling-restart", "hard-rolling-restart", "netsplit", "kill-all",
     ]  # fmt: skip
     assert _having(lambda k: k.shape == "topology") == ["partition"]
     assert _having(lambda k: k.targetable) == [
