@@ -17,6 +17,7 @@ from checkers.api import check_history
 from checkers.builder import HistoryBuilder, write_histories
 from checkers.mirror_checks import judge_mirror
 from harness.spec import MirrorSpec, TestSpec
+from reports.render import write_report
 from testkit.reference_mirror import judge_mirror as reference
 from testkit.synthetic_mirror import EXPECTED, KINDS, VALUES_PER_HISTORY, generate_fit, ops
 
@@ -107,3 +108,11 @@ def test_a_mirror_run_keeps_each_clusters_queue_verdict(spark, tmp_path) -> None
     assert results["verdict"] == "valid", json.dumps(bad)[:2000]
     assert results["checks"]["failover-reread"]["count"] == 2
     assert results["stats"]["mirror"]["rpo_values"] == 2
+    # The report answers the seed lab's questions from these figures.
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    html = write_report(tmp_path).read_text()
+    assert 'id="mirror"' in html and "per second, on each data centre" in html
+    assert "dc2 lacked 2 of the 6 values dc1 had acknowledged" in html
+    assert "The group read 2 values again on dc2" in html
+    assert "What did it skip? Nothing" in html
+    assert "Were writes disrupted?" in html and "Were reads disrupted?" in html
