@@ -65,20 +65,28 @@ def _default_name() -> str:
 
 
 def _heal(args: argparse.Namespace) -> int:
+    """Heal the cluster, and its disaster-recovery pair (dc2, the MirrorMaker node) if it
+    has one: a mirror run killed mid-fault may leave MirrorMaker paused."""
+    from harness.backends import cluster_exists
+    from harness.mirror_pair import dc2_name, mm_name
     from nemeses.runner import heal_cluster
 
-    cluster = Cluster.load(args.name or _default_name())
-    try:
-        done = heal_cluster(cluster, every_tag=args.all)
-        if args.wait > 0:
-            from harness import kafka_db
+    name = args.name or _default_name()
+    for member in (name, dc2_name(name), mm_name(name)):
+        if member != name and not cluster_exists(member):
+            continue
+        cluster = Cluster.load(member)
+        try:
+            done = heal_cluster(cluster, every_tag=args.all)
+            if args.wait > 0 and member == name:
+                from harness import kafka_db
 
-            kafka_db.wait_healthy(cluster, timeout_s=args.wait)
-    finally:
-        cluster.close()
-    for line in done:
-        print(line)
-    print(f"cluster {cluster.name!r} healed" + ("" if done else " (nothing needed undoing)"))
+                kafka_db.wait_healthy(cluster, timeout_s=args.wait)
+        finally:
+            cluster.close()
+        for line in done:
+            print(line)
+        print(f"cluster {cluster.name!r} healed" + ("" if done else " (nothing needed undoing)"))
     return 0
 
 
