@@ -21,11 +21,28 @@ def _mm():  # imported late: the pure parts of the nemeses need no Kafka modules
     return mirror_maker
 
 
-def _start_if_configured(node: Node) -> bool:
-    """Start MirrorMaker where a run configured it and it is down; nothing elsewhere."""
-    mm = _mm()
-    has = node.run(f"test -f {mm.MIRROR.launcher(node)}", timeout=15, check=False).exit_code == 0
-    return has and mm.start(node)
+def _killed_marker(node: Node) -> str:
+    """Present while a mirror-kill fault holds MirrorMaker down: what the sweep undoes."""
+    return node.path("run", "mirrormaker.killed-by-fault")
+
+
+def _kill(node: Node) -> None:
+    node.run(f"touch {_killed_marker(node)}", timeout=15)
+    _mm().kill(node)
+
+
+def _revive(node: Node) -> bool:
+    """Start MirrorMaker again if a fault killed it (the marker says so); nothing else.
+
+    A MirrorMaker a run stopped at its end stays stopped: the next mirror run
+    starts its own.
+    """
+    marker = _killed_marker(node)
+    if node.run(f"test -f {marker}", timeout=15, check=False).exit_code != 0:
+        return False
+    started = _mm().start(node)
+    node.run(f"rm -f {marker}", timeout=15)
+    return started
 
 
 MIRROR_PAUSED_SWEEP = Sweep(
@@ -37,7 +54,7 @@ MIRROR_PAUSED_SWEEP = Sweep(
 MIRROR_STOPPED_SWEEP = Sweep(
     "stopped MirrorMaker",
     order=51,
-    undo=lambda cluster, node, every_tag: _start_if_configured(node),
+    undo=lambda cluster, node, every_tag: _revive(node),
     model=lambda model: model.clear("mirror-down"),
     done="restarted MirrorMaker",
 )
@@ -49,10 +66,10 @@ class MirrorKill(NodeFault):
     name, flag, sweeps = "mirror-kill", "mirror-down", (MIRROR_STOPPED_SWEEP,)
 
     def apply_node(self, cluster: Cluster, node: Node, op: FaultOp) -> None:
-        _mm().kill(node)
+        _kill(node)
 
     def heal_node(self, cluster: Cluster, node: Node, op: FaultOp) -> None:
-        _mm().start(node)
+        _revive(node)
 
 
 class MirrorPause(NodeFault):
