@@ -56,11 +56,15 @@ def answers(stats: dict[str, Any], counts: dict[str, int], flow: dict[str, Any])
             stats.get("rpo_seconds", 0.0),
             stats.get("copied_later", 0),
         )
+        acked = stats.get("acked_before", 0)
         out = [
-            f"What did the failover lose? When it began ({at} s), dc2 lacked {rpo} of the "
-            f"{stats.get('acked_before', 0)} values dc1 had acknowledged: the last {secs} s of "
-            f"writes (the RPO). MirrorMaker copied {later} of them after dc1 came back; a "
-            "failover that could not wait for dc1 loses them."
+            f"What did the failover lose? When it began ({at} s), dc2 held every one of the "
+            f"{acked} values dc1 had acknowledged: nothing (RPO 0)."
+            if not rpo
+            else f"What did the failover lose? When it began ({at} s), dc2 lacked {rpo} of the "
+            f"{acked} values dc1 had acknowledged: the last {secs} s of writes (the RPO). "
+            f"MirrorMaker copied {later} of them after dc1 came back; a failover that could "
+            "not wait for dc1 loses them."
         ]
         reread = counts["failover-reread"]
         out.append(
