@@ -5,6 +5,7 @@ scenario runs to its expected verdict (docs/mirror.md)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,16 @@ from _cli import kafka_chaos, ops, report_path, run_args
 from harness.cluster import Cluster
 
 pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module", autouse=True)
+def pair_removed_after(kafka_cluster: Cluster) -> Iterator[None]:
+    """dc2's broker and the MirrorMaker node go when this module is done: the rest of
+    the session's tests must not share two cores with an idle fourth broker."""
+    yield
+    from harness import mirror_pair
+
+    mirror_pair.destroy(kafka_cluster.name)
 
 
 def run_mirror_scenario(cluster: Cluster, store: Path, name: str) -> Path:
