@@ -125,7 +125,9 @@ def node_files(
         dist.node_classpath(),
         kc.logging_flag(version, f"{cfg}/mirrormaker-log.properties"),
         MAIN,
-        [f"{cfg}/mm2.properties"],
+        # Only dc2's herder: without it MirrorMaker also runs one that writes to dc1
+        # (Connect's internal topics, heartbeats), which a DR node has no business doing.
+        [f"{cfg}/mm2.properties", "--clusters", TARGET],
     )
     return {
         f"{cfg}/mm2.properties": kc.render_properties(properties(spec, ends, topic, groups)),
