@@ -26,6 +26,7 @@ copied yet by design.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +110,7 @@ class MirrorTables:
             .groupBy("process")
             .agg(F.first(joined["group"]).alias("group"))
         )
+        self.failover_start = self._one("failover", "start")
         self.failover = self._one("failover", "end")
         self.caught_up = self._one("mirror-caught-up", None)
         self.copied = self._copied()
@@ -127,22 +129,11 @@ class MirrorTables:
 
     def _one(self, f: str, phase: str | None) -> dict[str, Any] | None:
         """The last line of ``f`` (with ``phase``) as a dict with its time, or None."""
-        import json
-
         rows = self.lines.where(F.col("f") == f).orderBy(F.col("index").desc()).collect()
         for r in rows:
             value = json.loads(r["value"] or "{}")
             if phase is None or value.get("phase") == phase:
                 return {**value, "time": r["time"], "index": r["index"]}
-        return None
-
-    def start_time(self) -> int | None:
-        """When the failover began (its start line)."""
-        import json
-
-        for r in self.lines.where(F.col("f") == "failover").orderBy("index").collect():
-            if json.loads(r["value"] or "{}").get("phase") == "start":
-                return int(r["time"])
         return None
 
     def log(self, dc2: bool) -> DataFrame:
@@ -279,9 +270,9 @@ def mirror_duplicate(t: MirrorTables) -> DataFrame:
 
 def rpo(t: MirrorTables) -> dict[str, Any]:
     """What dc2 lacked when the failover began, of what dc1 had acknowledged by then."""
-    start = t.start_time()
-    if start is None or t.failover is None:
+    if t.failover_start is None or t.failover is None:
         return {"failover": False}
+    start = int(t.failover_start["time"])
     ends = {int(p): int(e) for _, p, e in t.failover.get("dc2_ends") or []}
     spark = t.lines.sparkSession
     limits = spark.createDataFrame(

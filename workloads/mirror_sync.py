@@ -87,9 +87,9 @@ def decode_source_offset(key: bytes, value: bytes | None) -> tuple[str, int, int
         raise Undecodable(f"Connect offset record: {e}") from e
 
 
-def _read_all(bootstrap: str, topic: str, timeout_s: float) -> list[Any]:
-    """Every record of ``topic`` (all partitions, from the start), within ``timeout_s``."""
-    consumer = Consumer(
+def _reader(bootstrap: str) -> Consumer:
+    """A bounded consumer in a group of its own that commits nothing."""
+    return Consumer(
         {
             "bootstrap.servers": bootstrap,
             "group.id": f"kafka-chaos-mirror-{uuid.uuid4().hex[:8]}",
@@ -98,6 +98,11 @@ def _read_all(bootstrap: str, topic: str, timeout_s: float) -> list[Any]:
             "logger": CLIENT_LOGGER,
         }
     )
+
+
+def _read_all(bootstrap: str, topic: str, timeout_s: float) -> list[Any]:
+    """Every record of ``topic`` (all partitions, from the start), within ``timeout_s``."""
+    consumer = _reader(bootstrap)
     deadline = time.monotonic() + timeout_s
     try:
         meta = consumer.list_topics(topic, timeout=min(CALL_TIMEOUT_S, timeout_s))
@@ -159,14 +164,7 @@ def high_watermarks(
     bootstrap: str, topic: str, partitions: int, timeout_s: float
 ) -> dict[int, int]:
     """partition -> high watermark; partitions that did not answer are left out."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"kafka-chaos-mirror-{uuid.uuid4().hex[:8]}",
-            "socket.timeout.ms": int(CALL_TIMEOUT_S * 1000),
-            "logger": CLIENT_LOGGER,
-        }
-    )
+    consumer = _reader(bootstrap)
     deadline = time.monotonic() + timeout_s
     out = {}
     try:
