@@ -279,6 +279,12 @@ def rpo(t: MirrorTables) -> dict[str, Any]:
         [(p, e) for p, e in ends.items()] or [(-1, -1)], "partition int, dc2_end long"
     )
     acked = t.acks.where(~_on_dc2("topic") & (F.col("ack_time") < start))
+    # A partition whose end dc2 did not give at the failover (its broker down) has
+    # no measured RPO: its values are counted apart, never guessed either way.
+    measured = F.col("partition").isin(list(ends))
+    unmeasured = acked.where(~measured).count()
+    acked_before = acked.count()
+    acked = acked.where(measured)
     dc2 = _first_positions(t.log(dc2=True)).select(
         "val", F.col("at.partition").alias("p2"), F.col("at.offset").alias("o2")
     )
@@ -292,8 +298,9 @@ def rpo(t: MirrorTables) -> dict[str, Any]:
     return {
         "failover": True,
         "failover_at_s": round(start / NS, 3),
-        "acked_before": acked.count(),
+        "acked_before": acked_before,
         "rpo_values": n,
+        "rpo_unmeasured": unmeasured,
         "rpo_seconds": round((start - row["oldest"]) / NS, 3) if n else 0.0,
         "copied_later": later,
         "translated": t.failover.get("groups") or {},

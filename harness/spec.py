@@ -141,9 +141,12 @@ class MirrorSpec:
     failover_at_s: float | None = None
     # After the heal: how long MirrorMaker may take to copy what dc1 holds.
     catch_up_timeout_s: float = 90.0
-    # MirrorMaker faults (mirror-kill, mirror-pause, dc1-netsplit), scheduled
-    # like dc1's own; they share the nemesis's interval and duration.
+    # MirrorMaker faults (mirror-kill, mirror-pause), scheduled like dc1's own;
+    # they share the nemesis's interval and duration.
     faults: list[str] = field(default_factory=list)
+    # Faults inside dc2 (kill, pause, ...: any broker fault), on dc2's own
+    # schedule, again with the nemesis's interval and duration.
+    dc2_faults: list[str] = field(default_factory=list)
 
 
 @dataclass

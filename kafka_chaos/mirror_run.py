@@ -27,7 +27,9 @@ from harness.spec import TestSpec
 from harness.store import RunDir
 from kafka_chaos.guarded import guarded as _guarded
 from nemeses.runner import NemesisRunner
+from workloads.cluster_history import ClusterHistory
 from workloads.history import HistoryWriter
+from workloads.mirror import DC2
 
 log = logging.getLogger(__name__)
 
@@ -70,31 +72,44 @@ def mirrored(cluster: Cluster, spec: TestSpec, run: RunDir) -> Iterator[MirrorPa
 
 MIRROR_SCHEDULE = "schedule-mirror.json"
 MIRROR_FIRST_ID = 100  # the MirrorMaker node's faults are numbered from here
+DC2_SCHEDULE = "schedule-dc2.json"
+DC2_FIRST_ID = 200  # dc2's own faults are numbered from here
 
 
 def mirror_nemeses(
     pair: MirrorPair | None, spec: TestSpec, history: HistoryWriter, run_dir: Path
 ) -> list[NemesisRunner]:
-    """The MirrorMaker node's own runner for ``mirror.faults``, if the run has any.
+    """The runners for ``mirror.faults`` (the MirrorMaker node) and ``mirror.dc2_faults``
+    (dc2's brokers), for those the run has.
 
-    Seeded like dc1's schedule (same interval and duration), so a replay of
-    the run redraws the same MirrorMaker faults.
+    Each is seeded like dc1's schedule (same interval and duration, seed +1
+    and +2), so a replay of the run redraws the same faults.  dc2's fault
+    lines name their nodes ``dc2/n1``, as its clients' lines name its topics:
+    dc1's n1 and dc2's n1 stay apart in the history and the report.
     """
-    if pair is None or not spec.mirror.faults:
+    if pair is None:
         return []
-    faults = dataclasses.replace(spec.nemesis, faults=list(spec.mirror.faults), schedule=None,
-                                 targets="random")  # fmt: skip
-    mirror_spec = dataclasses.replace(spec, nemesis=faults, seed=spec.seed + 1)
-    return [
-        NemesisRunner(
-            pair.mm,
-            mirror_spec,
-            history,
-            run_dir,
-            schedule_file=MIRROR_SCHEDULE,
-            first_id=MIRROR_FIRST_ID,
-        )  # fmt: skip
-    ]
+    runners = []
+    if spec.mirror.faults:
+        runners.append(NemesisRunner(
+            pair.mm, _schedule_of(spec, spec.mirror.faults, 1), history, run_dir,
+            schedule_file=MIRROR_SCHEDULE, first_id=MIRROR_FIRST_ID,
+        ))  # fmt: skip
+    if spec.mirror.dc2_faults:
+        names = [n.name for n in pair.dc2.nodes]
+        dc2_history = ClusterHistory(history, DC2, [spec.topic.name, *names])
+        runners.append(NemesisRunner(
+            pair.dc2, _schedule_of(spec, spec.mirror.dc2_faults, 2), dc2_history, run_dir,
+            schedule_file=DC2_SCHEDULE, first_id=DC2_FIRST_ID,
+        ))  # fmt: skip
+    return runners
+
+
+def _schedule_of(spec: TestSpec, faults: list[str], seed_offset: int) -> TestSpec:
+    """``spec`` with a nemesis of ``faults`` on random targets, drawn from its own seed."""
+    nemesis = dataclasses.replace(spec.nemesis, faults=list(faults), schedule=None,
+                                  targets="random")  # fmt: skip
+    return dataclasses.replace(spec, nemesis=nemesis, seed=spec.seed + seed_offset)
 
 
 READY_TIMEOUT_S = 90.0

@@ -18,6 +18,7 @@ import yaml
 
 from harness.errors import ConfigError
 from harness.spec import TestSpec
+from nemeses import registry
 from nemeses.base import TARGET_MODES
 
 
@@ -162,6 +163,7 @@ OPTIONS: tuple[Option, ...] = (
         ("identity", "default"),
     ),  # fmt: skip
     Option("--mirror-faults", "mirror.faults", _faults, "mirror: MirrorMaker faults, or none"),
+    Option("--dc2-faults", "mirror.dc2_faults", _faults, "mirror: faults inside dc2, or none"),
     Option("--spark-master", "checker.spark_master", str, "Spark master for the checkers"),
     Option(
         "--ww-deps",
@@ -323,16 +325,24 @@ MIRROR_FAULTS = ("mirror-kill", "mirror-pause")
 
 
 def _validate_mirror(spec: TestSpec) -> None:
-    """MirrorMaker faults act on its node: only those kinds belong in mirror.faults."""
+    """MirrorMaker faults act on its node, dc2's on dc2's brokers: each list holds
+    only the kinds that can hit what it names."""
     m = spec.mirror
     wrong = [f for f in m.faults if f not in MIRROR_FAULTS]
     if wrong:
         raise ConfigError(
             f"mirror.faults: {', '.join(wrong)} cannot hit the MirrorMaker node (known: "
-            f"{', '.join(MIRROR_FAULTS)}; faults inside dc1 go in nemesis.faults)"
+            f"{', '.join(MIRROR_FAULTS)}; faults inside dc1 go in nemesis.faults, inside "
+            "dc2 in mirror.dc2_faults)"
         )
-    if (m.faults or m.failover_at_s is not None) and not m.enabled:
-        raise ConfigError("mirror.faults and mirror.failover_at_s need mirror.enabled")
+    for f in m.dc2_faults:
+        registry.kind(f, "mirror.dc2_faults")
+        if f in MIRROR_FAULTS:
+            raise ConfigError(f"mirror.dc2_faults: {f} hits the MirrorMaker node (mirror.faults)")
+    if (m.faults or m.dc2_faults or m.failover_at_s is not None) and not m.enabled:
+        raise ConfigError(
+            "mirror.faults, mirror.dc2_faults and mirror.failover_at_s need mirror.enabled"
+        )
 
 
 def _validate_client(spec: TestSpec) -> None:

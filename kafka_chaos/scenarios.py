@@ -74,6 +74,8 @@ DC1_NETSPLIT = [
 # MirrorMaker killed for 2 s about every 8 s: it needs ~5 s to start its connectors,
 # so a shorter gap leaves it no time to copy anything between kills.
 MIRROR_KILLS: dict[str, Any] = {"faults": [], "interval_s": 8.0, "duration_s": 2.0}
+# dc2's one broker killed for 3 s about every 8 s (its restart takes a few seconds more).
+DC2_KILLS: dict[str, Any] = {"faults": [], "interval_s": 8.0, "duration_s": 3.0}
 
 SCENARIOS: dict[str, dict[str, Any]] = {
     "broker-failover": {
@@ -348,6 +350,15 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         **MIRROR_RUN,
         "nemesis": MIRROR_KILLS,
         "mirror": {**MIRROR, "faults": ["mirror-kill"], "failover_at_s": 26.0},
+    },
+    "mirror-dc2-crash": {
+        "description": "dc2's broker is killed for 3 s about every 8 s, before and after the "
+        "failover: MirrorMaker 2 retries, the failed-over clients ride it out; after the "
+        "catch-up dc2 holds everything dc1 does, and nothing is skipped.",
+        "expected_verdict": "valid",
+        **MIRROR_RUN,
+        "nemesis": DC2_KILLS,
+        "mirror": {**MIRROR, "dc2_faults": ["kill"], "failover_at_s": 15.0},
     },
     "mirror-eos": {
         "description": "Exactly-once MirrorMaker 2 (KIP-656) killed mid-stream, again and again: "

@@ -45,32 +45,55 @@ def mirror_section(
 COUNTED = ("mirror-lost", "failover-skip", "failover-reread", "mirror-order", "mirror-duplicate")
 
 
+def _what_was_lost(stats: dict[str, Any]) -> str:
+    at = stats.get("failover_at_s")
+    rpo, secs, later = (
+        stats.get("rpo_values", 0),
+        stats.get("rpo_seconds", 0.0),
+        stats.get("copied_later", 0),
+    )
+    unmeasured = stats.get("rpo_unmeasured", 0)
+    acked = stats.get("acked_before", 0) - unmeasured
+    if unmeasured and not acked:
+        return (
+            f"What did the failover lose? Not measured: when it began ({at} s), dc2 gave "
+            "none of its partitions' ends (a fault on dc2), so what it lacked of the "
+            f"{unmeasured} values dc1 had acknowledged is unknown."
+        )
+    answer = (
+        f"What did the failover lose? When it began ({at} s), dc2 held every one of the "
+        f"{acked} values dc1 had acknowledged: nothing (RPO 0)."
+        if not rpo
+        else f"What did the failover lose? When it began ({at} s), dc2 lacked {rpo} of the "
+        f"{acked} values dc1 had acknowledged: the last {secs} s of writes (the RPO). "
+        f"MirrorMaker copied {later} of them after dc1 came back; a failover that could "
+        "not wait for dc1 loses them."
+    )
+    if unmeasured:
+        answer += (
+            f" {unmeasured} more acknowledged values are not counted: dc2 did not give their "
+            "partitions' ends as the failover began (a fault on dc2), so their RPO is unmeasured."
+        )
+    return answer
+
+
 def answers(stats: dict[str, Any], counts: dict[str, int], flow: dict[str, Any]) -> list[str]:
     """The seed lab's questions, answered from this run's figures."""
     if not stats.get("failover"):
         out = ["There was no failover in this run: only the mirror was judged."]
     else:
-        at = stats.get("failover_at_s")
-        rpo, secs, later = (
-            stats.get("rpo_values", 0),
-            stats.get("rpo_seconds", 0.0),
-            stats.get("copied_later", 0),
-        )
-        acked = stats.get("acked_before", 0)
-        out = [
-            f"What did the failover lose? When it began ({at} s), dc2 held every one of the "
-            f"{acked} values dc1 had acknowledged: nothing (RPO 0)."
-            if not rpo
-            else f"What did the failover lose? When it began ({at} s), dc2 lacked {rpo} of the "
-            f"{acked} values dc1 had acknowledged: the last {secs} s of writes (the RPO). "
-            f"MirrorMaker copied {later} of them after dc1 came back; a failover that could "
-            "not wait for dc1 loses them."
-        ]
+        out = [_what_was_lost(stats)]
         reread = counts["failover-reread"]
+        why = (
+            "MirrorMaker translates a committed offset down to its last offset sync, and its "
+            "checkpoints trail the group's commits."
+            if _translated(stats)
+            else "MirrorMaker had written no checkpoint for the group by then, so it started on "
+            "dc2 where auto.offset.reset put it (the earliest offset)."
+        )
         out.append(
             f"What did it re-read? The group read {reread} values again on dc2 that it had read"
-            " on dc1: MirrorMaker translates a committed offset down to its last offset sync, "
-            "and its checkpoints trail the group's commits."
+            f" on dc1: {why}"
             if reread
             else "What did it re-read? Nothing: the group read no value on both clusters."
         )

@@ -35,16 +35,15 @@ def split(topic: str) -> tuple[str | None, str]:
 
 
 class ClusterHistory:
-    """A ``HistoryWriter`` for one cluster's clients: its topics' names carry the cluster."""
+    """A ``HistoryWriter`` for one cluster's clients (or its nemesis): the names of its
+    topics, groups and nodes carry the cluster."""
 
-    def __init__(
-        self, history: HistoryWriter, cluster: str, topics: Sequence[str], groups: Sequence[str]
-    ) -> None:
+    def __init__(self, history: HistoryWriter, cluster: str, names: Sequence[str]) -> None:
+        """``names``: every string this cluster's lines hold whole that must name it."""
         self.inner = history
         self.cluster = cluster
         self._renames = [
-            (b'"%s"' % name.encode(), b'"%s"' % qualified(cluster, name).encode())
-            for name in [*topics, *groups]
+            (b'"%s"' % name.encode(), b'"%s"' % qualified(cluster, name).encode()) for name in names
         ]
 
     @property

@@ -23,11 +23,12 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from workloads.values import CLIENT_LOGGER
 
 CALL_TIMEOUT_S = 10.0
+UNKNOWN_TOPIC = KafkaError.UNKNOWN_TOPIC_OR_PART
 READ_QUIET_S = 1.0  # a compacted internal topic is read until a poll this long brings nothing
 
 
@@ -100,15 +101,42 @@ def _reader(bootstrap: str) -> Consumer:
     )
 
 
+class IncompleteRead(RuntimeError):
+    """An internal topic was not read whole in time: dc2 did not answer, or not enough."""
+
+
+RETRY_PAUSE_S = 0.5
+
+
 def _read_all(bootstrap: str, topic: str, timeout_s: float) -> list[Any]:
-    """Every record of ``topic`` (all partitions, from the start), within ``timeout_s``."""
-    consumer = _reader(bootstrap)
+    """Every record of ``topic`` (all partitions, from the start), within ``timeout_s``.
+
+    A topic that does not exist holds nothing.  While dc2 does not answer (its
+    broker restarting) the read is tried again; one that cannot finish raises
+    ``IncompleteRead``: offsets translated from a part of the checkpoints, as
+    if it were all of them, would hide that the operator's tool failed.
+    """
     deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return _read_once(bootstrap, topic, deadline)
+        except KafkaException as e:
+            if time.monotonic() + RETRY_PAUSE_S >= deadline:
+                raise IncompleteRead(f"{topic}: dc2 did not answer within {timeout_s:.0f} s "
+                                     f"({e})") from e  # fmt: skip
+            time.sleep(RETRY_PAUSE_S)
+
+
+def _read_once(bootstrap: str, topic: str, deadline: float) -> list[Any]:
+    consumer = _reader(bootstrap)
     try:
-        meta = consumer.list_topics(topic, timeout=min(CALL_TIMEOUT_S, timeout_s))
+        left = max(0.5, deadline - time.monotonic())
+        meta = consumer.list_topics(topic, timeout=min(CALL_TIMEOUT_S, left))
         found = meta.topics.get(topic)
-        if found is None or found.error is not None:
+        if found is None or found.error is not None and found.error.code() == UNKNOWN_TOPIC:
             return []
+        if found.error is not None:
+            raise KafkaException(found.error)
         parts = list(found.partitions)
         ends = {}
         for p in parts:
@@ -119,15 +147,16 @@ def _read_all(bootstrap: str, topic: str, timeout_s: float) -> list[Any]:
         consumer.assign([TopicPartition(topic, p, 0) for p in parts if ends[p] > 0])
         reached = dict.fromkeys(parts, 0)
         out = []
-        while any(reached[p] < ends[p] for p in parts) and time.monotonic() < deadline:
+        while any(reached[p] < ends[p] for p in parts):
+            if time.monotonic() >= deadline:
+                behind = sorted(p for p in parts if reached[p] < ends[p])
+                raise IncompleteRead(f"{topic}: partitions {behind} not read to their end in time")
             msg = consumer.poll(min(READ_QUIET_S, max(0.05, deadline - time.monotonic())))
             if msg is None or msg.error():
                 continue
             reached[msg.partition()] = msg.offset() + 1
             out.append(msg)
         return out
-    except KafkaException:
-        return []
     finally:
         consumer.close()
 

@@ -38,6 +38,22 @@ def mirror_stats(run: Path) -> tuple[dict, dict]:
     return results["stats"]["mirror"], results["checks"]
 
 
+def test_killing_dc2s_broker_loses_nothing_and_names_dc2s_node(
+    kafka_cluster: Cluster, tmp_path: Path
+) -> None:
+    run = run_mirror_scenario(kafka_cluster, tmp_path, "mirror-dc2-crash")
+    stats, checks = mirror_stats(run)
+    assert checks["mirror-lost"]["count"] == 0 and checks["failover-skip"]["count"] == 0
+    assert stats["failover"] and stats["caught_up"]
+    # dc2's faults ran on dc2's own schedule, numbered from 200, naming dc2's node apart
+    # from dc1's n1.
+    kills = [op["value"] for op in ops(run / "history.jsonl") if op["f"] == "kill"]
+    assert kills and all(k["targets"] == ["dc2/n1"] and k["id"] >= 200 for k in kills), kills
+    assert not any("error" in k for k in kills)
+    planned = json.loads((run / "schedule-dc2.json").read_text())
+    assert planned["ops"] and all(op["f"] == "kill" for op in planned["ops"])
+
+
 @pytest.fixture(scope="module")
 def failover_run(kafka_cluster: Cluster, tmp_path_factory) -> Path:
     return run_mirror_scenario(kafka_cluster, tmp_path_factory.mktemp("mirror"), "mirror-failover")

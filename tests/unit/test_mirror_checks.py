@@ -17,6 +17,7 @@ from checkers.api import check_history
 from checkers.builder import HistoryBuilder, write_histories
 from checkers.mirror_checks import judge_mirror
 from harness.spec import MirrorSpec, TestSpec
+from reports.mirror import COUNTED, answers
 from reports.render import write_report
 from testkit.reference_mirror import judge_mirror as reference
 from testkit.synthetic_mirror import EXPECTED, KINDS, VALUES_PER_HISTORY, generate_fit, ops
@@ -61,9 +62,10 @@ def test_spark_agrees_with_the_reference_on_every_history(spark, tmp_path) -> No
     assert sum(c["failover-reread"] for c in by_history.values()) > 0  # the legal kind is there
 
 
-def _small_run() -> HistoryBuilder:
+def _small_run(dc2_ends: list | None = None) -> HistoryBuilder:
     """dc1 gets 0..5 (partition 0), the group reads 0..3, MirrorMaker copies 0..3 before
-    the failover (dc2 ends at 4) and 4..5 after the heal; the group reads dc2 from 2."""
+    the failover (dc2 ends at 4) and 4..5 after the heal; the group reads dc2 from 2.
+    ``dc2_ends``: what dc2 answered for its ends as the failover began."""
     b = HistoryBuilder()
     b.subscribe(1, "g", ["t"])
     for v in range(6):
@@ -73,7 +75,7 @@ def _small_run() -> HistoryBuilder:
     b.op(1, "info", "leave", {"group": "g"})
     b.fault("failover", 900, "start", [], planned_s=6.0, at_s=6.0)
     b.fault("failover", 900, "end", [], groups={"dc2/g": [["dc2/t", 0, 2, 4]]},
-            dc2_ends=[["dc2/t", 0, 4]])  # fmt: skip
+            dc2_ends=[["dc2/t", 0, 4]] if dc2_ends is None else dc2_ends)  # fmt: skip
     b.subscribe(2, "dc2/g", ["dc2/t"])
     b.send(0, 6, partition=0, offset=6, topic="dc2/t")
     b.poll(2, [("dc2/t", 0, o, o) for o in range(2, 7)])
@@ -95,6 +97,21 @@ def test_rpo_counts_what_dc2_lacked_when_the_failover_began(spark, tmp_path) -> 
     assert stats["acked_before"] == 6 and stats["mirrored"] == 6
     assert anomalies["failover-reread"][0] == 2  # 2 and 3: read on dc1 and again on dc2
     assert set(anomalies) == {"failover-reread"}
+
+
+def test_a_partition_dc2_did_not_answer_for_has_no_measured_rpo(spark, tmp_path) -> None:
+    """dc2's broker down as the failover began: no end for partition 0, so its six
+    acknowledged values are counted as unmeasured, neither lost nor safe."""
+    _, stats = judge_mirror(spark, _small_run(dc2_ends=[]).write(tmp_path / "h.jsonl"), None)
+    assert (stats["rpo_values"], stats["rpo_unmeasured"], stats["acked_before"]) == (0, 6, 6)
+    counts = dict.fromkeys(COUNTED, 0)
+    (answer,) = [a for a in answers(stats, counts, {}) if "lose?" in a]
+    assert "Not measured" in answer and "of the 6 values dc1 had acknowledged" in answer
+    # And a failover that found no checkpoint says why the group read everything again.
+    counts["failover-reread"] = 4
+    told = answers({**stats, "translated": {"dc2/g": []}}, counts, {})
+    assert any("no checkpoint for the group" in a for a in told)
+    assert not any("no checkpoint" in a for a in answers(stats, counts, {}))
 
 
 def test_a_mirror_run_keeps_each_clusters_queue_verdict(spark, tmp_path) -> None:

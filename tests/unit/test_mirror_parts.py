@@ -5,6 +5,8 @@ names and addresses, and dc2's values keyed apart at ingest."""
 from __future__ import annotations
 
 import json
+import socket
+import time
 
 import pyarrow as pa
 import pytest
@@ -19,8 +21,11 @@ from kafka_chaos.options import validate as validate_run
 from workloads.cluster_history import ClusterHistory, split
 from workloads.history import HistoryWriter
 from workloads.mirror_sync import (
+    CALL_TIMEOUT_S,
     Checkpoint,
+    IncompleteRead,
     Undecodable,
+    checkpoints,
     decode_checkpoint,
     decode_source_offset,
     encode_checkpoint,
@@ -66,7 +71,7 @@ def test_lag_counts_what_mirror_maker_has_yet_to_copy() -> None:
 
 def test_dc2_names_carry_their_cluster_and_nothing_else_changes(tmp_path) -> None:
     with HistoryWriter(tmp_path / "h.jsonl") as inner:
-        h = ClusterHistory(inner, "dc2", ["chaos"], ["chaos-g0"])
+        h = ClusterHistory(inner, "dc2", ["chaos", "chaos-g0"])
         h.append(3, "ok", "send", {"topic": "chaos", "key": "chaos", "value": 1})
         h.append(4, "invoke", "subscribe", {"group": "chaos-g0", "topics": ["chaos"]})
         h.append(4, "invoke", "assign", {"group": "chaos-g0-drain", "partitions": [["chaos", 0]]})
@@ -125,3 +130,24 @@ def test_refused_mirror_settings_name_the_setting() -> None:
         validate_run(build_spec({"workload": "mirror", "mirror": {"enabled": True},
                                  "producer": {"client": "java"}}))  # fmt: skip
     assert TestSpec.from_dict({"mirror": {"enabled": True}}).mirror.dc2_nodes == 1
+    with pytest.raises(ConfigError, match="^mirror.dc2_faults: unknown fault 'kil'"):
+        validate_run(build_spec({"mirror": {"enabled": True, "dc2_faults": ["kil"]}}))
+    with pytest.raises(ConfigError, match="^mirror.dc2_faults: mirror-kill hits the MirrorMaker"):
+        validate_run(build_spec({"mirror": {"enabled": True, "dc2_faults": ["mirror-kill"]}}))
+    with pytest.raises(ConfigError, match="need mirror.enabled"):
+        validate_run(build_spec({"mirror": {"dc2_faults": ["kill"]}}))
+
+
+def test_an_internal_topic_dc2_never_gives_is_an_error_not_nothing() -> None:
+    """Nothing listens on the port: the read retries until its bound, then says so
+    (an empty answer would pass for "no checkpoints" and hide a failed translation)."""
+    started = time.monotonic()
+    with pytest.raises(IncompleteRead, match="dc2 did not answer within 2 s"):
+        checkpoints(f"127.0.0.1:{_closed_port()}", "dc1.checkpoints.internal", ["g"], 2.0)
+    assert time.monotonic() - started < 2 + CALL_TIMEOUT_S
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
