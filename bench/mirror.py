@@ -35,7 +35,6 @@ from harness.spec import ClusterSpec, MirrorSpec, TestSpec, TopicSpec
 from kafka_chaos.options import build_spec
 from kafka_chaos.run import ensure_cluster, run_test
 from kafka_chaos.scenarios import SCENARIOS, scenario_layer
-from workloads import mirror_sync
 
 MIRROR_SCENARIOS = tuple(name for name in SCENARIOS if name.startswith("mirror-"))
 CLUSTER = "bench-mirror"
@@ -112,7 +111,7 @@ def throughput(n: int) -> None:
         mm.start(pair.mm_node)
         dc2 = pair.dc2.bootstrap_servers()
         deadline = time.monotonic() + 90
-        while len(mirror_sync.high_watermarks(dc2, topic.name, 13, 5)) < 13:
+        while len(admin.end_offsets(dc2, topic.name, 13, 5)) < 13:
             if time.monotonic() > deadline:
                 raise SystemExit("MirrorMaker did not create dc2's copy within 90 s")
             time.sleep(1)
@@ -132,7 +131,7 @@ def throughput(n: int) -> None:
         source_s = time.monotonic() - t0
         mirrored_at = None
         while time.monotonic() - t0 < source_s + 600:
-            copied = sum(mirror_sync.high_watermarks(dc2, topic.name, 13, 5).values())
+            copied = sum(admin.end_offsets(dc2, topic.name, 13, 5).values())
             if copied >= n:
                 mirrored_at = time.monotonic() - t0
                 break

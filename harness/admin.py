@@ -232,6 +232,27 @@ def delete_topic(bootstrap: str, name: str, timeout_s: float = 30.0) -> bool:
     return True
 
 
+def end_offsets(bootstrap: str, topic: str, partitions: int, timeout_s: float) -> dict[int, int]:
+    """partition -> high watermark, asked of every leader at once (ListOffsets, latest).
+
+    Partitions that did not answer within ``timeout_s`` are left out: one
+    leader that is down costs its own partitions, not the others' answers.
+    """
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import OffsetSpec
+
+    wanted = {TopicPartition(topic, p): OffsetSpec.latest() for p in range(partitions)}
+    futures = _client(bootstrap, timeout_s).list_offsets(wanted, request_timeout=timeout_s)
+    deadline = time.monotonic() + timeout_s
+    out = {}
+    for tp, future in futures.items():
+        try:
+            out[tp.partition] = future.result(timeout=max(0.1, deadline - time.monotonic())).offset
+        except Exception as e:  # KafkaException, or the future's own timeout
+            log.debug("end offset of %s-%d: %s", topic, tp.partition, e)
+    return out
+
+
 def topic_id(bootstrap: str, topic: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> str:
     """The topic's id as Kafka prints it and keys share state by."""
     from confluent_kafka import KafkaException, TopicCollection

@@ -166,7 +166,7 @@ class MirrorWorkload:
             # What dc2 holds as the failover begins: the RPO is judged against it.
             # Briefly: an operator does not hold the failover for a measurement
             # (dc2's partitions that did not answer are left out, and said so).
-            ends = mirror_sync.high_watermarks(
+            ends = admin.end_offsets(
                 self.dc2_bootstrap, self.remote, self.spec.topic.partitions, ENDS_TIMEOUT_S
             )
             self._stop_dc1()
@@ -260,7 +260,7 @@ class MirrorWorkload:
         behind: dict[int, int] = {}
         copied: dict[int, int] = {}
         while True:
-            ends = mirror_sync.high_watermarks(
+            ends = admin.end_offsets(
                 self.dc1.bootstrap, self.spec.topic.name, self.spec.topic.partitions, 10.0
             )
             try:

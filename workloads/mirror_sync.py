@@ -189,28 +189,6 @@ def copied_offsets(
     return last
 
 
-def high_watermarks(
-    bootstrap: str, topic: str, partitions: int, timeout_s: float
-) -> dict[int, int]:
-    """partition -> high watermark; partitions that did not answer are left out."""
-    consumer = _reader(bootstrap)
-    deadline = time.monotonic() + timeout_s
-    out = {}
-    try:
-        for p in range(partitions):
-            left = deadline - time.monotonic()
-            if left <= 0:
-                break
-            try:
-                _, hi = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=left)
-            except KafkaException:
-                continue
-            out[p] = hi
-    finally:
-        consumer.close()
-    return out
-
-
 def lagging(copied: dict[int, int], dc1_ends: dict[int, int]) -> dict[int, int]:
     """partition -> records MirrorMaker has yet to copy (only those behind)."""
     behind = {}
