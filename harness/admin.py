@@ -242,7 +242,8 @@ def end_offsets(bootstrap: str, topic: str, partitions: int, timeout_s: float) -
     from confluent_kafka.admin import OffsetSpec
 
     wanted = {TopicPartition(topic, p): OffsetSpec.latest() for p in range(partitions)}
-    futures = _client(bootstrap, timeout_s).list_offsets(wanted, request_timeout=timeout_s)
+    client = _client(bootstrap, timeout_s)  # held until the futures are done
+    futures = client.list_offsets(wanted, request_timeout=timeout_s)
     deadline = time.monotonic() + timeout_s
     out = {}
     for tp, future in futures.items():
