@@ -243,7 +243,7 @@ def test_schedule_runs_for_real_and_replays_identically(
     for o in first.ops:
         assert o.error is None, o.error
         assert o.targets == [o.resolved["node"]]
-        assert abs(o.started_s - o.at_s) < 2.0 and o.ended_s >= o.end_s - 0.1
+        assert _starts_on_time(o, first.ops) and o.ended_s >= o.end_s - 0.1
         # Each edge's realised times are kept, so a slow edge can be told apart.
         assert o.started_s <= o.applied_s <= o.healing_s <= o.ended_s, o.to_dict()
     history = [h for h in read_history(tmp_path / "first" / "history.jsonl")]
@@ -269,9 +269,19 @@ def test_schedule_runs_for_real_and_replays_identically(
     assert second.plan() == first.plan()
     for a, b in zip(first.ops, second.ops, strict=True):
         assert b.resolved is None, "a replay hits the recorded node, it does not look again"
-        assert abs(a.started_s - b.started_s) < 2.0
+        assert _starts_on_time(b, second.ops)
         # the end is when the heal completed: a JVM restart varies by seconds
         assert abs(a.ended_s - b.ended_s) < 6.0
+
+
+def _starts_on_time(op: FaultOp, ops: list[FaultOp]) -> bool:
+    """Within 2 s of its planned time, or of the heal of the fault before it: one
+    thread walks the schedule, and a killed broker's restart can outlast the quiet
+    gap on a loaded machine (in CI a kill once began 2.4 s after its planned time).
+    The lateness is still recorded (``started_s``), never hidden."""
+    before = [p.ended_s for p in ops if p.id < op.id and p.ended_s is not None]
+    allowed = max([op.at_s, *before])
+    return op.at_s - 0.1 <= op.started_s < allowed + 2.0
 
 
 HARNESS_SCRIPT = """
