@@ -25,6 +25,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from harness import admin
 from workloads.values import CLIENT_LOGGER
 
 CALL_TIMEOUT_S = 10.0
@@ -142,12 +143,11 @@ def _read_once(bootstrap: str, topic: str, deadline: float) -> list[Any]:
         if found.error is not None:
             raise KafkaException(found.error)
         parts = list(found.partitions)
-        ends = {}
-        for p in parts:
-            _, hi = consumer.get_watermark_offsets(
-                TopicPartition(topic, p), timeout=max(0.5, deadline - time.monotonic())
-            )
-            ends[p] = hi
+        ends = admin.end_offsets(
+            bootstrap, topic, len(parts), max(0.5, deadline - time.monotonic())
+        )
+        if len(ends) < len(parts):  # a leader did not answer: the whole read is tried again
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, f"{topic}: end offsets"))
         consumer.assign([TopicPartition(topic, p, 0) for p in parts if ends[p] > 0])
         # A partition is read whole at its high watermark, or at its last stable
         # offset when a transaction is open above that (the EOF event).
