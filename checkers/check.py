@@ -33,6 +33,24 @@ def always(severity: str) -> SeverityRule:
 
 
 @dataclass(frozen=True)
+class Basis:
+    """Where the promise a check enforces is written, and what that source allows.
+
+    Why: a finding is a claim against a promise, so every check of error
+    severity names the sentence it holds Kafka or a client to (``promise``,
+    quoted as written), the document that says it (``source``, with a link),
+    and the shapes that document allows (``allows``), which the check must
+    never call errors (as Jepsen's ``allowed-error-types`` does).  When the
+    harness itself chose the rule (no source promises it), ``source`` says so.
+    """
+
+    promise: str
+    source: str
+    url: str
+    allows: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Check:
     """One check: its name, what it proves, how severe a finding is, and its texts.
 
@@ -51,6 +69,8 @@ class Check:
     meaning: str
     causes: str
     severity: SeverityRule = always("error")
+    # The promise it enforces and its source; every check of error severity has one.
+    basis: Basis | None = None
     # A shortfall (a value never read) proves loss only after a final drain
     # that read everything; without one the check is unknown, not invalid.
     needs_drain: bool = False
