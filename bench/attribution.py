@@ -6,7 +6,10 @@ faults at the same times), once per client and ``--runs`` times each, on one
 local cluster of the finding's Kafka version.  The anomaly to look for is the
 finding's own: the checks that failed in its ``results.json``.  It prints,
 per finding and client, how many runs showed each of those checks, with a
-95 % Wilson interval, and where the runs are.
+95 % Wilson interval, and where the runs are; then, per finding and pair of
+clients, a two-sided Fisher exact p with the counts.  A finding's README may
+call it one client's only when p < 0.05 (or a client's own log shows the
+mechanism); otherwise it says "undetermined".
 
     python bench/attribution.py evidence/share-* --runs 5
 
@@ -24,7 +27,7 @@ from typing import Any
 
 from harness.backends import destroy_cluster
 from harness.errors import HarnessError
-from harness.rates import wilson
+from harness.rates import comparison_text, wilson
 from kafka_chaos.child_run import needs_own_process, run_in_child
 from kafka_chaos.options import build_spec
 from kafka_chaos.run import run_test
@@ -86,7 +89,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|")
     for name, client, failed, outcomes in table:
         runs = [o for o in outcomes if isinstance(o, dict)]
-        hits = sum(1 for o in runs if any(o.get(c) for c in failed))
+        hits, _ = reproduced(failed, outcomes)
         rate = "-"
         if runs:
             lo, hi = wilson(hits, len(runs))
@@ -94,6 +97,30 @@ def main() -> None:
         each = ", ".join(f"{c} {sum(1 for o in runs if o.get(c))}" for c in failed)
         errors = len(outcomes) - len(runs)
         print(f"| {name} | {client} | {len(runs)} | {hits} | {rate} | {each} | {errors} |")
+    print()
+    for line in comparisons(table):
+        print(line)
+
+
+def reproduced(failed: list[str], outcomes: list[dict[str, int] | str]) -> tuple[int, int]:
+    """(runs showing any of the finding's checks, runs with a verdict)."""
+    runs = [o for o in outcomes if isinstance(o, dict)]
+    return sum(1 for o in runs if any(o.get(c) for c in failed)), len(runs)
+
+
+def comparisons(table: list[tuple[str, str, list[str], list]]) -> list[str]:
+    """Per finding, every pair of clients compared by a two-sided Fisher exact test."""
+    lines = []
+    by_finding: dict[str, list[tuple[str, int, int]]] = {}
+    for name, client, failed, outcomes in table:
+        hits, n = reproduced(failed, outcomes)
+        if n:
+            by_finding.setdefault(name, []).append((client, hits, n))
+    for name, cells in by_finding.items():
+        for i, (a, hits_a, n_a) in enumerate(cells):
+            for b, hits_b, n_b in cells[i + 1 :]:
+                lines.append(f"{name}: {comparison_text(a, hits_a, n_a, b, hits_b, n_b)}")
+    return lines
 
 
 if __name__ == "__main__":

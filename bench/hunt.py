@@ -10,7 +10,10 @@ lower severity (info/warning: shapes Kafka allows, e.g. G0 over ww edges,
 which Kafka's transactions do not order), and the operations recorded
 (history lines, all runs together).  Seeds are 5000..5000+N-1, the same for
 every cell, so two cells differ only in version or client.  Zeros are
-reported as zeros.
+reported as zeros.  Under the table, for each scenario and version, every
+pair of clients (and for each scenario and client, every pair of versions)
+is compared with a two-sided Fisher exact test on the runs with any error:
+a cell may be called different from another only when p < 0.05.
 
     python bench/hunt.py --table store-bench/hunt-20261127 store-bench/hunt-20261127b
 
@@ -32,7 +35,7 @@ from pathlib import Path
 
 from harness.backends import destroy_cluster
 from harness.errors import HarnessError
-from harness.rates import rate_text
+from harness.rates import comparison_text, rate_text
 from kafka_chaos.child_run import needs_own_process, run_in_child
 from kafka_chaos.options import build_spec
 from kafka_chaos.run import run_test
@@ -113,6 +116,24 @@ def print_table(rows: list[tuple[str, str, str, dict]]) -> None:
         rate = rate_text(c["hits"], c["runs"]) if c["runs"] else "no verdict"
         print(f"| {scenario} | {version} | {client} | {c['runs']} | {each} | {rate} | {minor} | "
               f"{c['operations']} |")  # fmt: skip
+    print()
+    for line in comparisons(rows):
+        print(line)
+
+
+def comparisons(rows: list[tuple[str, str, str, dict]]) -> list[str]:
+    """Fisher exact p for each pair of cells that differ only in client, or only in version."""
+    lines = []
+    cells = [(s, v, c, cell) for s, v, c, cell in rows if cell["runs"]]
+    for i, (s1, v1, c1, a) in enumerate(cells):
+        for s2, v2, c2, b in cells[i + 1 :]:
+            if s1 != s2 or (v1 != v2) == (c1 != c2):
+                continue  # other scenario, or both version and client differ
+            label_a, label_b = (c1, c2) if c1 != c2 else (v1, v2)
+            shared = v1 if c1 != c2 else c1
+            text = comparison_text(label_a, a["hits"], a["runs"], label_b, b["hits"], b["runs"])
+            lines.append(f"{s1} ({shared}): {text}")
+    return lines
 
 
 def main() -> None:
