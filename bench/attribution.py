@@ -29,20 +29,23 @@ from harness.backends import destroy_cluster
 from harness.errors import HarnessError
 from harness.rates import comparison_text, wilson
 from kafka_chaos.child_run import needs_own_process, run_in_child
-from kafka_chaos.options import build_spec
+from kafka_chaos.options import add_debug_options, build_spec, debug_overrides
 from kafka_chaos.run import run_test
 
 CLIENTS = ("librdkafka", "java")
 CLUSTER = "attribution"
 
 
-def finding(evidence: Path) -> tuple[dict[str, Any], list[str]]:
-    """The finding's run options (metadata dropped, schedule replayed) and its failed checks."""
+def finding(
+    evidence: Path, debug: dict[str, Any] | None = None
+) -> tuple[dict[str, Any], list[str]]:
+    """The finding's run options (metadata dropped, schedule replayed, ``debug`` logs
+    as asked: --client-debug, --broker-debug) and its failed checks."""
     config = json.loads((evidence / "config.json").read_text())
     schedule = json.loads((evidence / "schedule.json").read_text())
     results = json.loads((evidence / "results.json").read_text())
     failed = sorted(n for n, c in results["checks"].items() if c.get("valid") is False)
-    spec = build_spec(config)  # validates, and drops nothing it needs
+    spec = build_spec(config, debug or {})  # validates, and drops nothing it needs
     layer = spec.to_dict()
     layer["nemesis"]["schedule"] = schedule["ops"]
     layer["cluster"] = {**layer["cluster"], "name": CLUSTER, "backend": "local"}
@@ -68,12 +71,13 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--clients", default=",".join(CLIENTS))
     parser.add_argument("--store", type=Path, default=Path("store-bench"))
+    add_debug_options(parser)
     args = parser.parse_args()
     clients = args.clients.split(",")
     table = []
     try:
         for evidence in args.evidence:
-            layer, failed = finding(evidence)
+            layer, failed = finding(evidence, debug_overrides(args))
             for client in clients:
                 outcomes = []
                 for i in range(args.runs):

@@ -21,8 +21,8 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from checkers import fault_plan
-from checkers.check import Check, Context, Findings
+from checkers import fault_plan, sources
+from checkers.check import Basis, Check, Context, Findings
 from checkers.collect import Found
 from checkers.op_codes import ACK, FAIL, INFO, INVOKE, READ
 from checkers.spec_view import CheckedSpec
@@ -283,6 +283,14 @@ AVAILABILITY = Check(
     causes=(
         "Leader elections, min.insync.replicas blocking writes while replicas are down, or clients"
         " timing out on unreachable brokers."
+    ),
+    basis=Basis(
+        promise=sources.AVAILABLE,
+        source=(
+            "Kafka's design documentation, 4.7 Replication (Kafka 4.0.0); the rate threshold, "
+            "`checker.availability_min_rate`, is the user's own, not a Kafka promise"
+        ),
+        url=sources.DESIGN_URL,
     ),
 )
 

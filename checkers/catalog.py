@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from checkers.availability import AVAILABILITY_FAMILY
-from checkers.check import Check, Family
+from checkers.check import Basis, Check, Family
 from checkers.cycle_checks import CYCLES
 from checkers.mirror_checks import MIRROR
 from checkers.queue_checks import QUEUE
@@ -95,6 +95,25 @@ def checks_for(config: dict[str, Any] | CheckedSpec) -> tuple[Check, ...]:
     return tuple(c for f in families_for(spec) for c in checks_of(f) if c.applies(spec))
 
 
+# Settings that change some check's severity: a check that is an error under
+# none of them never breaks a promise, so it needs no source (docs, report).
+SETTINGS: tuple[dict[str, Any], ...] = (
+    {},
+    {"nemesis": {"faults": ["kill"]}},
+    {"producer": {"acks": "0", "enable_idempotence": False}},
+    {"producer": {"acks": "1", "enable_idempotence": False}},
+    {"producer": {"acks": "all", "enable_idempotence": False}},
+    {"workload": "txn", "txn": {"mode": "ctp", "isolation_level": "read_uncommitted"}},
+    {"workload": "txn", "checker": {"ww_deps": False}},
+    {"workload": "mirror", "mirror": {"exactly_once": True}},
+)
+
+
+def can_be_error(check: Check) -> bool:
+    """Whether some setting makes a finding of ``check`` count against the verdict."""
+    return any(check.severity(view(config)) == "error" for config in SETTINGS)
+
+
 def severities(config: dict[str, Any] | CheckedSpec) -> dict[str, str]:
     """Every check's severity under this run's settings: which findings break a
     promise the configured producer and consumer actually made."""
@@ -119,9 +138,35 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def basis_list(family: str) -> str:
+    """docs/results.md's list of what each check of ``family`` rests on, in Markdown.
+
+    A check that some setting makes an error quotes the promise it holds Kafka
+    or a client to; one that is never an error quotes why its shape is legal.
+    """
+    lines = ["Basis:", ""]
+    for c in checks_of(_families[family]):
+        lines.append(f"* `{c.name}`: {_basis_text(c)}")
+    return "\n".join(lines) + "\n"
+
+
+def _basis_text(check: Check) -> str:
+    b: Basis | None = check.basis
+    if b is None:
+        return "no basis recorded." if can_be_error(check) else "information only; no basis."
+    label = "promise" if can_be_error(check) else "never an error, as its source says"
+    text = f"{label}: \u201c{b.promise}\u201d ([{b.source}]({b.url}))."
+    if b.allows:
+        text += " Allowed: " + "; ".join(b.allows) + "."
+    return text
+
+
 def render_docs(text: str) -> str:
-    """``text`` with every ``<!-- checks: FAMILY -->`` table written anew."""
-    return _TABLE.sub(lambda m: m.group(1) + table(m.group(2)) + m.group(4), text)
+    """``text`` with every ``<!-- checks: FAMILY -->`` table and basis list written anew."""
+    return _TABLE.sub(
+        lambda m: m.group(1) + table(m.group(2)) + "\n" + basis_list(m.group(2)) + m.group(4),
+        text,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

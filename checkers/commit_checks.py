@@ -22,7 +22,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from checkers.check import Check
+from checkers import sources
+from checkers.check import Basis, Check
 from checkers.tables import Tables, anomaly, kind
 
 GTP = ["hid", "group", "topic", "partition"]
@@ -162,5 +163,14 @@ COMMIT_REGRESSION = Check(
     causes=(
         "A group coordinator that acknowledged a commit it had not made durable, then lost it "
         "in a leader change of `__consumer_offsets` (KAFKA-20634)."
+    ),
+    basis=Basis(
+        promise=sources.COMMITTED_POSITION,
+        source=sources.CONSUMER_SOURCE,
+        url=sources.CONSUMER_JAVADOC_URL,
+        allows=(
+            "a lower offset that a commit in flight, of unknown outcome or never completed may "
+            "have written after the acknowledged one",
+        ),
     ),
 )

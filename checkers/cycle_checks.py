@@ -20,7 +20,8 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
-from checkers.check import Check, Context, Findings, always
+from checkers import sources
+from checkers.check import Basis, Check, Context, Findings, always
 from checkers.collect import Found
 from checkers.spec_view import CheckedSpec
 from checkers.tables import Tables
@@ -190,6 +191,12 @@ G0 = Check(
     causes="Concurrent transactional producers writing the same partitions.",
     # Kafka orders writes per partition only: ww cycles are legal.
     severity=always("info"),
+    basis=Basis(
+        promise=sources.JEPSEN_G0,
+        source=sources.JEPSEN_SOURCE + ": information only, Kafka does not isolate writes",
+        url=sources.JEPSEN_KAFKA_URL,
+        allows=("every cycle of ww edges: Kafka orders writes per partition only",),
+    ),
 )
 
 G1C = Check(
@@ -214,6 +221,19 @@ G1C = Check(
     ),
     causes="Concurrent transactions interleaving in partitions while reading each other's data.",
     severity=g1c_severity,
+    basis=Basis(
+        promise=sources.READ_COMMITTED,
+        source=(
+            sources.ISOLATION_SOURCE + "; G1c as Adya defines it and Jepsen's Kafka checker "
+            "judges it (a cycle of reads needs a read of uncommitted data)"
+        ),
+        url=sources.CONSUMER_CONFIG_URL,
+        allows=(
+            "cycles through ww edges inferred from offsets (`checker.ww_deps`, the default): "
+            "Kafka does not isolate writes (info)",
+            "every such cycle under read_uncommitted (info)",
+        ),
+    ),
 )
 
 G0_PROCESS = Check(
@@ -227,6 +247,12 @@ G0_PROCESS = Check(
     causes="Concurrent producers; a process's later transaction ordered before its earlier one.",
     # Kafka orders writes per partition only: ww cycles are legal.
     severity=always("info"),
+    basis=Basis(
+        promise=sources.JEPSEN_G0,
+        source=sources.JEPSEN_SOURCE + ": information only, Kafka does not isolate writes",
+        url=sources.JEPSEN_KAFKA_URL,
+        allows=("every cycle of ww edges: Kafka orders writes per partition only",),
+    ),
 )
 
 G1C_PROCESS = Check(
@@ -248,6 +274,19 @@ G1C_PROCESS = Check(
     meaning="A G1c cycle that also needs one process's own order of transactions.",
     causes="A consumer returning data that depends on its own process's later writes.",
     severity=g1c_severity,
+    basis=Basis(
+        promise=sources.READ_COMMITTED,
+        source=(
+            sources.ISOLATION_SOURCE + "; G1c as Adya defines it and Jepsen's Kafka checker "
+            "judges it (a cycle of reads needs a read of uncommitted data)"
+        ),
+        url=sources.CONSUMER_CONFIG_URL,
+        allows=(
+            "cycles through ww edges inferred from offsets (`checker.ww_deps`, the default): "
+            "Kafka does not isolate writes (info)",
+            "every such cycle under read_uncommitted (info)",
+        ),
+    ),
 )
 
 G0_REALTIME = Check(
@@ -270,6 +309,12 @@ G0_REALTIME = Check(
     ),
     # Kafka orders writes per partition only: ww cycles are legal.
     severity=always("info"),
+    basis=Basis(
+        promise=sources.JEPSEN_G0,
+        source=sources.JEPSEN_SOURCE + ": information only, Kafka does not isolate writes",
+        url=sources.JEPSEN_KAFKA_URL,
+        allows=("every cycle of ww edges: Kafka orders writes per partition only",),
+    ),
 )
 
 G1C_REALTIME = Check(
@@ -291,6 +336,19 @@ G1C_REALTIME = Check(
     ),
     causes="Stale or future reads across a leader change; delayed writes (KAFKA-17754).",
     severity=g1c_severity,
+    basis=Basis(
+        promise=sources.READ_COMMITTED,
+        source=(
+            sources.ISOLATION_SOURCE + "; G1c as Adya defines it and Jepsen's Kafka checker "
+            "judges it (a cycle of reads needs a read of uncommitted data)"
+        ),
+        url=sources.CONSUMER_CONFIG_URL,
+        allows=(
+            "cycles through ww edges inferred from offsets (`checker.ww_deps`, the default): "
+            "Kafka does not isolate writes (info)",
+            "every such cycle under read_uncommitted (info)",
+        ),
+    ),
 )
 
 G1C_WR = Check(
@@ -324,6 +382,15 @@ G1C_WR = Check(
     ),
     severity=lambda spec: "error" if spec.read_committed else "info",
     applies=lambda spec: spec.ww_deps,
+    basis=Basis(
+        promise=sources.READ_COMMITTED,
+        source=(
+            sources.ISOLATION_SOURCE + "; G1c as Adya defines it and Jepsen's Kafka checker "
+            "judges it (a cycle of reads needs a read of uncommitted data)"
+        ),
+        url=sources.CONSUMER_CONFIG_URL,
+        allows=("every such cycle under read_uncommitted (info)",),
+    ),
 )
 
 # Elle's names of the cycles the full search reports (G1c-wr is the second search's).

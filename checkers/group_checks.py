@@ -12,7 +12,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from checkers.check import Check
+from checkers import sources
+from checkers.check import Basis, Check
 from checkers.commit_checks import committed_reads
 from checkers.tables import TP, Tables, anomaly
 
@@ -285,6 +286,12 @@ GROUP_DOUBLE_OWNERSHIP = Check(
         "A zombie consumer that missed its revocation (session timeout during a network "
         "partition), or a group-coordinator bug."
     ),
+    basis=Basis(
+        promise=sources.ONE_OWNER,
+        source=sources.GROUPS_SOURCE,
+        url=sources.CONSUMER_JAVADOC_URL,
+        allows=("an overlap no longer than `checker.ownership_grace_s` (a hand-over in flight)",),
+    ),
 )
 
 GROUP_UNOWNED = Check(
@@ -312,6 +319,19 @@ GROUP_UNOWNED = Check(
     # until it heals: lost liveness, which Kafka never promised to bound, not
     # lost data.  Without faults an ownership gap is a real defect.
     severity=lambda spec: "warning" if spec.faults_planned else "error",
+    basis=Basis(
+        promise=sources.ONE_OWNER,
+        source=(
+            sources.GROUPS_SOURCE + "; the time bound, `checker.unowned_threshold_s`, is "
+            "kafka-chaos's own: Kafka promises no bound on how long a rebalance takes"
+        ),
+        url=sources.CONSUMER_JAVADOC_URL,
+        allows=(
+            "a gap no longer than `checker.unowned_threshold_s`",
+            "a gap while the group has no live member",
+            "any gap in a run that injects faults: lost liveness, not lost data (warning)",
+        ),
+    ),
 )
 
 GROUP_COMMIT_PAST_UNREAD = Check(
@@ -335,5 +355,15 @@ GROUP_COMMIT_PAST_UNREAD = Check(
     causes=(
         "Auto-commit committing offsets of records fetched but not yet processed, or a commit "
         "issued after a revocation."
+    ),
+    basis=Basis(
+        promise=sources.ONE_LARGER,
+        source=sources.CONSUMER_SOURCE + ": a commit records a member's position",
+        url=sources.CONSUMER_JAVADOC_URL,
+        allows=(
+            "a commit past transaction markers, and under read_committed past aborted records",
+            "offsets below a committed offset a member found before any member committed "
+            "(an operator's, or a failover's)",
+        ),
     ),
 )

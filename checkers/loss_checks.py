@@ -24,8 +24,8 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from checkers import examples
-from checkers.check import Check, Context
+from checkers import examples, sources
+from checkers.check import Basis, Check, Context
 from checkers.results import LossTally
 from checkers.tables import TP, Tables, anomaly
 
@@ -166,4 +166,14 @@ ACKED_LOST = Check(
         "with a lone leader acknowledging, or acks=1."
     ),
     enrich=examples.vanished,
+    basis=Basis(
+        promise=sources.ACKS_ALL,
+        source=sources.ACKS_SOURCE,
+        url=sources.PRODUCER_CONFIG_URL,
+        allows=(
+            "values below the log start offset, removed by retention (excused)",
+            "values in a partition the drain did not prove it read to the end (unknown)",
+            "sends with acks=0, recorded as `info`: nothing was acknowledged",
+        ),
+    ),
 )

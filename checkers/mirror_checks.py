@@ -33,7 +33,8 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from checkers.check import Check, Context, Findings
+from checkers import sources
+from checkers.check import Basis, Check, Context, Findings
 from checkers.collect import Found, collect_anomalies
 from checkers.spec_view import CheckedSpec
 from checkers.tables import anomaly
@@ -358,6 +359,12 @@ MIRROR_LOST = Check(
         "dc1 after the copy was taken."
     ),
     needs_drain=True,
+    basis=Basis(
+        promise=sources.SOURCE_OFFSETS,
+        source="KIP-618, Motivation: how Kafka Connect, and so MirrorMaker 2, records progress",
+        url=sources.KIP_618_URL,
+        allows=("values past MirrorMaker's recorded progress (not yet copied)",),
+    ),
 )
 
 FAILOVER_SKIP = Check(
@@ -381,6 +388,15 @@ FAILOVER_SKIP = Check(
     causes=(
         "Offset translation that overshoots (a checkpoint past the group's real position), "
         "offsets applied to the wrong partitions, or a group started at the log end on dc2."
+    ),
+    basis=Basis(
+        promise=sources.TRANSLATED,
+        source=(
+            "KIP-545, Motivation: MirrorMaker 2's translated offsets (the failover applies the "
+            "checkpoints itself, as RemoteClusterUtils.translateOffsets does)"
+        ),
+        url=sources.KIP_545_URL,
+        allows=("values the group read on dc1 before the failover",),
     ),
 )
 
@@ -407,6 +423,15 @@ FAILOVER_REREAD = Check(
         "apart), and checkpoints lag the group's commits by up to the checkpoint interval."
     ),
     severity=lambda spec: "warning" if _eos(spec) else "info",
+    basis=Basis(
+        promise=sources.TRANSLATED,
+        source="KIP-545, Motivation: information only, the KIP allows a few duplicates",
+        url=sources.KIP_545_URL,
+        allows=(
+            "re-reads after a failover, with or without exactly-once: translation rounds down "
+            "to the last offset sync",
+        ),
+    ),
 )
 
 MIRROR_ORDER = Check(
@@ -426,6 +451,15 @@ MIRROR_ORDER = Check(
         "Readers of dc2 see this partition's messages in another order than readers of dc1 did."
     ),
     causes="A replication policy or partitioner that remaps partitions, or tasks racing on one.",
+    basis=Basis(
+        promise=sources.PRESERVES_PARTITIONING,
+        source=(
+            "Kafka's operations documentation, Geo-Replication, MirrorMaker's features "
+            "(Kafka 4.0.0); that dc2 keeps dc1's order within a partition is kafka-chaos's "
+            "reading of it"
+        ),
+        url=sources.OPS_URL,
+    ),
 )
 
 MIRROR_DUPLICATE = Check(
@@ -444,6 +478,15 @@ MIRROR_DUPLICATE = Check(
         "(at-least-once), or exactly-once support that did not fence a zombie task."
     ),
     severity=lambda spec: "error" if _eos(spec) else "info",
+    basis=Basis(
+        promise=sources.MIRROR_EOS,
+        source="Kafka's operations documentation, Geo-Replication, Exactly once (Kafka 4.0.0)",
+        url=sources.OPS_URL,
+        allows=(
+            "copies made twice without exactly-once (info): KIP-618 names Connect's source "
+            "offsets at-least-once",
+        ),
+    ),
 )
 
 MIRROR_CHECKS = (MIRROR_LOST, FAILOVER_SKIP, FAILOVER_REREAD, MIRROR_ORDER, MIRROR_DUPLICATE)

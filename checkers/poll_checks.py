@@ -29,8 +29,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from checkers import examples
-from checkers.check import Check
+from checkers import examples, sources
+from checkers.check import Basis, Check
 from checkers.tables import POLL, TP, Tables, anomaly, is_read, is_send
 
 STREAM = ["hid", "process", "topic", "partition"]
@@ -261,6 +261,15 @@ NONMONOTONIC_POLL = Check(
         "Expected across rebalances in subscribe mode (the new owner restarts from the committed "
         "offset); a bug with manual assignment, or log truncation."
     ),
+    basis=Basis(
+        promise=sources.ONE_LARGER,
+        source=sources.CONSUMER_SOURCE,
+        url=sources.CONSUMER_JAVADOC_URL,
+        allows=(
+            "a re-read after a reset of the partition (subscribe, assign, a rebalance naming it)",
+            "a re-read from the offset a seek named",
+        ),
+    ),
 )
 
 POLL_SKIP = Check(
@@ -283,4 +292,13 @@ POLL_SKIP = Check(
         "subscribe mode when another member read the skipped range."
     ),
     enrich=examples.skipped,
+    basis=Basis(
+        promise=sources.NEXT_RECORD,
+        source=sources.CONSUMER_SOURCE,
+        url=sources.CONSUMER_JAVADOC_URL,
+        allows=(
+            "a jump over transaction markers, and under read_committed over aborted records",
+            "a jump after a reset of the partition (subscribe, assign, a rebalance naming it)",
+        ),
+    ),
 )

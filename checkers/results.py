@@ -12,19 +12,44 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from checkers.check import Basis
 
 
 def check_result(
-    explanation: str, count: int, severity: str, examples: list, valid: Any = None
+    explanation: str,
+    count: int,
+    severity: str,
+    examples: list,
+    valid: Any = None,
+    basis: Basis | None = None,
 ) -> dict[str, Any]:
-    """One check's entry in results.json; ``valid`` None: valid when nothing was found."""
+    """One check's entry in results.json; ``valid`` None: valid when nothing was found.
+
+    ``basis`` (``checkers.check.Basis``) goes in as the promise the check holds
+    Kafka to, so a reader of the file alone can weigh a finding against its source.
+    """
     return {
         "valid": (count == 0) if valid is None else valid,
         "count": count,
         "severity": severity,
         "explanation": explanation,
+        "basis": basis_entry(basis),
         "examples": examples,
+    }
+
+
+def basis_entry(basis: Basis | None) -> dict[str, Any] | None:
+    """A ``Basis`` as results.json holds it; None for a check that records none."""
+    if basis is None:
+        return None
+    return {
+        "promise": basis.promise,
+        "source": basis.source,
+        "url": basis.url,
+        "allows": list(basis.allows),
     }
 
 
@@ -39,7 +64,7 @@ def build_checks(
     for c in checks:
         n, examples = found.get(c.name, (0, []))
         valid = unseen_validity(n, proven) if c.needs_drain else None
-        out[c.name] = check_result(c.explanation, n, c.severity(spec), examples, valid)
+        out[c.name] = check_result(c.explanation, n, c.severity(spec), examples, valid, c.basis)
     return out
 
 

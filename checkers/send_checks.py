@@ -12,8 +12,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from checkers import examples
-from checkers.check import Check
+from checkers import examples, sources
+from checkers.check import Basis, Check
 from checkers.spec_view import CheckedSpec
 from checkers.tables import TP, Tables, anomaly
 
@@ -46,6 +46,12 @@ LOST_WRITE = Check(
     ),
     severity=unless_acked_0,
     enrich=examples.neighbours,
+    basis=Basis(
+        promise=sources.ACKS_ALL,
+        source=sources.ACKS_SOURCE,
+        url=sources.PRODUCER_CONFIG_URL,
+        allows=("any loss with acks=0: the broker acknowledged nothing (warning)",),
+    ),
 )
 
 UNSEEN = Check(
@@ -73,6 +79,15 @@ UNSEEN = Check(
     severity=unless_acked_0,
     needs_drain=True,
     enrich=examples.neighbours,
+    basis=Basis(
+        promise=sources.ACKS_ALL,
+        source=sources.ACKS_SOURCE,
+        url=sources.PRODUCER_CONFIG_URL,
+        allows=(
+            "any loss with acks=0: the broker acknowledged nothing (warning)",
+            "values not read yet when no final drain ran (unknown, not invalid)",
+        ),
+    ),
 )
 
 DUPLICATE = Check(
@@ -99,6 +114,14 @@ DUPLICATE = Check(
     ),
     severity=lambda spec: "error" if spec.idempotent else "info",
     enrich=examples.duplicate_places,
+    basis=Basis(
+        promise=sources.IDEMPOTENCE,
+        source=sources.IDEMPOTENCE_SOURCE,
+        url=sources.LIBRDKAFKA_CONFIG_URL,
+        allows=(
+            "duplicates from a producer without idempotence, or with acks other than all (info)",
+        ),
+    ),
 )
 
 INCONSISTENT_OFFSETS = Check(
@@ -124,6 +147,11 @@ INCONSISTENT_OFFSETS = Check(
         "dropped."
     ),
     enrich=examples.offset_values,
+    basis=Basis(
+        promise=sources.COMMITTED_ONLY,
+        source="Kafka's design documentation, 4.7 Replication (Kafka 4.0.0)",
+        url=sources.DESIGN_URL,
+    ),
 )
 
 FAILED_WRITE_READ = Check(
@@ -146,6 +174,19 @@ FAILED_WRITE_READ = Check(
     causes=(
         "A client library classifying an ambiguous error as definite, or a broker returning an "
         "error after appending."
+    ),
+    basis=Basis(
+        promise=sources.NOT_PERSISTED,
+        source=(
+            "librdkafka's rdkafka.h, RD_KAFKA_MSG_STATUS_NOT_PERSISTED (v2.15.0): the meaning "
+            "kafka-chaos gives `fail`, for error codes it judges never appended "
+            "(workloads/delivery_errors.py)"
+        ),
+        url=sources.LIBRDKAFKA_HEADER_URL,
+        allows=(
+            "reads of a send whose outcome was unknown (`info`)",
+            "reads of an aborted transaction's send (aborted-read judges those)",
+        ),
     ),
 )
 
@@ -171,6 +212,12 @@ NONMONOTONIC_SEND = Check(
         "truncation between the sends."
     ),
     severity=lambda spec: "error" if spec.idempotent else "warning",
+    basis=Basis(
+        promise=sources.IDEMPOTENCE,
+        source=sources.IDEMPOTENCE_SOURCE,
+        url=sources.LIBRDKAFKA_CONFIG_URL,
+        allows=("reordered acks of a producer without idempotence (warning)",),
+    ),
 )
 
 

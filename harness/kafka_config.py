@@ -209,10 +209,18 @@ def zookeeper_properties(node: Node, nodes: Sequence[Node], scale: float = 1.0) 
     return render_properties(scaled_for_guest_speed(props, scale))
 
 
-def logging_config(version: str, log_file: str | None) -> str:
+# Kafka 4's log4j2 re-reads a changed config file within this many seconds:
+# ``--broker-debug`` (harness/broker_debug.py) turns loggers to DEBUG on
+# running brokers by rewriting the file, and back for the next run.
+LOG_RELOAD_S = 2
+
+
+def logging_config(version: str, log_file: str | None, debug_loggers: Sequence[str] = ()) -> str:
     """Log config for the Kafka release line: to ``log_file``, or WARN to stderr.
 
-    3.x reads log4j 1 properties (reload4j); 4.x reads log4j2 properties.
+    3.x reads log4j 1 properties (reload4j); 4.x reads log4j2 properties,
+    re-read when they change (LOG_RELOAD_S), with ``debug_loggers`` at DEBUG
+    into the same rotating file.
     """
     if major(version) < 4:
         if log_file is None:
@@ -250,9 +258,14 @@ def logging_config(version: str, log_file: str | None) -> str:
                 "rootLogger.appenderRef.err.ref": "err",
             }
         )
+    debug: dict[str, object] = {}
+    for i, name in enumerate(debug_loggers):
+        debug[f"logger.debug{i}.name"] = name
+        debug[f"logger.debug{i}.level"] = "debug"
     return render_properties(
         {
             "status": "warn",
+            "monitorInterval": LOG_RELOAD_S,
             "appender.file.type": "RollingFile",
             "appender.file.name": "file",
             "appender.file.fileName": log_file,
@@ -268,6 +281,7 @@ def logging_config(version: str, log_file: str | None) -> str:
             "rootLogger.appenderRef.file.ref": "file",
             "logger.request.name": "kafka.request.logger",
             "logger.request.level": "warn",
+            **debug,
         }
     )
 

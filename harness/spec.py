@@ -83,6 +83,9 @@ class ConsumerSpec:
     share_reject_probability: float = 0.0
     share_lock_ms: int = 15000
     share_delivery_limit: int = 5
+    # While a share-group run lasts, probe a share-partition that stops delivering
+    # (workloads/share_watch.py): free until a stall, then one bounded probe.
+    share_probe: bool = True
     # Whose client reads: librdkafka (confluent-kafka) or Kafka's own Java client
     # of the cluster's version, through JPype (docs/java-client.md).  The final
     # drain reads with librdkafka either way: it measures the log, not a client.
@@ -160,6 +163,57 @@ class CheckerSpec:
     cycles: bool = True  # txn runs: search dependency cycles (off: those checks are unknown)
 
 
+# librdkafka's ``debug`` contexts (CONFIGURATION.md of librdkafka 2.x; every one
+# is accepted by the librdkafka confluent-kafka ships, tests/unit checks that).
+LIBRDKAFKA_DEBUG_CONTEXTS = (
+    "generic", "broker", "topic", "metadata", "feature", "queue", "msg", "protocol",
+    "cgrp", "security", "fetch", "interceptor", "plugin", "consumer", "admin", "eos",
+    "mock", "assignor", "conf", "telemetry", "all",
+)  # fmt: skip
+# ``debug.client: default``: what a finding about each kind of client needs.
+# Producers: the idempotent producer's pid/epoch and sequence handling (eos),
+# batches (msg), every request and response (protocol) and the connections
+# (broker).  Group members add the group's protocol (cgrp); share members
+# have no context of their own in librdkafka: theirs is cgrp (heartbeats,
+# assignment), fetch and consumer (ShareFetch, acquisitions, acknowledgements).
+DEFAULT_CLIENT_DEBUG = {
+    "producer": "eos,msg,protocol,broker",
+    "consumer": "eos,msg,protocol,broker,cgrp",
+    "share": "cgrp,fetch,consumer,protocol,broker",
+}
+# The Java client's loggers kept at DEBUG under ``debug.client`` (its own
+# levels, not librdkafka's contexts): the producer's send path and
+# transactions, and the share consumer's internals.
+DEFAULT_JAVA_DEBUG_LOGGERS = [
+    "org.apache.kafka.clients.producer.internals.Sender",
+    "org.apache.kafka.clients.producer.internals.TransactionManager",
+    "org.apache.kafka.clients.producer.internals.RecordAccumulator",
+    "org.apache.kafka.clients.consumer.internals.ShareConsumerImpl",
+    "org.apache.kafka.clients.consumer.internals.ShareConsumeRequestManager",
+    "org.apache.kafka.clients.consumer.internals.ShareSessionHandler",
+    "org.apache.kafka.clients.consumer.internals.ShareMembershipManager",
+    "org.apache.kafka.clients.consumer.internals.ShareHeartbeatRequestManager",
+    "org.apache.kafka.clients.consumer.internals.ShareCompletedFetch",
+]
+
+
+@dataclass
+class DebugSpec:
+    """The clients' and brokers' own account of a run (docs/debug-logs.md).
+
+    Off by default: a debug log costs throughput and disk, and most runs need
+    only the history.  ``client``: None (off), ``default`` (per kind of client,
+    DEFAULT_CLIENT_DEBUG) or librdkafka debug contexts for every librdkafka
+    client; the Java client then logs ``java_loggers`` at DEBUG.  ``broker``:
+    broker loggers set to DEBUG for this run only.
+    """
+
+    client: str | None = None
+    client_max_mb: float = 200.0  # all client logs of a run together, on disk
+    java_loggers: list[str] = field(default_factory=lambda: list(DEFAULT_JAVA_DEBUG_LOGGERS))
+    broker: list[str] = field(default_factory=list)
+
+
 @dataclass
 class TestSpec:
     """A whole run. ``asdict(spec)`` is written to ``config.json``."""
@@ -181,6 +235,7 @@ class TestSpec:
     nemesis: NemesisSpec = field(default_factory=NemesisSpec)
     mirror: MirrorSpec = field(default_factory=MirrorSpec)
     checker: CheckerSpec = field(default_factory=CheckerSpec)
+    debug: DebugSpec = field(default_factory=DebugSpec)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -248,6 +303,7 @@ _NESTED = {
     "nemesis": NemesisSpec,
     "mirror": MirrorSpec,
     "checker": CheckerSpec,
+    "debug": DebugSpec,
 }
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 import yaml
 
 from harness.errors import ConfigError
-from harness.spec import TestSpec
+from harness.spec import LIBRDKAFKA_DEBUG_CONTEXTS, TestSpec
 from nemeses import registry
 from nemeses.base import TARGET_MODES
 
@@ -35,6 +36,12 @@ def _faults(text: str) -> list[str]:
     return [] if text in ("", "none") else [f.strip() for f in text.split(",") if f.strip()]
 
 
+def _names(text: str) -> list[str]:
+    """A comma-separated list kept as given (empty names too): ``validate`` names
+    what is wrong in one line, for a flag and a config file alike."""
+    return [part.strip() for part in text.split(",")]
+
+
 @dataclass(frozen=True)
 class Option:
     flag: str
@@ -43,6 +50,7 @@ class Option:
     help: str
     choices: tuple[str, ...] | None = None
     also: tuple[str, ...] = ()  # more paths that take the same value (``--client``)
+    bare: Any = None  # the value of the flag given without one (``--client-debug``)
 
 
 OPTIONS: tuple[Option, ...] = (
@@ -179,24 +187,75 @@ OPTIONS: tuple[Option, ...] = (
     ),
 )
 
+# The clients' and brokers' debug logs (docs/debug-logs.md).  Also taken by
+# ``reproduce``, ``shrink`` and bench/attribution.py: a replay is where one
+# usually wants them.
+DEBUG_OPTIONS: tuple[Option, ...] = (
+    Option(
+        "--client-debug",
+        "debug.client",
+        str,
+        "keep each client's debug log in RUN_DIR/client-logs/: librdkafka debug contexts "
+        "(bare: per kind of client, e.g. eos,msg,protocol,broker for producers); the Java "
+        "client logs its send, transaction and share internals at DEBUG",
+        bare="default",
+    ),
+    Option(
+        "--client-debug-max-mb",
+        "debug.client_max_mb",
+        float,
+        "client debug logs of one run, on disk, at most (default 200 MB)",
+    ),
+    Option(
+        "--broker-debug",
+        "debug.broker",
+        _names,
+        "broker loggers at DEBUG for this run, e.g. kafka.server.share (Kafka 4)",
+    ),
+)
+OPTIONS = (*OPTIONS, *DEBUG_OPTIONS)
+
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("run options (override scenario and config file)")
     for opt in OPTIONS:
-        group.add_argument(
-            opt.flag,
-            dest=_dest(opt),
-            type=opt.type,
-            choices=opt.choices,
-            default=None,
-            help=opt.help,
-        )
+        _add(group, opt)
     group.add_argument(
         "--no-ww-deps",
         dest=_dest(Option("", "checker.ww_deps", _bool, "")),
         action="store_const",
         const=False,
         help="txn cycle checks from wr edges only (Jepsen's --no-ww-deps): G1c becomes an error",
+    )
+
+
+def add_debug_options(parser: argparse.ArgumentParser) -> None:
+    """The debug-log flags alone, for commands that re-run a recorded run."""
+    group = parser.add_argument_group("debug logs (docs/debug-logs.md)")
+    for opt in DEBUG_OPTIONS:
+        _add(group, opt)
+
+
+def debug_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The debug-log flags the user gave, as a layer over a recorded config."""
+    nested: dict[str, Any] = {}
+    for opt in DEBUG_OPTIONS:
+        value = getattr(args, _dest(opt), None)
+        if value is not None:
+            set_path(nested, opt.path, value)
+    return nested
+
+
+def _add(group: Any, opt: Option) -> None:
+    extra: dict[str, Any] = {"nargs": "?", "const": opt.bare} if opt.bare is not None else {}
+    group.add_argument(
+        opt.flag,
+        dest=_dest(opt),
+        type=opt.type,
+        choices=opt.choices,
+        default=None,
+        help=opt.help,
+        **extra,
     )
 
 
@@ -316,12 +375,48 @@ def validate(spec: TestSpec) -> None:
     if spec.producer.rate <= 0:
         raise ConfigError("producer.rate must be positive")
     _validate_client(spec)
+    _validate_debug(spec)
     _validate_share(spec)
     _validate_group_protocol(spec)
     _validate_mirror(spec)
 
 
 MIRROR_FAULTS = ("mirror-kill", "mirror-pause")
+_LOGGER_NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*(\.[A-Za-z_$][A-Za-z0-9_$]*)*")
+
+
+def _validate_debug(spec: TestSpec) -> None:
+    """librdkafka refuses an unknown debug context only when a client starts, in
+    a worker thread; a log4j logger name is not checked at all.  Both are
+    caught here, before any node is touched."""
+    d = spec.debug
+    if d.client is not None:
+        contexts = [c.strip() for c in str(d.client).split(",")]
+        if d.client != "default":
+            unknown = [c for c in contexts if c not in LIBRDKAFKA_DEBUG_CONTEXTS]
+            if unknown:
+                shown = ", ".join(repr(c) for c in unknown)
+                raise ConfigError(
+                    f"debug.client: {shown} is not a librdkafka debug context (known: "
+                    f"{', '.join(LIBRDKAFKA_DEBUG_CONTEXTS)}; or give none for the defaults)"
+                )
+    if not d.client_max_mb > 0:
+        raise ConfigError(f"debug.client_max_mb must be positive, not {d.client_max_mb}")
+    for key, names in (("debug.broker", d.broker), ("debug.java_loggers", d.java_loggers)):
+        if not isinstance(names, list):
+            raise ConfigError(f"{key}: expected a list of logger names, got {names!r}")
+        for name in names:
+            if not isinstance(name, str) or not name.strip():
+                raise ConfigError(f"{key}: an empty logger name in {','.join(map(str, names))!r}")
+            if not _LOGGER_NAME.fullmatch(name):
+                raise ConfigError(
+                    f"{key}: {name!r} is not a logger name (dotted, like kafka.server.share)"
+                )
+    if d.broker and spec.cluster.kafka_version.split(".")[0] in ("2", "3"):
+        raise ConfigError(
+            f"debug.broker needs Kafka 4 (its brokers reload their log4j2 config); "
+            f"Kafka {spec.cluster.kafka_version}'s read theirs only at start"
+        )
 
 
 def _validate_mirror(spec: TestSpec) -> None:

@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harness import admin, distribution, kafka_db
+from harness import admin, broker_debug, distribution, kafka_db
 from harness import store as store_mod
 from harness.backends import create_cluster, destroy_cluster, load_cluster, why_not_reusable
 from harness.cluster import Cluster
@@ -43,7 +43,7 @@ from kafka_chaos.mirror_run import mirror_nemeses, mirrored
 from nemeses.runner import Nemeses, NemesisRunner
 from reports.index import write_index
 from reports.render import write_report
-from workloads import registry
+from workloads import client_logs, registry
 from workloads.history import HistoryWriter
 from workloads.sampler import cluster_probe
 
@@ -255,6 +255,7 @@ def _execute(spec: TestSpec, run: RunDir) -> bool:
         cluster = ensure_cluster(spec)
         spec = _for_guest_speed(spec, cluster.time_scale, run)
         try:
+            broker_debug.set_loggers(cluster, spec.debug.broker)  # none: a stale set restored
             bootstrap = cluster.bootstrap_servers()
             admin.create_topic(bootstrap, spec.topic, timeout_s=60)
             kafka_db.wait_healthy(cluster, timeout_s=HEALTHY_TIMEOUT_S, topic=spec.topic.name)
@@ -263,6 +264,7 @@ def _execute(spec: TestSpec, run: RunDir) -> bool:
             with (
                 mirrored(cluster, spec, run) as pair,
                 HistoryWriter(run.file(store_mod.HISTORY)) as history,
+                client_logs.kept(run.path, spec.debug),
             ):
                 nemesis = Nemeses(
                     [
@@ -313,6 +315,8 @@ def _execute(spec: TestSpec, run: RunDir) -> bool:
         finally:
             signals.watched = True  # a second signal must not cut the clean-up short
             _collect_logs(cluster, run)
+            if spec.debug.broker:
+                _guarded("restore the brokers' log config", broker_debug.set_loggers, cluster, [])
             _guarded(
                 "delete topic",
                 admin.delete_topic,

@@ -14,7 +14,14 @@ from harness.errors import ConfigError, HarnessError
 from harness.rates import rate_text
 from harness.spec import TestSpec
 from kafka_chaos.child_run import needs_own_process, run_in_child
-from kafka_chaos.options import add_run_options, build_spec, cli_overrides, load_mapping
+from kafka_chaos.options import (
+    add_debug_options,
+    add_run_options,
+    build_spec,
+    cli_overrides,
+    debug_overrides,
+    load_mapping,
+)
 from kafka_chaos.replica_verify import RESULT, summary
 from kafka_chaos.run import RunOutcome, run_test
 from kafka_chaos.scenarios import describe, scenario_layer
@@ -51,6 +58,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     rep.add_argument("run_dir", type=Path, metavar="RUN_DIR")
     rep.add_argument("--repeat", type=int, default=1)
     rep.add_argument("--store", type=Path, default=store_mod.DEFAULT_STORE)
+    add_debug_options(rep)
     rep.set_defaults(handler=_reproduce)
 
     sc = sub.add_parser("scenarios", help="list the built-in scenario presets")
@@ -168,7 +176,7 @@ def _reproduce(args: argparse.Namespace) -> int:
     if args.repeat < 1:
         raise ConfigError("--repeat must be at least 1")
     config = run.read_json(store_mod.CONFIG)
-    layers = [config, replay_layer(run.path)]
+    layers = [config, replay_layer(run.path), debug_overrides(args)]
     spec = build_spec(*layers)
     original = _anomalies(run)
     if not original:

@@ -20,6 +20,7 @@ from confluent_kafka import OFFSET_STORED, Consumer, KafkaError, KafkaException,
 
 from harness.errors import ConfigError
 from harness.spec import TestSpec
+from workloads import client_logs
 from workloads.committed import NO_OFFSET, FetchFailed, Pairs, Triples, record_fetch
 from workloads.delivery_errors import classify_commit, error_name
 from workloads.history import HistoryWriter
@@ -298,6 +299,7 @@ class ConsumerWorker(ClientSlot):
         )
         if self.spec.consumer.commit == "auto":
             conf["on_commit"] = self._committed
+        conf.update(client_logs.librdkafka(self.spec, "consumer", conf["client.id"]))
         consumer = Consumer(conf)
         try:
             self._join(consumer)

@@ -21,6 +21,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 
 from harness.errors import ConfigError
 from harness.spec import ProducerSpec, TestSpec
+from workloads import client_logs
 from workloads.delivery_errors import classify, error_name
 from workloads.history import HistoryWriter
 from workloads.send_lines import SendLines
@@ -225,6 +226,7 @@ class ProducerWorker:
         )
         conf["on_delivery"] = self._delivered
         conf["error_cb"] = self._client_error
+        conf.update(client_logs.librdkafka(self.spec, "producer", str(conf["client.id"])))
         self._fatal = None
         producer = Producer(conf)
         unlimited = self.rate <= 0

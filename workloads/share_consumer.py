@@ -29,6 +29,7 @@ from typing import Any
 from confluent_kafka import AcknowledgeType, KafkaException, ShareConsumer
 
 from harness.spec import TestSpec
+from workloads import client_logs
 from workloads.consumer import (
     CLOSE_TIMEOUT_S,
     COMMIT_TIMEOUT_S,
@@ -158,8 +159,10 @@ class ShareWorker(ClientSlot):
     # overrides these for Kafka's Java client) --------------------------------
 
     def _new_consumer(self) -> Any:
+        client = f"{self.spec.name}-s{self.process}"
         return ShareConsumer(
-            share_config(self.bootstrap, self.group, f"{self.spec.name}-s{self.process}")
+            share_config(self.bootstrap, self.group, client)
+            | client_logs.librdkafka(self.spec, "share", client)
         )
 
     def _subscribe_call(self, consumer: Any) -> None:

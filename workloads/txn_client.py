@@ -34,6 +34,7 @@ from confluent_kafka import OFFSET_STORED, Consumer, KafkaException, Producer, T
 
 from harness.errors import ConfigError
 from harness.spec import TestSpec
+from workloads import client_logs
 from workloads.consumer import (
     CLOSE_TIMEOUT_S,
     POLL_BATCH,
@@ -198,8 +199,16 @@ class TxnClient:
     # overrides these for Kafka's Java client) --------------------------------
 
     def _create_clients(self, bootstrap: str) -> None:
-        self.producer = Producer(producer_config(self.spec, bootstrap, self.process, self.slot))
-        self.consumer = Consumer(consumer_config(self.spec, bootstrap, self.process))
+        # One client id for both (the process); their debug logs are apart.
+        name = f"{self.spec.name}-t{self.process}"
+        self.producer = Producer(
+            producer_config(self.spec, bootstrap, self.process, self.slot)
+            | client_logs.librdkafka(self.spec, "producer", f"{name}-producer")
+        )
+        self.consumer = Consumer(
+            consumer_config(self.spec, bootstrap, self.process)
+            | client_logs.librdkafka(self.spec, "consumer", f"{name}-consumer")
+        )
 
     def _init_transactions(self) -> None:
         self._call(lambda: self.producer.init_transactions(self.timeout), "init_transactions")

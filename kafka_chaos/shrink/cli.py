@@ -25,7 +25,7 @@ from harness import store as store_mod
 from harness.errors import ConfigError
 from harness.rates import rate_text
 from kafka_chaos.child_run import needs_own_process, run_in_child
-from kafka_chaos.options import build_spec
+from kafka_chaos.options import add_debug_options, build_spec, debug_overrides
 from kafka_chaos.run import run_test
 from kafka_chaos.shrink.recipe import CUT_KINDS, Recipe
 from kafka_chaos.shrink.search import Budget, RunOnce, Search
@@ -67,6 +67,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "--cluster-name",
         help="run the candidates on this cluster, not the run's own (brought up if absent)",
     )
+    add_debug_options(p)
     p.set_defaults(handler=_shrink)
 
 
@@ -113,7 +114,7 @@ def _shrink(args: argparse.Namespace) -> int:
             f"{run.path}: no {'anomaly ' + repr(args.anomaly) if args.anomaly else 'error'} "
             f"to keep (found: {', '.join(sorted(found)) or 'none'})"
         )
-    options = build_spec(config).to_dict()
+    options = build_spec(config, debug_overrides(args)).to_dict()
     if args.cluster_name:
         options["cluster"]["name"] = args.cluster_name
     name = f"{options['name']}-shrink"

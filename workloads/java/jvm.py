@@ -18,6 +18,7 @@ The JVM ends with the process, SIGTERM and SIGKILL included: nothing to stop.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import logging
 import shutil
@@ -28,6 +29,7 @@ from pathlib import Path
 
 from harness import distribution
 from harness.errors import ConfigError, HarnessError
+from harness.spec import DebugSpec
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +61,11 @@ JAVAC_TIMEOUT_S = 120
 
 _lock = threading.Lock()
 _started: str | None = None  # the Kafka version whose client this process holds
+# ``--client-debug``: the client's debug log (client-logs/java-client.log) while
+# this process's JVM writes it; finish_debug_log closes and compresses it.
+DEBUG_LOG = "java-client.log"
+DEBUG_SEGMENTS = 5  # the active file and 4 rolled ones: the newest stretch of the log is kept
+_debug_log: Path | None = None
 
 
 def client_jars(version: str, libs: Path | None = None) -> list[Path]:
@@ -80,9 +87,10 @@ def client_jars(version: str, libs: Path | None = None) -> list[Path]:
     return jars
 
 
-def start(version: str, log_dir: Path) -> None:
+def start(version: str, log_dir: Path, debug: DebugSpec | None = None) -> None:
     """Start this process's JVM with the Java client of ``version`` (once), its
-    log in ``log_dir``/java-client.log.
+    log in ``log_dir``/java-client.log; with ``debug.client`` set, the loggers
+    of ``debug.java_loggers`` at DEBUG in ``log_dir``/client-logs/java-client.log.
 
     A second call for the same version does nothing; for another version it
     is refused, since the classpath cannot change.
@@ -106,9 +114,102 @@ def start(version: str, log_dir: Path) -> None:
         jars = client_jars(version)
         classpath = [str(helper_classes(jars)), *map(str, jars)]
         log_file = f"-Dkafka.chaos.client.log={log_dir / CLIENT_LOG}"
-        jpype.startJVM(HEAP, log_file, *LOG_SETTINGS, classpath=classpath, convertStrings=False)
+        settings = LOG_SETTINGS
+        if debug is not None and debug.client is not None:
+            settings = _debug_settings(version, Path(log_dir) / "client-logs", debug)
+        jpype.startJVM(HEAP, log_file, *settings, classpath=classpath, convertStrings=False)
         _started = version
         log.info("started the JVM with Kafka %s's Java client (%d jars)", version, len(jars))
+
+
+def debug_log_config(version: str, log_file: Path, debug: DebugSpec) -> str:
+    """The client's log config with a debug appender: the packaged one (INFO to
+    java-client.log) plus ``debug.java_loggers`` at DEBUG into ``log_file`` alone.
+
+    Bounded by the appender's own rotation: DEBUG_SEGMENTS files of a fifth
+    of ``debug.client_max_mb`` each (uncompressed), the oldest deleted; log4j 2
+    compresses the rolled ones as it rolls them.
+    """
+    segment_mb = max(1, int(debug.client_max_mb / DEBUG_SEGMENTS))
+    rolled = DEBUG_SEGMENTS - 1
+    stem = str(log_file).removesuffix(".log")
+    if version.split(".")[0] in ("2", "3"):
+        lines = (HERE / "log4j.properties").read_text().splitlines()
+        lines += [
+            "log4j.appender.debug=org.apache.log4j.RollingFileAppender",
+            f"log4j.appender.debug.File={log_file}",
+            f"log4j.appender.debug.MaxFileSize={segment_mb}MB",
+            f"log4j.appender.debug.MaxBackupIndex={rolled}",
+            "log4j.appender.debug.layout=org.apache.log4j.PatternLayout",
+            "log4j.appender.debug.layout.ConversionPattern=%d{ISO8601} %t %p %c{1} %m%n",
+        ]
+        for name in debug.java_loggers:
+            lines += [f"log4j.logger.{name}=DEBUG, debug", f"log4j.additivity.{name}=false"]
+        return "\n".join(lines) + "\n"
+    lines = (HERE / "log4j2.properties").read_text().splitlines()
+    lines += [
+        "appender.debug.type = RollingFile",
+        "appender.debug.name = debug",
+        f"appender.debug.fileName = {log_file}",
+        f"appender.debug.filePattern = {stem}.%i.log.gz",
+        "appender.debug.layout.type = PatternLayout",
+        "appender.debug.layout.pattern = %d{ISO8601}{UTC} %t %p %c{1} %m%n",
+        "appender.debug.policies.type = Policies",
+        "appender.debug.policies.size.type = SizeBasedTriggeringPolicy",
+        f"appender.debug.policies.size.size = {segment_mb}MB",
+        "appender.debug.strategy.type = DefaultRolloverStrategy",
+        f"appender.debug.strategy.max = {rolled}",
+    ]
+    for i, name in enumerate(debug.java_loggers):
+        lines += [
+            f"logger.debug{i}.name = {name}",
+            f"logger.debug{i}.level = debug",
+            f"logger.debug{i}.additivity = false",
+            f"logger.debug{i}.appenderRef.debug.ref = debug",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _debug_settings(version: str, directory: Path, debug: DebugSpec) -> tuple[str, ...]:
+    """The JVM's log settings pointing at a debug config written into ``directory``."""
+    global _debug_log
+    directory.mkdir(parents=True, exist_ok=True)
+    _debug_log = directory / DEBUG_LOG
+    config = directory / "java-log4j.properties"
+    config.write_text(debug_log_config(version, _debug_log, debug))
+    if version.split(".")[0] in ("2", "3"):
+        return (f"-Dlog4j.configuration=file:{config}",)
+    return (f"-Dlog4j2.configurationFile={config}",)
+
+
+def finish_debug_log(directory: Path) -> None:
+    """Stop the client's logging and gzip its debug log (``java-client.log.gz``).
+
+    Called at the end of a run: a process holds one run's JVM, and nothing of
+    the Java client logs after its workload stopped.  A run killed before
+    this leaves the plain file, complete up to the kill.
+    """
+    global _debug_log
+    if _debug_log is None or _debug_log.parent != Path(directory):
+        return
+    import jpype
+
+    if jpype.isJVMStarted():
+        try:
+            if _started is not None and _started.split(".")[0] in ("2", "3"):
+                jpype.JClass("org.apache.log4j.LogManager").shutdown()
+            else:
+                jpype.JClass("org.apache.logging.log4j.LogManager").shutdown()
+        except Exception as e:  # its file stays plain text, complete as flushed
+            log.warning("could not stop the Java client's logging: %s", e)
+            return
+    for plain in sorted(_debug_log.parent.glob(f"{DEBUG_LOG}*")):
+        if plain.suffix == ".gz":
+            continue
+        with plain.open("rb") as src, gzip.open(f"{plain}.gz", "wb", compresslevel=6) as out:
+            shutil.copyfileobj(src, out)
+        plain.unlink()
+    _debug_log = None
 
 
 def helper_classes(jars: list[Path]) -> Path:
