@@ -158,7 +158,9 @@ class Tables:
 
     ops: DataFrame
     # read_committed consumers skip aborted records: an offset known to hold
-    # only an aborted value is not one they must read (``known_positions``).
+    # an aborted transaction's value is not one they must read, even if a
+    # committed value is known there too (Kafka contradicted itself, which
+    # inconsistent-offsets reports; ``known_positions``).
     read_committed: bool = True
     _cached: list[DataFrame] = field(default_factory=list, repr=False)
 

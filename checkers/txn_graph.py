@@ -6,7 +6,9 @@ checker infers them (docs/results.md, "Cycle checks"):
 
 * **ww**: T1's value directly precedes T2's in a partition's offset order
   (only transactional values count; the version order is transitive, so
-  plain writes between them change nothing);
+  plain writes between them change nothing).  The order is of committed
+  versions, as Jepsen's: an unknown transaction's delivery report places
+  its value only once a read proves the transaction committed (``written``);
 * **wr**: T2 read a value T1 sent;
 * **process**: T1 and T2 committed (``ok``) on the same process, T1 first
   and no other committed one between (Elle's process order skips ``info``);
@@ -68,17 +70,44 @@ def transactions(t: Tables) -> DataFrame:
 
 
 def written(t: Tables) -> DataFrame:
-    """(hid, val, txn, topic, partition, offset): each value a transaction that may
-    have committed wrote, at its one known position (acked, or read)."""
-    return t.per_value.where(
+    """(hid, val, txn, topic, partition, offset): each committed version a
+    transaction that may have committed wrote, at its one known position.
+
+    A committed (``ok``) transaction's values and every read value take
+    part.  An unknown (``info``) transaction's value known only from its
+    delivery report takes part once the transaction is proven committed
+    (``proven_unknown``): until then the report may name an aborted record,
+    which is no version, just as an aborted transaction's is not (Jepsen's
+    version order likewise takes an ``info`` operation's sends only when it
+    ``must-have-committed?``).  Left out, its neighbours follow each other
+    directly in the order."""
+    values = t.per_value.where(
         F.col("txn").isNotNull()
         & F.col("done_op").isin(ACK, INFO)
         & ~F.col("dup")
         & F.col("pos_offset").isNotNull()
-    ).select(
+    )
+    sure = values.where((F.col("done_op") == ACK) | F.col("read_index").isNotNull())
+    reported = values.where((F.col("done_op") == INFO) & F.col("read_index").isNull())
+    proven = reported.join(F.broadcast(proven_unknown(t)), ["hid", "txn"], "left_semi")
+    return sure.unionByName(proven).select(
         "hid", "val", "txn", *tp_columns("pos_tp", "topic", "partition"),
         F.col("pos_offset").alias("offset"),
     )  # fmt: skip
+
+
+def proven_unknown(t: Tables) -> DataFrame:
+    """(hid, txn): unknown-outcome transactions proven committed, because a reader
+    that promised committed data (every consumer under read_committed, the
+    final drain always) read one of their values: the proof torn-transaction
+    accepts (checkers/txn_checks.py).  Few rows: an unknown outcome is rare."""
+    read = t.per_value.where(
+        F.col("txn").isNotNull() & (F.col("done_op") == INFO) & F.col("read_index").isNotNull()
+    )
+    if not t.read_committed:
+        drained = t.reads.join(F.broadcast(t.drain_processes), ["hid", "process"], "left_semi")
+        read = read.join(drained.select("hid", "val"), ["hid", "val"], "left_semi")
+    return read.select("hid", "txn").distinct()
 
 
 def writers(t: Tables) -> DataFrame:

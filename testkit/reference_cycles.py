@@ -28,7 +28,7 @@ from collections import defaultdict
 from typing import Any
 
 from checkers.cycle_checks import WR_CYCLE_CHECK, WR_CYCLE_TYPES
-from testkit.reference_reads import expand, reads_of
+from testkit.reference_reads import expand, groups_of, reads_of
 from testkit.reference_txn import completions
 
 SPECS: dict[str, tuple[frozenset[str], tuple[frozenset[str], ...]]] = {
@@ -49,8 +49,12 @@ SPECS: dict[str, tuple[frozenset[str], tuple[frozenset[str], ...]]] = {
 Edges = dict[tuple[int, int], set[str]]
 
 
-def txn_graph(ops: list[dict[str, Any]], ww: bool = True) -> Edges:
-    """(T1, T2) -> the kinds of edge from T1 to T2; transactions by invoke index."""
+def txn_graph(ops: list[dict[str, Any]], ww: bool = True, read_committed: bool = True) -> Edges:
+    """(T1, T2) -> the kinds of edge from T1 to T2; transactions by invoke index.
+
+    ``read_committed``: the run's isolation level, which decides whose reads
+    prove that an unknown transaction committed (its reports then order its
+    values in ww)."""
     invokes = {op["index"]: op for op in ops if op["f"] == "txn" and op["type"] == "invoke"}
     live = {
         txn: line for txn, line in completions(ops) if line["type"] in ("ok", "info")
@@ -58,23 +62,31 @@ def txn_graph(ops: list[dict[str, Any]], ww: bool = True) -> Edges:
     edges: Edges = defaultdict(set)
     writer: dict[int, int] = {}
     at: dict[tuple, list[tuple[int, int, int]]] = defaultdict(list)  # tp -> (offset, value, txn)
-    acked = {}
+    by_report = {}
     for txn, line in live.items():
         for m in line["value"]["ops"]:
             if m["f"] == "send" and not m.get("skipped"):
                 writer[m["value"]] = txn
-                # A delivery report places the record, committed or not (info).
                 if m.get("offset") is not None and m["offset"] >= 0:
-                    acked[m["value"]] = (m["topic"], m["partition"], m["offset"])
+                    by_report[m["value"]] = (m["topic"], m["partition"], m["offset"])
     flat = expand(ops)
+    _, drain = groups_of(flat)
+    read = {r["value"] for _, _, r in reads_of(flat)}
+    # Reads by readers that promised committed data prove an unknown transaction committed.
+    proof = {r["value"] for op, _, r in reads_of(flat) if read_committed or op["process"] in drain}
+    committed = {txn for txn, line in live.items() if line["type"] == "ok"}
+    committed |= {writer[v] for v in proof if v in writer}
     positions: dict[int, set] = defaultdict(set)
-    for v, where in acked.items():
+    for v, where in by_report.items():
         positions[v].add(where)
     for _, _, r in reads_of(flat):
         if r["value"] in writer:
             positions[r["value"]].add((r["topic"], r["partition"], r["offset"]))
     for v, where in positions.items():
-        if len(where) == 1:  # a value seen at two places has no one version order
+        # A value seen at two places has no one version order; a report alone
+        # places a committed version only if its transaction committed (an
+        # unknown one's may name an aborted record).
+        if len(where) == 1 and (v in read or writer[v] in committed):
             topic, part, off = next(iter(where))
             at[(topic, part)].append((off, v, writer[v]))
     if ww:
@@ -139,13 +151,15 @@ IMPLIED_BY: dict[str, set[str]] = {
 }
 
 
-def reported(ops: list[dict[str, Any]], ww: bool = True) -> dict[str, int]:
+def reported(
+    ops: list[dict[str, Any]], ww: bool = True, read_committed: bool = True
+) -> dict[str, int]:
     """What Elle reports: per strongly connected component of the whole graph,
     each anomaly type that has a cycle there unless a type implying it has
     one too (Elle searches the worst first and skips what a find implies);
     counted in components.  With ww edges also G1c-wr, the cycles that need
     none: the G1c types reported without them, summed."""
-    edges = txn_graph(ops, ww)
+    edges = txn_graph(ops, ww, read_committed)
     out: dict[str, int] = defaultdict(int)
     for part in cyclic_parts(edges):
         inside = {e: k for e, k in edges.items() if e[0] in part and e[1] in part}
@@ -154,7 +168,7 @@ def reported(ops: list[dict[str, Any]], ww: bool = True) -> dict[str, int]:
             if not present & IMPLIED_BY[name]:
                 out[name] += 1
     if ww:
-        wr_only = reported(ops, ww=False)
+        wr_only = reported(ops, ww=False, read_committed=read_committed)
         if n := sum(wr_only.get(name, 0) for name in WR_CYCLE_TYPES):
             out[WR_CYCLE_CHECK] = n
     return dict(out)
