@@ -19,7 +19,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from checkers.check import Check, Context, Group, always
+from checkers import sources
+from checkers.check import Basis, Check, Context, Group, always
 from checkers.op_codes import ACK, INFO
 from checkers.poll_checks import skipping, suspicious
 from checkers.tables import POLL, TP, Tables, anomaly, is_read, is_send, tp_columns
@@ -252,6 +253,15 @@ ABORTED_READ = Check(
         "applied to a later transaction (KAFKA-17754), or a broker serving reads above the last "
         "stable offset."
     ),
+    basis=Basis(
+        promise=sources.READ_COMMITTED,
+        source=sources.ISOLATION_SOURCE,
+        url=sources.CONSUMER_CONFIG_URL,
+        allows=(
+            "reads of aborted records by the workload's consumers under read_uncommitted (only "
+            "the final drain, which reads committed data, is held to it then)",
+        ),
+    ),
 )
 
 TORN_TRANSACTION = Check(
@@ -262,10 +272,8 @@ TORN_TRANSACTION = Check(
         "A transaction committed (an unknown outcome counts once a committed reader read one of "
         "its writes) and was partly read: some of its writes were read, yet another was never read"
         " although its partition was read past that offset, so it was not all or nothing. Each "
-        "such unread write of an acknowledged (ok) transaction is also a lost-write; an unknown "
-        "one's writes were never acknowledged, so this check alone reports them. A committed "
-        "transaction none of whose writes was read is lost-write only, since nothing shows it half"
-        " visible."
+        "such unread write is also a lost-write; a committed transaction none of whose writes was "
+        "read is lost-write only, since nothing shows it half visible."
     ),
     finds=(
         "a transaction that committed (`ok`; or `info` and one of its values read by a committed "
@@ -285,6 +293,15 @@ TORN_TRANSACTION = Check(
         "A commit marker written to some partitions and not others, truncation of part of a "
         "transaction after a leader change, or a delayed commit landing on a later transaction "
         "(KAFKA-17754)."
+    ),
+    basis=Basis(
+        promise=sources.ATOMIC,
+        source="KafkaProducer javadoc (Kafka 4.0)",
+        url=sources.PRODUCER_JAVADOC_URL,
+        allows=(
+            "a committed transaction none of whose sends was read (lost-write's, not torn)",
+            "a send without a delivery report: it has no offset to be read past",
+        ),
     ),
 )
 
@@ -312,6 +329,12 @@ PRECOMMITTED_READ = Check(
     ),
     # A read_uncommitted consumer sees open transactions, its own included.
     severity=lambda spec: "error" if spec.read_committed else "info",
+    basis=Basis(
+        promise=sources.READ_COMMITTED,
+        source=sources.ISOLATION_SOURCE,
+        url=sources.CONSUMER_CONFIG_URL,
+        allows=("a read of its own open transaction under read_uncommitted (info)",),
+    ),
 )
 
 INT_NONMONOTONIC_POLL = Check(
@@ -332,6 +355,12 @@ INT_NONMONOTONIC_POLL = Check(
         " of that partition while the transaction ran."
     ),
     causes="A consumer seek or position reset the client did not report, or log truncation.",
+    basis=Basis(
+        promise=sources.ONE_LARGER,
+        source=sources.CONSUMER_SOURCE,
+        url=sources.CONSUMER_JAVADOC_URL,
+        allows=("a partition rebalanced during the transaction (`rebalanced`)",),
+    ),
 )
 
 INT_POLL_SKIP = Check(
@@ -339,14 +368,13 @@ INT_POLL_SKIP = Check(
     family="txn",
     title="Poll skip inside a transaction",
     explanation=(
-        "Inside one transaction, a consumer jumped over offsets it had to return (known to hold a "
-        "value and, under read_committed, not known to hold one an aborted transaction sent), with"
-        " no rebalance of that partition during the transaction."
+        "Inside one transaction, a consumer jumped over offsets known to hold values it had to "
+        "return, with no rebalance of that partition during the transaction."
     ),
     finds=(
         "inside one transaction, two consecutive reads of a partition jump over an offset the "
-        "consumer had to return (the offsets of `poll-skip`: under `read_committed` not one whose "
-        "known values include an aborted one)."
+        "consumer had to return (the offsets of `poll-skip`: under `read_committed` not "
+        "aborted-only ones)."
     ),
     severity_doc="error",
     meaning=(
@@ -354,6 +382,15 @@ INT_POLL_SKIP = Check(
         "with no rebalance of that partition while the transaction ran."
     ),
     causes="A position reset past unread data, or truncation of the skipped messages.",
+    basis=Basis(
+        promise=sources.NEXT_RECORD,
+        source=sources.CONSUMER_SOURCE,
+        url=sources.CONSUMER_JAVADOC_URL,
+        allows=(
+            "a partition rebalanced during the transaction (`rebalanced`)",
+            "a jump over transaction markers, and under read_committed over aborted records",
+        ),
+    ),
 )
 
 INT_NONMONOTONIC_SEND = Check(
@@ -376,6 +413,12 @@ INT_NONMONOTONIC_SEND = Check(
     causes=(
         "Batches reordered on retry (an idempotence or sequence-number bug), or truncation between"
         " the writes."
+    ),
+    basis=Basis(
+        promise=sources.IDEMPOTENCE,
+        source=sources.IDEMPOTENCE_SOURCE + "; a transactional producer is always idempotent",
+        url=sources.LIBRDKAFKA_CONFIG_URL,
+        allows=("sends of aborted or unknown transactions: not acknowledged writes",),
     ),
 )
 
@@ -401,6 +444,12 @@ INT_SEND_SKIP = Check(
     causes="Concurrent producers writing to the same partition, or other transactions' markers.",
     # Concurrent producers interleave in a partition: never a broken promise.
     severity=always("info"),
+    basis=Basis(
+        promise=sources.JEPSEN_SEND_SKIP,
+        source=sources.JEPSEN_SOURCE + ": information only, Kafka reserves no offsets",
+        url=sources.JEPSEN_KAFKA_URL,
+        allows=("other producers' records and other transactions' markers between two sends",),
+    ),
 )
 
 EXACTLY_ONCE = Check(
@@ -429,6 +478,12 @@ EXACTLY_ONCE = Check(
     ),
     needs_drain=True,
     applies=lambda spec: spec.ctp,
+    basis=Basis(
+        promise=sources.EXACTLY_ONCE,
+        source="Kafka's design documentation, 4.6 Message Delivery Semantics (Kafka 4.0.0)",
+        url=sources.DESIGN_URL,
+        allows=("outputs not read yet when no final drain ran (unknown, not invalid)",),
+    ),
 )
 
 TXN = Group(

@@ -31,6 +31,45 @@ def explain(check: str, fallback: str | None = None) -> Explanation:
     return Explanation(check, fallback or "No explanation is known for this check.", "")
 
 
+@dataclass(frozen=True)
+class Promise:
+    """What a check holds Kafka or a client to, as the report shows it."""
+
+    label: str  # "Promise", or why a check that is never an error is not
+    promise: str
+    source: str
+    # Shown as text, not a link (the report loads nothing from elsewhere); None
+    # unless https, since a results.json is input, not trusted markup.
+    url: str | None
+    allows: tuple[str, ...]
+
+
+def promise(check: str, result: dict[str, Any]) -> Promise | None:
+    """The basis of ``check``: from its results.json entry (the run's own record),
+    else from its record in the catalog; None when neither names one."""
+    known = catalog.find(check)
+    raw = result.get("basis")
+    if isinstance(raw, dict) and isinstance(raw.get("promise"), str):
+        fields = {k: raw.get(k) for k in ("promise", "source", "url")}
+        allows = tuple(str(a) for a in raw.get("allows") or () if isinstance(a, str))
+    elif known is not None and known.basis is not None:
+        b = known.basis
+        fields = {"promise": b.promise, "source": b.source, "url": b.url}
+        allows = b.allows
+    else:
+        return None
+    url = fields["url"] if isinstance(fields["url"], str) else ""
+    never = known is not None and not catalog.can_be_error(known)
+    label = "Never an error, as its source says" if never else "Promise"
+    return Promise(
+        label,
+        str(fields["promise"]),
+        str(fields["source"] or ""),
+        url if url.startswith("https://") else None,
+        allows,
+    )
+
+
 def hints(check: str, config: dict[str, Any]) -> list[str]:
     """Settings of this run that explain or excuse ``check``."""
     producer = config.get("producer") or {}

@@ -27,7 +27,7 @@ from reports import svg
 from reports.answer import answer
 from reports.cluster_state import read_cluster_state
 from reports.coordinators import coordinators_section
-from reports.explanations import explain, hints
+from reports.explanations import explain, hints, promise
 from reports.grouping import group, mechanism
 from reports.inputs import Input, as_dict, as_list, load_json
 from reports.mechanism import mechanism_section
@@ -400,6 +400,7 @@ def checks_section(results: dict[str, Any], config: dict[str, Any]) -> list[dict
                 "title": exp.title,
                 "meaning": exp.meaning,
                 "causes": exp.causes,
+                "basis": promise(name, check),
                 "hints": hints(name, config),
                 "examples": views,
                 "ranges": ranges,
