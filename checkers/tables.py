@@ -91,8 +91,10 @@ def op_position() -> Column:
 
     A delivery report names the record at its offset whatever became of the
     send afterwards: an aborted or unknown-outcome transaction's record still
-    occupies it (Jepsen's version order counts them too).  Only acks and
-    reads prove that the offset holds committed data (``Tables._committed``).
+    occupies it (Jepsen's version order leaves such a report out unless a
+    read proves the transaction committed; docs/results.md, "Delivery
+    reports place records", says why this differs).  Only acks and reads
+    prove that the offset holds committed data (``Tables._committed``).
     """
     return op_is(READ) | (F.col("op").isin(ACK, FAIL, INFO) & (F.col("offset") >= 0))
 

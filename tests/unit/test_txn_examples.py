@@ -7,7 +7,9 @@ by the reference, which must give exactly the counts stated.
   fine; never read, it is ``unseen`` and ``acked-lost``, never ``lost-write``.
 * An unknown (``info``) or aborted (``fail``) transaction's delivery report
   names the record at its offset: another value read or acked there is
-  ``inconsistent-offsets``, as Jepsen counts it.  The look-alikes, where the
+  ``inconsistent-offsets`` (Jepsen's checker takes such a report only once
+  a read proves its transaction committed, so it would not see this; see
+  docs/results.md, "Delivery reports place records").  The look-alikes, where the
   reads agree with the reports, are valid; a committed reader may still
   step over such an offset (it may hold an aborted record).
 """
