@@ -272,8 +272,10 @@ TORN_TRANSACTION = Check(
         "A transaction committed (an unknown outcome counts once a committed reader read one of "
         "its writes) and was partly read: some of its writes were read, yet another was never read"
         " although its partition was read past that offset, so it was not all or nothing. Each "
-        "such unread write is also a lost-write; a committed transaction none of whose writes was "
-        "read is lost-write only, since nothing shows it half visible."
+        "such unread write of an acknowledged (ok) transaction is also a lost-write; an unknown "
+        "one's writes were never acknowledged, so this check alone reports them. A committed "
+        "transaction none of whose writes was read is lost-write only, since nothing shows it half"
+        " visible."
     ),
     finds=(
         "a transaction that committed (`ok`; or `info` and one of its values read by a committed "
@@ -368,13 +370,14 @@ INT_POLL_SKIP = Check(
     family="txn",
     title="Poll skip inside a transaction",
     explanation=(
-        "Inside one transaction, a consumer jumped over offsets known to hold values it had to "
-        "return, with no rebalance of that partition during the transaction."
+        "Inside one transaction, a consumer jumped over offsets it had to return (known to hold a "
+        "value and, under read_committed, not known to hold one an aborted transaction sent), with"
+        " no rebalance of that partition during the transaction."
     ),
     finds=(
         "inside one transaction, two consecutive reads of a partition jump over an offset the "
-        "consumer had to return (the offsets of `poll-skip`: under `read_committed` not "
-        "aborted-only ones)."
+        "consumer had to return (the offsets of `poll-skip`: under `read_committed` not one whose "
+        "known values include an aborted one)."
     ),
     severity_doc="error",
     meaning=(
