@@ -36,15 +36,16 @@ from harness.cluster import Cluster
 from harness.errors import HarnessError
 from harness.spec import TestSpec
 from harness.store import RunDir
-from kafka_chaos import coordinator_state, replica_verify, slow_guests
+from kafka_chaos import coordinator_state, probe_logs, replica_verify, slow_guests
 from kafka_chaos.guarded import guarded as _guarded
 from kafka_chaos.lease import cluster_lease
 from kafka_chaos.mirror_run import mirror_nemeses, mirrored
 from nemeses.runner import Nemeses, NemesisRunner
 from reports.index import write_index
 from reports.render import write_report
-from workloads import client_logs, registry
+from workloads import client_logs, registry, share_watch
 from workloads.history import HistoryWriter
+from workloads.java.share_probe import PROBE_TIMEOUT_S
 from workloads.sampler import cluster_probe
 
 log = logging.getLogger(__name__)
@@ -280,9 +281,14 @@ def _execute(spec: TestSpec, run: RunDir) -> bool:
                     fault_status=nemesis.current_fault,
                     probe=cluster_probe(cluster, spec.topic.name),
                 )
+                watch = share_watch.for_run(
+                    spec, bootstrap, history, run.path, getattr(workload, "processes", None)
+                )
                 signals.watched = True
                 try:
                     workload.start()
+                    if watch is not None:
+                        watch.start()
                     nemesis.start()
                     deadline = time.monotonic() + spec.time_limit_s
                     while not stop.is_set() and time.monotonic() < deadline:
@@ -290,11 +296,17 @@ def _execute(spec: TestSpec, run: RunDir) -> bool:
                 finally:
                     _end_phase(nemesis, workload, stop.is_set(), cluster.time_scale)
                     signals.watched = False
-                if stop.is_set():
-                    return True
-                kafka_db.wait_healthy(cluster, timeout_s=HEALTHY_TIMEOUT_S, topic=spec.topic.name)
-                drain = workload.final_drain(spec.final_drain_timeout_s)
-                log.info("final drain: %s", drain)
+                try:
+                    if stop.is_set():
+                        return True
+                    kafka_db.wait_healthy(
+                        cluster, timeout_s=HEALTHY_TIMEOUT_S, topic=spec.topic.name
+                    )
+                    drain = workload.final_drain(spec.final_drain_timeout_s)
+                    log.info("final drain: %s", drain)
+                finally:
+                    if watch is not None:  # the share drain is watched too
+                        _guarded("stop the share stall watch", watch.stop, PROBE_TIMEOUT_S + 5)
                 _guarded(
                     "verify replicas",
                     replica_verify.verify,
@@ -315,6 +327,7 @@ def _execute(spec: TestSpec, run: RunDir) -> bool:
         finally:
             signals.watched = True  # a second signal must not cut the clean-up short
             _collect_logs(cluster, run)
+            _guarded("cut the logs around share probes", probe_logs.cut, run.path, spec.topic.name)
             if spec.debug.broker:
                 _guarded("restore the brokers' log config", broker_debug.set_loggers, cluster, [])
             _guarded(
