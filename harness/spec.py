@@ -181,12 +181,14 @@ DEFAULT_CLIENT_DEBUG = {
     "consumer": "eos,msg,protocol,broker,cgrp",
     "share": "cgrp,fetch,consumer,protocol,broker",
 }
-# The Java client's loggers kept at DEBUG under ``debug.client`` (its own
-# levels, not librdkafka's contexts): the producer's send path and
-# transactions, and the share consumer's internals.
+# The Java client's loggers kept under ``debug.client`` (its own levels, not
+# librdkafka's contexts), at DEBUG unless ``=LEVEL`` follows the name: the
+# producer's send path (TRACE: each produce request and response, as
+# librdkafka's ``protocol``) and transactions (TRACE: sequence numbers and
+# epoch bumps), and the share consumer's internals.
 DEFAULT_JAVA_DEBUG_LOGGERS = [
-    "org.apache.kafka.clients.producer.internals.Sender",
-    "org.apache.kafka.clients.producer.internals.TransactionManager",
+    "org.apache.kafka.clients.producer.internals.Sender=TRACE",
+    "org.apache.kafka.clients.producer.internals.TransactionManager=TRACE",
     "org.apache.kafka.clients.producer.internals.RecordAccumulator",
     "org.apache.kafka.clients.consumer.internals.ShareConsumerImpl",
     "org.apache.kafka.clients.consumer.internals.ShareConsumeRequestManager",

@@ -382,6 +382,7 @@ def validate(spec: TestSpec) -> None:
 
 
 MIRROR_FAULTS = ("mirror-kill", "mirror-pause")
+JAVA_LEVELS = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR")
 _LOGGER_NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*(\.[A-Za-z_$][A-Za-z0-9_$]*)*")
 
 
@@ -405,12 +406,17 @@ def _validate_debug(spec: TestSpec) -> None:
     for key, names in (("debug.broker", d.broker), ("debug.java_loggers", d.java_loggers)):
         if not isinstance(names, list):
             raise ConfigError(f"{key}: expected a list of logger names, got {names!r}")
-        for name in names:
-            if not isinstance(name, str) or not name.strip():
+        for entry in names:
+            if not isinstance(entry, str) or not entry.strip():
                 raise ConfigError(f"{key}: an empty logger name in {','.join(map(str, names))!r}")
-            if not _LOGGER_NAME.fullmatch(name):
+            name, _, level = entry.partition("=")
+            if key == "debug.java_loggers" and level and level.upper() not in JAVA_LEVELS:
                 raise ConfigError(
-                    f"{key}: {name!r} is not a logger name (dotted, like kafka.server.share)"
+                    f"{key}: {entry!r}: the level must be one of {', '.join(JAVA_LEVELS)}"
+                )
+            if not _LOGGER_NAME.fullmatch(name if key == "debug.java_loggers" else entry):
+                raise ConfigError(
+                    f"{key}: {entry!r} is not a logger name (dotted, like kafka.server.share)"
                 )
     if d.broker and spec.cluster.kafka_version.split(".")[0] in ("2", "3"):
         raise ConfigError(

@@ -87,6 +87,8 @@ def test_bad_values_are_one_line(argv: list[str], message: str) -> None:
 def test_a_config_file_is_checked_like_the_flags() -> None:
     with pytest.raises(ConfigError, match=r"debug\.java_loggers: an empty logger name"):
         build_spec(LOCAL, {"debug": {"java_loggers": ["org.apache.kafka", " "]}})
+    with pytest.raises(ConfigError, match=r"debug\.java_loggers: 'a\.B=LOUD': the level must"):
+        build_spec(LOCAL, {"debug": {"java_loggers": ["a.B=LOUD"]}})
     with pytest.raises(ConfigError, match=r"config\.debug\.clinet: unknown option"):
         build_spec(LOCAL, {"debug": {"clinet": "all"}})
 
@@ -232,10 +234,13 @@ def test_java_debug_config_routes_the_loggers_to_a_bounded_file(version: str) ->
     text = jvm.debug_log_config(version, Path("/r/client-logs/java-client.log"), debug)
     assert "/r/client-logs/java-client.log" in text
     assert "20MB" in text  # a fifth of the cap per file, DEBUG_SEGMENTS files
-    for name in debug.java_loggers:
-        assert name in text
+    for entry in debug.java_loggers:
+        assert entry.partition("=")[0] in text
     if version.startswith("4"):
+        assert "logger.debug0.level = trace" in text  # Sender: each produce request
+        assert "logger.debug2.level = debug" in text  # RecordAccumulator: no level given
         assert "java-client.%i.log.gz" in text
         assert "rootLogger.appenderRef.file.ref = file" in text  # java-client.log as before
     else:
         assert "log4j.appender.debug.MaxBackupIndex=4" in text
+        assert "producer.internals.Sender=TRACE, debug" in text

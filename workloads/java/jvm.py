@@ -143,8 +143,8 @@ def debug_log_config(version: str, log_file: Path, debug: DebugSpec) -> str:
             "log4j.appender.debug.layout=org.apache.log4j.PatternLayout",
             "log4j.appender.debug.layout.ConversionPattern=%d{ISO8601} %t %p %c{1} %m%n",
         ]
-        for name in debug.java_loggers:
-            lines += [f"log4j.logger.{name}=DEBUG, debug", f"log4j.additivity.{name}=false"]
+        for name, level in _levels(debug.java_loggers):
+            lines += [f"log4j.logger.{name}={level}, debug", f"log4j.additivity.{name}=false"]
         return "\n".join(lines) + "\n"
     lines = (HERE / "log4j2.properties").read_text().splitlines()
     lines += [
@@ -160,14 +160,23 @@ def debug_log_config(version: str, log_file: Path, debug: DebugSpec) -> str:
         "appender.debug.strategy.type = DefaultRolloverStrategy",
         f"appender.debug.strategy.max = {rolled}",
     ]
-    for i, name in enumerate(debug.java_loggers):
+    for i, (name, level) in enumerate(_levels(debug.java_loggers)):
         lines += [
             f"logger.debug{i}.name = {name}",
-            f"logger.debug{i}.level = debug",
+            f"logger.debug{i}.level = {level.lower()}",
             f"logger.debug{i}.additivity = false",
             f"logger.debug{i}.appenderRef.debug.ref = debug",
         ]
     return "\n".join(lines) + "\n"
+
+
+def _levels(loggers: list[str]) -> list[tuple[str, str]]:
+    """``name`` or ``name=LEVEL`` as (name, LEVEL); DEBUG when none is given."""
+    out = []
+    for entry in loggers:
+        name, _, level = entry.partition("=")
+        out.append((name.strip(), (level.strip() or "DEBUG").upper()))
+    return out
 
 
 def _debug_settings(version: str, directory: Path, debug: DebugSpec) -> tuple[str, ...]:
