@@ -68,15 +68,22 @@ public final class SenderCallbackOrder {
             // transactionalId null: the idempotent (not transactional) producer, as in the evidence
             txn = Compat.construct(TransactionManager.class,
                     new Object[] {logContext, null, 0, RETRY_BACKOFF_MS, apiVersions, false},
-                    new Object[] {logContext, null, 0, RETRY_BACKOFF_MS, apiVersions, metadata, false});
+                    new Object[] {logContext, null, 0, RETRY_BACKOFF_MS, apiVersions, metadata, false},
+                    new Object[] {logContext, null, 0, RETRY_BACKOFF_MS, apiVersions});
             BufferPool pool = new BufferPool(1024 * 1024, 16384, metrics, time, "producer-metrics");
-            accumulator = Compat.construct(RecordAccumulator.class, new Object[] {logContext, 16384, Compression.NONE, 0,
-                    RETRY_BACKOFF_MS, RETRY_BACKOFF_MS, DELIVERY_TIMEOUT_MS, metrics, "producer-metrics", time, txn, pool});
+            accumulator = Compat.construct(RecordAccumulator.class,
+                    new Object[] {logContext, 16384, Compression.NONE, 0, RETRY_BACKOFF_MS, RETRY_BACKOFF_MS,
+                        DELIVERY_TIMEOUT_MS, metrics, "producer-metrics", time, txn, pool},
+                    new Object[] {logContext, 16384, Compression.NONE, 0, RETRY_BACKOFF_MS, RETRY_BACKOFF_MS,
+                        DELIVERY_TIMEOUT_MS, metrics, "producer-metrics", time, apiVersions, txn, pool});
             // guaranteeMessageOrder=false is what KafkaProducer passes when max.in.flight > 1 (5 here);
             // acks=-1 (all); retries=Integer.MAX_VALUE (the default with idempotence)
-            sender = Compat.construct(Sender.class, new Object[] {logContext, client, metadata, accumulator, false,
-                    1024 * 1024, (short) -1, Integer.MAX_VALUE, new SenderMetricsRegistry(metrics), time,
-                    REQUEST_TIMEOUT_MS, RETRY_BACKOFF_MS, txn});
+            SenderMetricsRegistry registry = new SenderMetricsRegistry(metrics);
+            sender = Compat.construct(Sender.class,
+                    new Object[] {logContext, client, metadata, accumulator, false, 1024 * 1024, (short) -1,
+                        Integer.MAX_VALUE, registry, time, REQUEST_TIMEOUT_MS, RETRY_BACKOFF_MS, txn},
+                    new Object[] {logContext, client, metadata, accumulator, false, 1024 * 1024, (short) -1,
+                        Integer.MAX_VALUE, registry, time, REQUEST_TIMEOUT_MS, RETRY_BACKOFF_MS, txn, apiVersions});
             metadata.add(TOPIC, time.milliseconds());
             client.updateMetadata(RequestTestUtils.metadataUpdateWith(1, Map.of(TOPIC, 1)));
         }
@@ -138,7 +145,8 @@ public final class SenderCallbackOrder {
     /**
      * The few constructors whose signatures changed between 4.3 and 4.4 (LogContext moved to
      * org.apache.kafka.common.utils.internals; ProducerMetadata lost its Time argument;
-     * TransactionManager gained a Metadata argument). The first argument list that fits a
+     * TransactionManager gained a Metadata argument; 4.0's TransactionManager has no 2PC flag and its
+     * RecordAccumulator and Sender take ApiVersions). The first argument list that fits a
      * public constructor of the class on the class path is used.
      */
     static final class Compat {
