@@ -60,6 +60,7 @@ public final class LiveCallbackOrder {
         int resumeMaxMs = -1;            // with --resume-uniform LO,HI: drawn uniformly per attempt
         long seed = 1;
         int lingerMs = 0;
+        int maxInFlight = 5;
         final Map<Integer, Path> pidFiles = new HashMap<>();
     }
 
@@ -83,6 +84,7 @@ public final class LiveCallbackOrder {
                     break;
                 }
                 case "--seed": a.seed = Long.parseLong(v); i++; break;
+                case "--max-in-flight": a.maxInFlight = Integer.parseInt(v); i++; break;
                 case "--linger-ms": a.lingerMs = Integer.parseInt(v); i++; break;
                 case "--broker-pid-file": {   // ID=PATH, one per broker that may be frozen
                     String[] kv = v.split("=", 2);
@@ -192,7 +194,7 @@ public final class LiveCallbackOrder {
                 pc.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, a.bootstrap);
                 pc.put(ProducerConfig.ACKS_CONFIG, "all");
                 pc.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
-                pc.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, "5");
+                pc.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, Integer.toString(a.maxInFlight));
                 pc.put(ProducerConfig.LINGER_MS_CONFIG, Integer.toString(a.lingerMs));
                 pc.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, Integer.toString(a.requestTimeoutMs));
                 pc.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "60000");
@@ -201,9 +203,9 @@ public final class LiveCallbackOrder {
                 pc.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
 
                 System.out.printf("kafka-clients %s; topic %s (1 partition, RF 3, min.insync.replicas 2); acks=all, "
-                                + "idempotence on, max.in.flight 5, linger.ms %d, request.timeout.ms %d; gap %d ms; "
+                                + "idempotence on, max.in.flight %d, linger.ms %d, request.timeout.ms %d; gap %d ms; "
                                 + "follower resumed %s ms after the first send; active controller %s%n",
-                        clientsVersion(), a.topic, a.lingerMs, a.requestTimeoutMs, a.gapMs,
+                        clientsVersion(), a.topic, a.maxInFlight, a.lingerMs, a.requestTimeoutMs, a.gapMs,
                         a.resumeMaxMs < 0 ? Integer.toString(a.resumeAfterMs)
                                 : "uniformly " + a.resumeAfterMs + "-" + a.resumeMaxMs + " (seed " + a.seed + ")",
                         controller);
