@@ -51,6 +51,7 @@ class Option:
     choices: tuple[str, ...] | None = None
     also: tuple[str, ...] = ()  # more paths that take the same value (``--client``)
     bare: Any = None  # the value of the flag given without one (``--client-debug``)
+    metavar: str | None = None
 
 
 OPTIONS: tuple[Option, ...] = (
@@ -199,18 +200,21 @@ DEBUG_OPTIONS: tuple[Option, ...] = (
         "(bare: per kind of client, e.g. eos,msg,protocol,broker for producers); the Java "
         "client logs its send, transaction and share internals at DEBUG",
         bare="default",
+        metavar="CONTEXTS",
     ),
     Option(
         "--client-debug-max-mb",
         "debug.client_max_mb",
         float,
         "client debug logs of one run, on disk, at most (default 200 MB)",
+        metavar="MB",
     ),
     Option(
         "--broker-debug",
         "debug.broker",
         _names,
         "broker loggers at DEBUG for this run, e.g. kafka.server.share (Kafka 4)",
+        metavar="LOGGER[,LOGGER...]",
     ),
 )
 OPTIONS = (*OPTIONS, *DEBUG_OPTIONS)
@@ -255,6 +259,7 @@ def _add(group: Any, opt: Option) -> None:
         choices=opt.choices,
         default=None,
         help=opt.help,
+        metavar=opt.metavar,
         **extra,
     )
 

@@ -527,7 +527,14 @@ def links_section(run_dir: Path) -> dict[str, Any]:
                     }
                 )
     logs.sort(key=lambda x: x["name"])
-    return {"files": files, "logs": logs, "hidden": hidden}
+    # --client-debug's logs, one per client (docs/debug-logs.md).
+    client_dir = run_dir / "client-logs"
+    client_logs = [
+        {"name": p.name, "href": href(run_dir, p), "size": p.stat().st_size}
+        for p in (sorted(client_dir.iterdir()) if client_dir.is_dir() else [])
+        if p.is_file()
+    ]
+    return {"files": files, "logs": logs, "hidden": hidden, "client_logs": client_logs}
 
 
 def schedule_section(run_dir: Path) -> dict[str, Any]:
