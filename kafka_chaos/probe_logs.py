@@ -30,7 +30,7 @@ from workloads.share_watch import PROBES_FILE
 log = logging.getLogger(__name__)
 
 MARGIN_MS = 10_000
-MAX_LINES = 5_000  # per log and probe: an excerpt, not a copy
+MAX_LINES = 20_000  # per log and probe: an excerpt, not a copy
 EXCERPTS = "share-probes"
 _STAMP = re.compile(rb"(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})[,.](\d{3})")
 _WANTED = re.compile(rb"share|WARN|ERROR", re.IGNORECASE)
@@ -73,7 +73,8 @@ def logs_of(run_dir: Path) -> list[Path]:
     """The run's collected broker logs and its clients' logs (not the harness's own)."""
     found = sorted((run_dir / "logs").rglob("*.log*")) if (run_dir / "logs").is_dir() else []
     found += sorted(p for p in run_dir.glob("*.log*") if p.name != "harness.log")
-    found += sorted((run_dir / EXCERPTS).glob("*.log")) if (run_dir / EXCERPTS).is_dir() else []
+    found += sorted((run_dir / "client-logs").glob("*.log*"))  # --client-debug
+    found += sorted((run_dir / EXCERPTS).rglob("*.log*"))  # the probe member's own
     return [p for p in found if p.is_file() and not p.name.startswith("probe-")]
 
 

@@ -27,6 +27,7 @@ hook in the clients' hot paths).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import threading
@@ -293,8 +294,15 @@ def for_run(
     if c.mode != "share" or not getattr(c, "share_probe", False):
         return None
     from workloads.java.share_probe import ProbeProcess
+    from workloads.share_consumer import share_group_name
 
-    child = ProbeProcess(spec.cluster.kafka_version, Path(run_dir) / "share-probes", bootstrap)
+    child = ProbeProcess(
+        spec.cluster.kafka_version,
+        Path(run_dir) / "share-probes",
+        bootstrap,
+        dataclasses.asdict(spec.debug) if hasattr(spec, "debug") else None,
+        (share_group_name(spec, 0), [f"{spec.name}-probe{n}" for n in range(1, MAX_PROBES + 1)]),
+    )
 
     def probe(stalls: list[Stall], n: int, now_s: float) -> dict[str, Any]:
         group = stalls[0].group  # one group per probe: the first stalled one's

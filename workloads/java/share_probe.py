@@ -48,8 +48,8 @@ from workloads.history import HistoryWriter
 
 log = logging.getLogger(__name__)
 
-PROBE_TIMEOUT_S = 40.0  # a waiting child's probe: Admin, join, poll window, commit, close
-POLL_WINDOW_S = 8.0  # a new share member's first assignment waits for a heartbeat (5 s)
+PROBE_TIMEOUT_S = 60.0  # a waiting child's probe: Admin, join, poll window, commit, close
+POLL_WINDOW_S = 15.0  # a new member's first assignment: 8 s and more on a loaded machine
 ADMIN_TIMEOUT_S = 8.0  # a loaded machine's broker answers a describe in seconds
 CALL_TIMEOUT_S = 5.0
 MARK = "@@ "  # the child's protocol lines on stdout (anything else there is ignored)
@@ -63,10 +63,22 @@ class ProbeProcess:
     before a stall is seen, so a probe costs only its Kafka calls.  One probe per
     child; ``run`` starts the next one after it."""
 
-    def __init__(self, kafka_version: str, log_dir: Path, bootstrap: str) -> None:
+    def __init__(
+        self,
+        kafka_version: str,
+        log_dir: Path,
+        bootstrap: str,
+        debug: dict[str, Any] | None = None,
+        member: tuple[str, list[str]] | None = None,
+    ) -> None:
         self.kafka_version = kafka_version
         self.log_dir = Path(log_dir)
         self.bootstrap = bootstrap
+        self.debug = debug  # the run's ``debug`` (harness.spec.DebugSpec) as a dict, or None
+        # (group, client ids): the next probe's member is built ahead for this group
+        # (constructing a KafkaShareConsumer takes seconds on a loaded machine)
+        self.member = member
+        self.started = 0
         self.child: subprocess.Popen[str] | None = None
 
     def start(self) -> None:
@@ -76,10 +88,19 @@ class ProbeProcess:
         with open(self.log_dir / "probe-stderr.log", "a") as err:  # kept, never a full pipe
             self.child = subprocess.Popen(
                 [sys.executable, "-m", "workloads.java.share_probe",
-                 self.kafka_version, str(self.log_dir), self.bootstrap],
+                 self.kafka_version, str(self.log_dir), self.bootstrap,
+                 json.dumps({"debug": self.debug, **self._next_member()})],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True,
                 cwd=root, env={**os.environ, "PYTHONPATH": str(root)},
             )  # fmt: skip
+
+    def _next_member(self) -> dict[str, Any]:
+        """The group and client id the next child builds its member for, if known."""
+        if self.member is None:
+            return {}
+        group, client_ids = self.member
+        n, self.started = self.started, self.started + 1
+        return {"group": group, "client_id": client_ids[min(n, len(client_ids) - 1)]}
 
     def stop(self) -> None:
         if self.child is not None and self.child.poll() is None:
@@ -271,7 +292,17 @@ def _admin_view(admin: Any, s: dict[str, Any], parts: tuple[str, ...]) -> dict[s
     return dict(view)
 
 
-def _member(s: dict[str, Any], admin: Any) -> None:
+def _new_consumer(bootstrap: str, group: str, client_id: str) -> Any:
+    import jpype
+
+    from workloads.java.interop import CONSUMER, properties
+    from workloads.java.share_consumer import java_share_properties
+
+    settings = java_share_properties(bootstrap, group, client_id)
+    return jpype.JClass(CONSUMER + "KafkaShareConsumer")(properties(settings))
+
+
+def _member(s: dict[str, Any], admin: Any, consumer: Any) -> None:
     """Join, poll until the first records (or the window's end), release them all, commit,
     ask the group again (now with this member's assignment), close; every step announced.
 
@@ -284,11 +315,8 @@ def _member(s: dict[str, Any], admin: Any) -> None:
 
     from workloads.java.consumer import records_of
     from workloads.java.errors import judge
-    from workloads.java.interop import CONSUMER, duration, properties, string_list
-    from workloads.java.share_consumer import java_share_properties
+    from workloads.java.interop import CONSUMER, duration, string_list
 
-    settings = java_share_properties(s["bootstrap"], s["group"], s["client_id"])
-    consumer = jpype.JClass(CONSUMER + "KafkaShareConsumer")(properties(settings))
     release = jpype.JClass(CONSUMER + "AcknowledgeType").RELEASE
     sub = {"topics": [s["topic"]], "lock_ms": s["lock_ms"],
            "delivery_limit": s["delivery_limit"], "probe": True}  # fmt: skip
@@ -335,24 +363,29 @@ def _member(s: dict[str, Any], admin: Any) -> None:
 
 
 def main() -> None:
-    """``python -m workloads.java.share_probe KAFKA_VERSION LOG_DIR BOOTSTRAP``: start the
+    """``python -m workloads.java.share_probe KAFKA_VERSION LOG_DIR BOOTSTRAP [DEBUG]``: start the
     JVM and the Admin client and load the share consumer's classes (seconds each on two
     loaded cores), say ``ready``, then wait on stdin for one probe's settings (EOF: the
     parent is gone)."""
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    from harness.spec import DebugSpec
     from workloads.java import jvm
 
     version, log_dir, bootstrap = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
+    ahead = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
+    debug = ahead.get("debug")
     log_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        jvm.start(version, log_dir)
+    try:  # with --client-debug the probe member's share internals log at DEBUG too
+        jvm.start(version, log_dir, DebugSpec(**debug) if debug and debug.get("client") else None)
         import jpype
 
         from workloads.java.interop import CONSUMER
 
         admin = _new_admin({"bootstrap": bootstrap})
-        for cls in ("KafkaShareConsumer", "AcknowledgeType"):
-            jpype.JClass(CONSUMER + cls)
+        jpype.JClass(CONSUMER + "AcknowledgeType")
+        built = None
+        if ahead.get("group"):
+            built = _new_consumer(bootstrap, ahead["group"], ahead["client_id"])
         try:
             _say("ready")
             line = sys.stdin.readline()
@@ -360,7 +393,14 @@ def main() -> None:
                 return
             s = {"bootstrap": bootstrap, **json.loads(line)}
             _say("admin", **_admin_view(admin, s, ("group", "offsets", "leaders")))
-            _member(s, admin)
+            if built is None or (ahead["group"], ahead["client_id"]) != (
+                s["group"],
+                s["client_id"],
+            ):
+                if built is not None:
+                    built.close()
+                built = _new_consumer(bootstrap, s["group"], s["client_id"])
+            _member(s, admin, built)
         finally:
             admin.close(jpype.JClass("java.time.Duration").ofMillis(int(ADMIN_TIMEOUT_S * 1000)))
     except SystemExit:
