@@ -14,12 +14,15 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from checkers.check import Check, Context, Findings, always
+from checkers import share_tenures
+from checkers.check import Basis, Check, Context, Findings, always
 from checkers.collect import Found, collect_anomalies
 from checkers.spec_view import CheckedSpec
 from checkers.tables import anomaly
 
-LINE = "index long, time long, process string, type string, f string, value string"
+LINE = "index long, time long, process string, type string, f string, value string, hid long"
+BOUNDS = "hid long, topic string, partition int, b_start long, b_end long, why string"
+CLUSTER_STATE = "cluster-state.jsonl"
 RECORDS = (
     "group string, records array<struct<topic string, partition int, offset long, "
     "value long, delivery_count int>>"
@@ -31,15 +34,20 @@ ACKS = (
 REC = ["group", "topic", "partition", "offset"]
 # The acknowledgements that end a record's life in the group (release does not).
 FINAL_ACKS = ("accept", "reject")
+LEADER_CHANGE = "share-redelivered-after-leader-change"
 SHARE_LINES = ("share-subscribe", "share-poll", "share-ack", "share-drain", "crash", "send")
 
 
 class ShareTables:
     """Deliveries, acks with outcomes, crashes, groups and sends of one history."""
 
-    def __init__(self, spark: SparkSession, history: Path) -> None:
-        lines = spark.read.schema(LINE).json(str(history)).where(F.col("f").isin(*SHARE_LINES))
-        self.lines = lines.where(F.col("index").isNotNull()).cache()
+    def __init__(
+        self, spark: SparkSession, history: Path, cluster_state: Path | None = None
+    ) -> None:
+        raw = spark.read.schema(LINE).json(str(history)).where(F.col("index").isNotNull())
+        raw = raw.withColumn("hid", F.coalesce("hid", F.lit(0)))
+        self.lines = raw.where(F.col("f").isin(*SHARE_LINES)).cache()
+        self._tenures(spark, raw, cluster_state)
         sub = F.from_json(
             "value", "group string, topics array<string>, lock_ms long, delivery_limit int"
         )
@@ -48,10 +56,15 @@ class ShareTables:
             .select(
                 sub["group"].alias("group"),
                 sub["delivery_limit"].alias("limit"),
+                sub["lock_ms"].alias("lock_ms"),
                 F.explode(sub["topics"]).alias("subscribed"),
             )
             .groupBy("group")
-            .agg(F.max("limit").alias("limit"), F.collect_set("subscribed").alias("topics"))
+            .agg(
+                F.max("limit").alias("limit"),
+                F.max("lock_ms").alias("lock_ms"),
+                F.collect_set("subscribed").alias("topics"),
+            )
         )
         drain = F.from_json("value", "group string, complete boolean")
         self.drains = (
@@ -77,6 +90,52 @@ class ShareTables:
         self.deliveries = self._deliveries().cache()
         self.acks = self._acks().cache()
 
+    def _tenures(self, spark: SparkSession, raw: DataFrame, cluster_state: Path | None) -> None:
+        """The share-partitions' tenure boundaries (checkers/share_tenures.py), as a
+        small frame: fault lines and leadership samples are few, so the driver reads
+        them and computes the intervals once."""
+        import json
+
+        nemesis = raw.where(F.col("process") == "nemesis").select("hid", "time", "f", "value")
+        lines = [{**r.asDict(), "value": json.loads(r["value"] or "null")}
+                 for r in nemesis.collect()]  # fmt: skip
+        samples = share_tenures.read_samples(cluster_state)
+        bounds, sampled = share_tenures.boundaries(samples, share_tenures.faults_from_lines(lines))
+        self.bounds = spark.createDataFrame(
+            [(b.hid, b.topic, b.partition, b.start, b.end, b.why) for b in bounds], BOUNDS
+        )
+        self.sampled = spark.createDataFrame(
+            [(t, p) for t, p in sorted(sampled)], "topic string, partition int"
+        ).withColumn("sampled", F.lit(True))
+
+    def with_change(self, df: DataFrame, first_start: str, second_end: str) -> DataFrame:
+        """``df`` (rows with hid, topic, partition) plus ``change``: the text of the tenure
+        boundary that could lie between an event that began at ``first_start`` and one that
+        ended at ``second_end`` (a real change before a 'not sampled' one, then the
+        earliest), or null when both fall in one leader's tenure."""
+        keyed = df.join(F.broadcast(self.sampled), ["topic", "partition"], "left")
+        b = F.broadcast(self.bounds).alias("b")
+        same_key = (
+            (F.col("b.topic") == keyed["topic"])
+            & (F.col("b.partition") == keyed["partition"])
+            & (F.col("b.hid").isNull() | (F.col("b.hid") == keyed["hid"]))
+        )
+        unsampled = (
+            F.col("b.topic").isNull() & (F.col("b.hid") == keyed["hid"]) & keyed["sampled"].isNull()
+        )
+        between = (F.col("b.b_end") > keyed[first_start]) & (F.col("b.b_start") < keyed[second_end])
+        rank = F.struct(
+            F.col("b.why").startswith("leadership").cast("int").alias("vague"),
+            F.col("b.b_start").alias("start"),
+            F.col("b.why").alias("why"),
+        )
+        return (
+            keyed.join(b, (same_key | unsampled) & between, "left")
+            .groupBy(*[keyed[c] for c in df.columns])
+            .agg(F.min(F.when(F.col("b.why").isNotNull(), rank)).alias("rank"))
+            .select(*df.columns, F.col("rank.why").alias("change"))
+        )
+
     def _paired(self, f: str) -> DataFrame:
         """Lines of ``f`` with the previous line of that ``f`` by the same process."""
         by_process = Window.partitionBy("process").orderBy("index")
@@ -97,6 +156,7 @@ class ShareTables:
             F.col("time")
         )
         return polls.select(
+            "hid",
             parsed["group"].alias("group"),
             F.col("process"),
             invoked.alias("invoke_time"),
@@ -104,7 +164,7 @@ class ShareTables:
             "index",
             F.explode(parsed["records"]).alias("r"),
         ).select(
-            "group", "process", "invoke_time", "time", "index",
+            "hid", "group", "process", "invoke_time", "time", "index",
             F.col("r.topic").alias("topic"), F.col("r.partition").alias("partition"),
             F.col("r.offset").alias("offset"), F.col("r.value").alias("value"),
             F.col("r.delivery_count").alias("count"),
@@ -162,7 +222,15 @@ def _hid(df: DataFrame) -> DataFrame:
     return df.withColumn("hid", F.lit(0))
 
 
-def double_acquire(t: ShareTables) -> list[DataFrame]:
+def same_count(t: ShareTables) -> list[DataFrame]:
+    """Deliveries that repeat a delivery count of the record, judged by tenure.
+
+    Each acquisition increments the count in the leader's memory, so within one
+    tenure a repeat is one acquisition seen twice: to another member an error
+    (`share-double-acquire`), to the same member an error once its hold had
+    ended (`share-delivery-count-stalled`; before that the client may present
+    the same acquisition again).  Across a possible leader change a repeat is
+    what KIP-932 allows: `share-redelivered-after-leader-change`, information."""
     d = t.deliveries
     same = Window.partitionBy(*REC, "count").orderBy("time", "index")
     twice = d.select(
@@ -170,18 +238,66 @@ def double_acquire(t: ShareTables) -> list[DataFrame]:
         F.row_number().over(same).alias("rn"),
         F.first("process").over(same).alias("first_process"),
         F.first("index").over(same).alias("first_index"),
+        F.first("invoke_time").over(same).alias("first_invoke"),
+        F.first("time").over(same).alias("first_time"),
     ).where(F.col("rn") > 1)
+    judged = t.with_change(twice.drop("rn"), "first_invoke", "time").cache()
     fields = [*_place(), F.lit("same delivery count").alias("how"),
               F.col("count").alias("delivery_count"),
               F.array("first_index", "index").alias("indices")]  # fmt: skip
+    other = F.col("process") != F.col("first_process")
+    within = F.col("change").isNull()
     same_count = anomaly(
-        _hid(twice.where(F.col("process") != F.col("first_process"))),
-        "share-double-acquire", F.col("index"), *fields,
-    )  # fmt: skip
+        _hid(judged.where(other & within)), "share-double-acquire", F.col("index"), *fields
+    )
+    # The same member again within one tenure: an error once its hold had ended, by a
+    # committed ack it completed before this poll began or by its lock's expiry.
+    ended_by_ack = (
+        t.acks.where((F.col("outcome") == "committed") & F.col("time").isNotNull())
+        .select(
+            *REC, "process", F.col("invoke_time").alias("a_invoke"), F.col("time").alias("a_time")
+        )  # fmt: skip
+        .alias("a")
+    )
+    mine = judged.where(~other & within).join(t.groups.select("group", "lock_ms"), "group", "left")
+    acked = (
+        mine.alias("m")
+        .join(
+            ended_by_ack,
+            [F.col(f"m.{c}") == F.col(f"a.{c}") for c in [*REC, "process"]]
+            + [
+                F.col("a.a_invoke") >= F.col("m.first_time"),
+                F.col("a.a_time") < F.col("m.invoke_time"),
+            ],  # fmt: skip
+            "left",
+        )
+        .groupBy(*[F.col(f"m.{c}") for c in mine.columns])
+        .agg(F.count("a.a_time").alias("acks_between"))
+    )
+    lapsed = F.col("invoke_time") > F.col("first_time") + F.col("lock_ms") * 1_000_000
     stalled = anomaly(
-        _hid(twice.where(F.col("process") == F.col("first_process"))),
+        _hid(acked.where((F.col("acks_between") > 0) | lapsed)),
         "share-delivery-count-stalled", F.col("index"), *fields,
     )  # fmt: skip
+    allowed = anomaly(
+        _hid(judged.where(~within)), LEADER_CHANGE, F.col("index"), *_place(),
+        F.when(other, "same delivery count, another member")
+        .otherwise("same delivery count, same member").alias("how"),
+        F.col("count").alias("delivery_count"), F.col("count").alias("earlier_count"),
+        F.col("change"), F.array("first_index", "index").alias("indices"),
+    )  # fmt: skip
+    return [same_count, stalled, allowed]
+
+
+def double_acquire(t: ShareTables) -> list[DataFrame]:
+    """A member's committed ack applied after another member had received the record.
+
+    An error within a tenure and across one alike: a new share-partition leader
+    applies an acknowledgement only from the member holding the record, and once
+    it has read the share state the old leader's writes are fenced (see
+    docs/results.md), so the old holder's ack cannot commit after the record went
+    to someone else."""
+    d = t.deliveries
     committed = t.acks.where(F.col("outcome") == "committed").alias("a")
     mine = d.alias("m")
     held = (
@@ -213,7 +329,7 @@ def double_acquire(t: ShareTables) -> list[DataFrame]:
         F.lit("ack applied after redelivery").alias("how"), F.col("ack_type"),
         F.array("q_index", "invoke_index").alias("indices"),
     )  # fmt: skip
-    return [same_count, stalled, applied_late]
+    return [applied_late]
 
 
 def redelivered_after(t: ShareTables) -> list[DataFrame]:
@@ -242,25 +358,48 @@ def redelivered_after(t: ShareTables) -> list[DataFrame]:
     ]
 
 
-def delivery_count(t: ShareTables) -> DataFrame:
-    d = t.deliveries.join(t.groups, "group", "left").alias("d")
+def delivery_count(t: ShareTables) -> list[DataFrame]:
+    """A count lower than an earlier delivery's, or above the limit.
+
+    Lower within one tenure is an error (the leader's memory only counts up);
+    lower only across possible leader changes is what KIP-932 allows (the new
+    leader starts from the last persisted count), reported as information.
+    Above the limit is an error whatever the tenure."""
+    d = t.deliveries.join(t.groups.select("group", "limit"), "group", "left")
     e = t.deliveries.select(*REC, F.col("time").alias("e_time"), F.col("count").alias("e_count"),
-                            F.col("index").alias("e_index"))  # fmt: skip
-    backwards = (
-        d.join(e, REC, "left")
-        .withColumn(
-            "lower",
-            (F.col("e_time") < F.col("invoke_time")) & (F.col("e_count") > F.col("count")),
-        )
-        .groupBy(*REC, "value", "index", "count", "limit")
-        .agg(F.max(F.when(F.col("lower"), F.col("e_index"))).alias("e_index"))
-        .where(F.col("e_index").isNotNull() | (F.col("count") > F.col("limit")))
+                            F.col("index").alias("e_index"),
+                            F.col("invoke_time").alias("e_invoke"))  # fmt: skip
+    lower = d.join(e, REC).where(
+        (F.col("e_time") < F.col("invoke_time")) & (F.col("e_count") > F.col("count"))
     )
-    return anomaly(
-        _hid(backwards), "share-delivery-count", F.col("index"), *_place(),
+    judged = t.with_change(lower, "e_invoke", "time")
+    per_delivery = d.join(
+        judged.groupBy(*REC, "index").agg(
+            F.max(F.when(F.col("change").isNull(), F.col("e_index"))).alias("e_index"),
+            F.max("e_index").alias("any_index"),
+            F.max_by("e_count", "e_index").alias("any_count"),
+            F.max_by("change", "e_index").alias("change"),
+        ),
+        [*REC, "index"],
+        "left",
+    )
+    bad = per_delivery.where(F.col("e_index").isNotNull() | (F.col("count") > F.col("limit")))
+    backwards = anomaly(
+        _hid(bad), "share-delivery-count", F.col("index"), *_place(),
         F.col("count").alias("delivery_count"), F.col("limit").alias("delivery_limit"),
         F.array_compact(F.array("e_index", "index")).alias("indices"),
     )  # fmt: skip
+    across = per_delivery.where(
+        F.col("e_index").isNull() & F.col("any_index").isNotNull()
+        & ~F.coalesce(F.col("count") > F.col("limit"), F.lit(False))
+    )  # fmt: skip
+    allowed = anomaly(
+        _hid(across), LEADER_CHANGE, F.col("index"), *_place(),
+        F.lit("lower delivery count").alias("how"), F.col("count").alias("delivery_count"),
+        F.col("any_count").alias("earlier_count"), F.col("change"),
+        F.array("any_index", "index").alias("indices"),
+    )  # fmt: skip
+    return [backwards, allowed]
 
 
 def _final_flags() -> list[Any]:
@@ -330,8 +469,8 @@ def lost(t: ShareTables) -> tuple[DataFrame, DataFrame]:
 
 def share_frames(t: ShareTables) -> tuple[list[DataFrame], DataFrame]:
     lost_frame, tallies = lost(t)
-    frames = [lost_frame, *double_acquire(t), *redelivered_after(t), delivery_count(t),
-              missing_redelivery(t)]  # fmt: skip
+    frames = [lost_frame, *same_count(t), *double_acquire(t), *redelivered_after(t),
+              *delivery_count(t), missing_redelivery(t)]  # fmt: skip
     return frames, tallies
 
 
@@ -400,12 +539,15 @@ def share_stats(t: ShareTables) -> dict[str, Any]:
 
 
 def judge_share(
-    spark: SparkSession, history: Path, examples: int | None
+    spark: SparkSession, history: Path, examples: int | None, cluster_state: Path | None = None
 ) -> tuple[dict[str, tuple[int, list]], dict[str, int], list[str], dict[str, Any]]:
     """({check: (count, examples)}, tallies {undecided, at-limit}, groups without a
-    complete share drain, statistics), in a few Spark jobs."""
+    complete share drain, statistics), in a few Spark jobs.  ``cluster_state``: the
+    leadership samples, by default ``cluster-state.jsonl`` beside the history."""
 
-    t = ShareTables(spark, history)
+    if cluster_state is None:
+        cluster_state = Path(history).parent / CLUSTER_STATE
+    t = ShareTables(spark, history, cluster_state)
     try:
         frames, tallies = share_frames(t)
         found = collect_anomalies(frames, examples).get(0, {})
@@ -418,6 +560,36 @@ def judge_share(
         return found, counts, incomplete, share_stats(t)
     finally:
         t.release()
+
+
+# --- what the checks hold Kafka to (docs/results.md, "Share-group checks") ---------
+KIP_932 = "KIP-932: Queues for Kafka (Apache Kafka wiki)"
+KIP_932_URL = "https://cwiki.apache.org/confluence/display/KAFKA/KIP-932%3A+Queues+for+Kafka"
+JAVADOC = 'KafkaShareConsumer javadoc, Kafka 4.4, "Record Delivery and Acknowledgement"'
+JAVADOC_URL = (
+    "https://kafka.apache.org/44/javadoc/org/apache/kafka/clients/consumer/KafkaShareConsumer.html"
+)
+KIP_1222 = "KIP-1222 (Apache Kafka wiki), restating KIP-932's acknowledgement types"
+KIP_1222_URL = (
+    "https://cwiki.apache.org/confluence/display/KAFKA/"
+    "KIP-1222:+Acquisition+lock+timeout+renewal+in+share+consumer+explicit+mode"
+)
+# The transition Available -> Acquired in KIP-932's diagram of a record's states.
+COUNTED = "acquired for consumer (delivery count++)"
+LOCKED = "While a record is acquired, it is not available for another consumer."
+ACK_CHECKED = (
+    "it checks that the records being acknowledged are still in the Acquired state and acquired "
+    "by the share group member trying to acknowledge them."
+)
+IMPRECISE = (
+    "These updates are not performed with exactly-once semantics, so the delivery count cannot be"
+    " relied upon to be precise in all situations."
+)
+AFTER_CHANGE = (
+    "after a possible share-partition leader change (a new leader starts from the last persisted"
+    " state): a redelivery with the same or a lower delivery count, to the same or another member"
+    " (`share-redelivered-after-leader-change`, information)"
+)
 
 
 SHARE_LOST = Check(
@@ -435,7 +607,8 @@ SHARE_LOST = Check(
         "although its delivery count stayed below the limit and the group's share drain went "
         "quiet. The queue dropped it. Values with an accept or reject of unknown outcome are "
         "counted as `undecided`, and records the broker archived at the limit as "
-        "`at_delivery_limit`: neither is lost."
+        "`at_delivery_limit`: neither is lost. A leader change excuses nothing here: whatever the "
+        "new leader forgot, it must deliver the record again."
     ),
     severity_doc="error",
     meaning=(
@@ -447,6 +620,21 @@ SHARE_LOST = Check(
         "Share-partition state lost or rolled back when its leader moved (a broker kill), "
         "acquisition locks that never expire, or a share-group start offset past the data."
     ),
+    basis=Basis(
+        promise=(
+            "By limiting the duration of the acquisition lock and automatically releasing the "
+            "locks, the broker ensures delivery progresses even in the presence of consumer "
+            "failures."
+        ),
+        source=JAVADOC,
+        url=JAVADOC_URL,
+        allows=(
+            "records archived at the delivery limit (`at_delivery_limit`)",
+            "an accept or reject of unknown outcome (`undecided`)",
+            "a share drain that did not complete (the check is unknown)",
+            AFTER_CHANGE,
+        ),
+    ),
 )
 
 SHARE_DOUBLE_ACQUIRE = Check(
@@ -455,25 +643,37 @@ SHARE_DOUBLE_ACQUIRE = Check(
     title="Record held by two share-group members at once",
     explanation=(
         "Two members held the same record at once: two deliveries with the same delivery count "
-        "(one acquisition handed out twice), or a member's acknowledgement applied after another "
-        "member had already received the record."
+        "to different members within one share-partition leader's tenure (one acquisition handed "
+        "out twice), or a member's acknowledgement applied after another member had already "
+        "received the record."
     ),
     finds=(
         "Two members held the record at once. Either two deliveries to *different* members carried"
-        " the same delivery count, so one acquisition was handed out twice (each acquisition "
-        "increments the count), or a member's committed ack of the record was invoked after "
-        "another member had already received it. The broker applies an ack only from the member "
-        "holding the lock, so the first member still held it when the second got it."
+        " the same delivery count with no possible share-partition leader change between them, "
+        "so one acquisition was handed out twice (the leader increments the count at every "
+        "acquisition), or a member's committed ack of the record was invoked after another "
+        "member had already received it. The broker applies an ack only from the member holding "
+        "the lock, so the first member still held it when the second got it; this shape is an "
+        "error across a leader change too, because the new leader checks the holder and fences "
+        "the old leader's state writes."
     ),
     severity_doc="error",
     meaning=(
         "Two members held the same record at the same time: either two deliveries carried the same"
-        " delivery count (one acquisition handed out twice), or one member's acknowledgement was "
-        "applied after another member had already received the record."
+        " delivery count while one share-partition leader was in charge (one acquisition handed "
+        "out twice), or one member's acknowledgement was applied after another member had already"
+        " received the record."
     ),
-    causes=(
-        "Share-partition state lost across a leader change, lock expiry racing an acknowledgement,"
-        " or a broker-side bookkeeping bug."
+    causes="Lock expiry racing an acknowledgement, or a broker-side bookkeeping bug.",
+    basis=Basis(
+        promise=LOCKED,
+        source=f"{JAVADOC}; the same sentence in {KIP_932}",
+        url=JAVADOC_URL,
+        allows=(
+            AFTER_CHANGE,
+            "the same member getting its own unacknowledged record again while it may still hold "
+            "it (the client presents unacknowledged records again)",
+        ),
     ),
 )
 
@@ -487,7 +687,9 @@ SHARE_REDELIVERED_AFTER_ACCEPT = Check(
     ),
     finds=(
         "a delivery whose poll began after a committed accept of the record had completed. The "
-        "broker forgot a final acknowledgement."
+        "broker forgot a final acknowledgement. A leader change excuses nothing: an accept is "
+        "committed only once the share coordinator has written it, and a new leader starts from "
+        "what was written."
     ),
     severity_doc="error",
     meaning=(
@@ -495,6 +697,15 @@ SHARE_REDELIVERED_AFTER_ACCEPT = Check(
         " the broker forgot the acknowledgement."
     ),
     causes="Acknowledgement state not persisted before a share-partition leader failed over.",
+    basis=Basis(
+        promise=(
+            "ACCEPT - indicates the record was consumed successfully, causing it to be "
+            "acknowledged on the server and never re-delivered to other consumers."
+        ),
+        source=KIP_1222,
+        url=KIP_1222_URL,
+        allows=("an accept of unknown outcome (its partition failed, or no answer)",),
+    ),
 )
 
 SHARE_REDELIVERED_AFTER_REJECT = Check(
@@ -506,7 +717,7 @@ SHARE_REDELIVERED_AFTER_REJECT = Check(
     ),
     finds=(
         "a delivery whose poll began after a committed reject of the record had completed. The "
-        "broker forgot a final acknowledgement."
+        "broker forgot a final acknowledgement, whatever the leader changes (as for accept)."
     ),
     severity_doc="error",
     meaning=(
@@ -514,59 +725,125 @@ SHARE_REDELIVERED_AFTER_REJECT = Check(
         "delivered again."
     ),
     causes="Acknowledgement state not persisted before a share-partition leader failed over.",
+    basis=Basis(
+        promise=(
+            "REJECT - indicates the record was not consumed successfully, causing it to be "
+            "archived on the server and never re-delivered to other consumers."
+        ),
+        source=KIP_1222,
+        url=KIP_1222_URL,
+        allows=("a reject of unknown outcome (its partition failed, or no answer)",),
+    ),
 )
 
 SHARE_DELIVERY_COUNT = Check(
     name="share-delivery-count",
     family="share",
-    title="Delivery count went backwards or past the limit",
+    title="Delivery count went backwards within one leader's tenure, or past the limit",
     explanation=(
-        "A record's delivery count went backwards between two deliveries, or exceeded the group's "
-        "delivery limit."
+        "A record's delivery count went backwards between two deliveries with no possible "
+        "share-partition leader change between them, or exceeded the group's delivery limit."
     ),
     finds=(
         "A delivery whose count is lower than that of an earlier delivery that had completed "
-        "before its poll began, or a count above the group's limit."
+        "before its poll began, with no possible share-partition leader change between the two "
+        "(the leader's memory only counts up), or a count above the group's limit. Lower only "
+        "across a possible change is `share-redelivered-after-leader-change`."
     ),
     severity_doc="error",
     meaning=(
-        "Between two deliveries of this record its delivery count decreased, or a delivery carried"
-        " a count above the group's delivery limit."
+        "Between two deliveries of this record, while one share-partition leader was in charge, "
+        "its delivery count decreased; or a delivery carried a count above the group's delivery "
+        "limit."
     ),
-    causes="Share-partition state reloaded from an older snapshot after a leader change.",
+    causes="A share-partition leader's bookkeeping bug, or a limit not enforced.",
+    basis=Basis(
+        promise=COUNTED,
+        source=f"{KIP_932}, the states of a record",
+        url=KIP_932_URL,
+        allows=(f"{AFTER_CHANGE}; KIP-932: '{IMPRECISE}'",),
+    ),
 )
 
 SHARE_DELIVERY_COUNT_STALLED = Check(
     name="share-delivery-count-stalled",
     family="share",
-    title="Redelivered without its delivery count advancing",
+    title="Redelivered to the same member without its delivery count advancing",
     explanation=(
-        "The same member got a record again with the same delivery count: that acquisition was not"
-        " counted, so the record can be delivered more often than the delivery limit allows. Seen "
-        "after a share-partition leader failover, whose in-flight acquisitions Kafka does not "
-        "persist; a warning, not lost data."
+        "The same member got a record again with the same delivery count, within one "
+        "share-partition leader's tenure, after its hold of the first delivery had ended (a "
+        "committed acknowledgement, or its lock's expiry): a new acquisition the leader did not "
+        "count, so the record can be delivered more often than the delivery limit allows."
     ),
     finds=(
-        "The *same* member got the record again with the same delivery count: that acquisition was"
-        " never counted, so the record can be delivered more often than the limit allows. Kafka "
-        "4.4.0 does this after a share-partition leader failover "
-        "(evidence/share-count-stalled-after-leader-kill-4.4.0). The old leader's in-flight "
-        "acquisitions are not persisted. Nothing is lost or processed twice at once, so it is a "
-        "warning."
+        "The *same* member got the record again with the same delivery count, with no possible "
+        "share-partition leader change between the two, after its first hold had ended: it had "
+        "a committed ack of the record before the second poll began, or the second poll began "
+        "more than the lock duration after the first delivery. So the second was a new "
+        "acquisition, which the leader must count. Before the hold ended the client may be "
+        "presenting the same acquisition again (not reported); after a possible leader change "
+        "it is `share-redelivered-after-leader-change`."
     ),
-    severity_doc="warning",
+    severity_doc="error",
     meaning=(
-        "The same member received this record twice with the same delivery count: the first "
-        "acquisition was not counted, so the record could be delivered more often than the group's"
-        " delivery limit allows."
+        "The same member received this record twice with the same delivery count, while one "
+        "share-partition leader was in charge and after its first hold had ended: an acquisition"
+        " was not counted, so the record could be delivered more often than the group's delivery"
+        " limit allows."
     ),
-    causes=(
-        "A share-partition leader failover (a broker kill): the old leader's in-flight "
-        "acquisitions are not persisted, so the new leader hands the record out again with the "
-        "last persisted count."
+    causes="A share-partition leader's bookkeeping bug (an acquisition that skips the count).",
+    basis=Basis(
+        promise=COUNTED,
+        source=f"{KIP_932}, the states of a record",
+        url=KIP_932_URL,
+        allows=(
+            AFTER_CHANGE,
+            "the client presenting an unacknowledged record again while its lock may still hold "
+            "(the javadoc: unacknowledged records 'remain acquired and will be presented to the "
+            "application in response to a future poll')",
+        ),
     ),
-    # An uncounted acquisition after a leader failover: nothing lost or held twice.
-    severity=always("warning"),
+)
+
+SHARE_REDELIVERED_AFTER_LEADER_CHANGE = Check(
+    name="share-redelivered-after-leader-change",
+    family="share",
+    title="Redelivered after a share-partition leader change (allowed)",
+    explanation=(
+        "A record was delivered again with the same or a lower delivery count, to the same or "
+        "another member, and a share-partition leader change may lie between the two deliveries."
+        " Kafka keeps acquisitions in the leader's memory only; a new leader starts from the last "
+        "persisted state, so the first acquisition and its lock are forgotten. KIP-932 allows it;"
+        " each example names the change."
+    ),
+    finds=(
+        "A delivery with the same or a lower count than an earlier delivery of the record where a"
+        " tenure boundary could lie between the two acquisitions: a change of the sampled leader "
+        "(`cluster-state.jsonl`), a kill or restart of a node that may have led the partition, or"
+        " (leadership not recorded) any broker fault. The example's `change` names it."
+    ),
+    severity_doc="info",
+    meaning=(
+        "This record was handed out again with the same or a lower delivery count after its "
+        "share-partition leader may have changed. The new leader starts from what the old one "
+        "persisted, which does not include acquisitions, so the first holder's lock was gone. "
+        "Kafka's design allows this: the application must tolerate processing a record twice."
+    ),
+    causes="A share-partition leader change: a broker kill, restart or failover.",
+    severity=always("info"),
+    basis=Basis(
+        promise="The share-partition leader persists the states and delivery counts. " + IMPRECISE,
+        source=(
+            f"{KIP_932}; an acquisition is written nowhere in Kafka 4.4.0's SharePartition.java, "
+            "so a new leader, which starts from what was persisted, has forgotten it"
+        ),
+        url=KIP_932_URL,
+        allows=(
+            "the same delivery count again, to another member, after a possible leader change",
+            "the same delivery count again, to the same member, after a possible leader change",
+            "a lower delivery count after a possible leader change",
+        ),
+    ),
 )
 
 SHARE_MISSING_REDELIVERY = Check(
@@ -581,7 +858,7 @@ SHARE_MISSING_REDELIVERY = Check(
     finds=(
         "The record's last delivery ended without a committed accept or reject: its holder "
         "committed a release, crashed, closed without acking it, or let its lock lapse. Its count "
-        "was below the limit, and nobody ever got it again."
+        "was below the limit, and nobody ever got it again. A leader change excuses nothing here."
     ),
     severity_doc="error",
     meaning=(
@@ -593,6 +870,19 @@ SHARE_MISSING_REDELIVERY = Check(
         "Acquisition locks that never expire, or released records lost from the share-partition's "
         "state."
     ),
+    basis=Basis(
+        promise=(
+            "The idea is that the lock is automatically released once the lock duration has "
+            "elapsed, and then the record is available to be given to another consumer."
+        ),
+        source=JAVADOC,
+        url=JAVADOC_URL,
+        allows=(
+            "a record at its delivery limit (archived)",
+            "an acknowledgement of unknown outcome after the last delivery",
+            "a share drain that did not complete (the check is unknown)",
+        ),
+    ),
 )
 
 SHARE_CHECKS = (
@@ -603,6 +893,7 @@ SHARE_CHECKS = (
     SHARE_DELIVERY_COUNT,
     SHARE_DELIVERY_COUNT_STALLED,
     SHARE_MISSING_REDELIVERY,
+    SHARE_REDELIVERED_AFTER_LEADER_CHANGE,
 )
 # Need the whole story: unknown while a group's share drain did not complete.
 NEEDS_SHARE_DRAIN = (SHARE_LOST.name, SHARE_MISSING_REDELIVERY.name)

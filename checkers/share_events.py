@@ -49,6 +49,7 @@ class ShareEvents:
     sends: dict[int, dict[str, Any]] = field(default_factory=dict)  # value -> send ok line
     groups: dict[str, dict[str, int]] = field(default_factory=dict)  # lock_ms, delivery_limit
     drains: dict[str, bool] = field(default_factory=dict)  # group -> complete
+    faults: list[dict[str, Any]] = field(default_factory=list)  # the nemesis's lines
 
 
 def _record(r: dict[str, Any]) -> Record:
@@ -102,6 +103,8 @@ def share_events(ops: Iterable[dict[str, Any]]) -> ShareEvents:
             ev.crashes.setdefault(p, op["time"])
         elif f == "share-drain":
             ev.drains[v["group"]] = bool(v.get("complete"))
+        elif p == "nemesis":
+            ev.faults.append(op)
     for invoke in pending_acks.values():  # never completed: outcome unknown
         v = invoke["value"]
         for a in v.get("acks", []):

@@ -22,7 +22,12 @@ from harness.errors import HarnessError
 from kafka_chaos.coordinator_state import SHARE_TIMELINE, offset_story, state_at
 from workloads.history import NEMESIS
 
-STORY_CHECKS = ("share-double-acquire", "share-delivery-count-stalled", "share-missing-redelivery")
+STORY_CHECKS = (
+    "share-double-acquire",
+    "share-delivery-count-stalled",
+    "share-missing-redelivery",
+    "share-redelivered-after-leader-change",  # allowed, and why is in the persisted state
+)
 
 
 def add_commands(sub: Any) -> None:

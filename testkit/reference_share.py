@@ -7,15 +7,22 @@ its partition not listed as failed.
 - share-lost: an acknowledged send no member of the group ever committed an
   accept or reject of, and whose deliveries stayed below the delivery limit.
 - share-double-acquire: two deliveries of one record with the same delivery
-  count to different members, or a member's committed ack of a record
-  invoked after another member had received it again.
+  count to different members with no possible share-partition leader change
+  between them, or a member's committed ack of a record invoked after another
+  member had received it again (whatever the leader changes).
 - share-delivery-count-stalled: the same member got a record again with the
-  same delivery count: the acquisition was not counted (a warning: seen after
-  share-partition leader failover, where acquisitions are not persisted).
+  same delivery count, with no possible leader change between, after its hold
+  had ended (a committed ack of it before the second poll, or the lock's
+  expiry): an acquisition the leader did not count.
+- share-redelivered-after-leader-change (info): the same or a lower count
+  again where a leader change may lie between the two acquisitions.
 - share-redelivered-after-accept / -reject: a delivery whose poll began after
   a committed accept / reject of the record had completed.
 - share-delivery-count: a delivery whose count is lower than an earlier,
-  non-overlapping delivery's, or above the limit.
+  non-overlapping delivery's within one tenure, or above the limit.
+
+Tenures (checkers/share_tenures.py states the rules) are computed here apart,
+by ``Tenures``, from the cluster-state samples and the history's fault lines.
 - share-missing-redelivery: a record whose last delivery ended without a
   committed accept or reject (released, held by a member that crashed, closed
   or never acknowledged), below the limit, and never delivered again.
@@ -28,8 +35,115 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from checkers.catalog import names
-from checkers.share_checks import FINAL_ACKS
+from checkers.share_checks import FINAL_ACKS, LEADER_CHANGE
 from checkers.share_events import Ack, Delivery, Record, ShareEvents
+
+S = 1_000_000_000
+ENDLESS = 1 << 62
+
+
+class Tenures:
+    """When a partition may have changed share-partition leader, judged the plain way.
+
+    The same rules as checkers/share_tenures.py, which the Spark checks use: a
+    change of the sampled leader between samples i-1 and i may lie anywhere in
+    [t(i-1), t(i+1)]; so may an unsampled stretch (before the first sample,
+    after the last, a gap over 2.5 s); a kill or restart of a node that may
+    have led the partition spans the fault; and a partition never sampled
+    takes every broker fault, up to 300 s after its heal, as a possible change.
+    """
+
+    WIPES = {"kill": "killed", "restart": "restarted", "kill-all": "killed with every node",
+             "rolling-restart": "restarted in a rolling restart",
+             "hard-rolling-restart": "killed in a hard rolling restart",
+             "unclean-election": "killed in an unclean election"}  # fmt: skip
+
+    def __init__(self, samples: list[dict[str, Any]], fault_lines: list[dict[str, Any]]) -> None:
+        keys = sorted(
+            {(str(p["topic"]), p["partition"]) for s in samples for p in s.get("partitions") or []}
+        )
+        self.seq: dict[tuple[str, int], list[tuple[int, Any]]] = {k: [] for k in keys}
+        for s in samples:
+            parts = {(str(p["topic"]), p["partition"]): p for p in s.get("partitions") or []}
+            for key in keys:
+                if s.get("error") or not parts:
+                    self.seq[key].append((s["time"], "unknown"))
+                elif key[0] in {t for t, _ in parts}:
+                    p = parts.get(key)
+                    leader = "unknown" if p is None else p.get("leader")
+                    if leader != "unknown" and (not isinstance(leader, int) or leader < 0):
+                        leader = None
+                    self.seq[key].append((s["time"], leader))
+        starts = [x for x in fault_lines if x["value"].get("phase") == "start"]
+        ends = {
+            x["value"]["id"]: x["time"] for x in fault_lines if x["value"].get("phase") == "end"
+        }
+        self.faults = [(x["f"], x["value"].get("targets") or [], x["time"],
+                        ends.get(x["value"]["id"], ENDLESS)) for x in starts]  # fmt: skip
+
+    @staticmethod
+    def _who(leader: Any) -> str:
+        return (
+            "no leader" if leader is None else ("unknown" if leader == "unknown" else f"n{leader}")
+        )
+
+    def change(self, topic: str, partition: int, after: int, before: int) -> str | None:
+        """The boundary that could lie between an acquisition begun at ``after`` and
+        one ended at ``before``: a named change before a 'not sampled' one, then the
+        earliest; None if they fall in one tenure."""
+        hits: list[tuple[bool, int, str]] = []
+
+        def consider(start: int, end: int, why: str) -> None:
+            if end > after and start < before:
+                hits.append((why.startswith("leadership"), start, why))
+
+        seq = self.seq.get((topic, partition))
+        at = f"{topic}/{partition}"
+        if seq:
+            times = [t for t, _ in seq]
+            nxt = lambda i: times[i + 1] if i + 1 < len(times) else times[i] + 7 * S  # noqa: E731
+            consider(
+                -ENDLESS, nxt(0), f"leadership of {at} not sampled before {times[0] / S:.1f} s"
+            )
+            for i in range(1, len(seq)):
+                (t0, a), (t1, b) = seq[i - 1], seq[i]
+                if a != b:
+                    consider(t0, nxt(i), f"leader of {at} moved {self._who(a)} -> {self._who(b)} "
+                                         f"between {t0 / S:.1f} s and {t1 / S:.1f} s")  # fmt: skip
+                elif t1 - t0 > 2.5 * S:
+                    consider(t0, nxt(i), f"leadership of {at} not sampled between "
+                                         f"{t0 / S:.1f} s and {t1 / S:.1f} s")  # fmt: skip
+            consider(
+                times[-1], ENDLESS, f"leadership of {at} not sampled after {times[-1] / S:.1f} s"
+            )
+            for f, targets, start, end in self.faults:
+                if f not in self.WIPES:
+                    continue
+                for node in targets:
+                    if self._may_have_led(seq, node, start, end):
+                        consider(start, end, f"{node}, its leader, was {self.WIPES[f]} at "
+                                             f"{start / S:.1f} s")  # fmt: skip
+                        break
+        else:
+            for f, targets, start, end in self.faults:
+                if f in ("mirror-kill", "mirror-pause"):
+                    continue
+                until = end if end >= ENDLESS else end + 300 * S
+                who = ", ".join(targets) or "the cluster"
+                unrecorded = "(leadership of this partition was not recorded)"
+                consider(start, until, f"{f} of {who} at {start / S:.1f} s {unrecorded}")
+        return min(hits)[2] if hits else None
+
+    @staticmethod
+    def _may_have_led(seq: list[tuple[int, Any]], node: str, start: int, end: int) -> bool:
+        if not (node.startswith("n") and node[1:].isdigit()) or start < seq[0][0]:
+            return True
+        ident = int(node[1:])
+        for i, (t, leader) in enumerate(seq):
+            shown_until = seq[i + 1][0] if i + 1 < len(seq) else ENDLESS
+            if t <= end and shown_until >= start and leader in (ident, "unknown"):
+                return True
+        return False
 
 
 @dataclass
@@ -52,8 +166,10 @@ def _place(group: str, record: tuple, value: Any) -> dict[str, Any]:
             "value": value}  # fmt: skip
 
 
-def judge_share(ev: ShareEvents) -> ShareFindings:
+def judge_share(ev: ShareEvents, samples: list[dict[str, Any]] | None = None) -> ShareFindings:
+    """Every share check on one history; ``samples``: its cluster-state.jsonl rows."""
     out = ShareFindings()
+    tenures = Tenures(samples or [], ev.faults)
     by_record: dict[tuple, list[Delivery]] = defaultdict(list)
     for d in ev.deliveries:
         by_record[(d.group, d.record)].append(d)
@@ -63,32 +179,42 @@ def judge_share(ev: ShareEvents) -> ShareFindings:
     for key in by_record:
         by_record[key].sort(key=lambda d: (d.time, d.index))
     limit = {g: s["delivery_limit"] for g, s in ev.groups.items()}
+    lock_ns = {g: s["lock_ms"] * 1_000_000 for g, s in ev.groups.items()}
     out.incomplete_drains = sorted(g for g in ev.groups if not ev.drains.get(g, False))
 
     for (group, record), ds in by_record.items():
         value = ds[0].value
         found = out.anomalies
         committed = [a for a in acks[(group, record)] if a.outcome == "committed"]
-        # one acquisition handed out twice: to another member (double acquisition), or
-        # to the same member again without the count advancing (stalled count)
+        topic, partition, _ = record
+        # A repeated count: across a possible leader change allowed (information); within
+        # one tenure, to another member one acquisition handed out twice, to the same
+        # member an uncounted acquisition once its first hold had ended.
         seen: dict[int, Delivery] = {}
         for d in ds:
             first = seen.setdefault(d.count, d)
             if first is d:
                 continue
-            check = (
-                "share-delivery-count-stalled"
-                if first.process == d.process
-                else ("share-double-acquire")
-            )
-            found[check].append(
-                {
-                    **_place(group, record, value),
-                    "how": "same delivery count",
+            pair = {**_place(group, record, value), "how": "same delivery count",
                     "deliveries": [_delivery(first), _delivery(d)],
-                    "indices": [first.index, d.index],
-                }  # fmt: skip
-            )
+                    "indices": [first.index, d.index]}  # fmt: skip
+            change = tenures.change(topic, partition, first.invoke_time, d.time)
+            if change is not None:
+                who = "another member" if first.process != d.process else "same member"
+                found[LEADER_CHANGE].append(
+                    {**pair, "how": f"same delivery count, {who}", "change": change}
+                )
+            elif first.process != d.process:
+                found["share-double-acquire"].append(pair)
+            else:
+                ended = any(
+                    a.process == d.process and a.time is not None
+                    and a.invoke_time >= first.time and a.time < d.invoke_time
+                    for a in committed
+                )  # fmt: skip
+                lapsed = group in lock_ns and d.invoke_time > first.time + lock_ns[group]
+                if ended or lapsed:
+                    found["share-delivery-count-stalled"].append(pair)
         # double acquisition (b): a holder's ack applied after someone else got the record
         for a in committed:
             mine = [d for d in ds if d.process == a.process and d.time <= a.invoke_time]
@@ -125,19 +251,32 @@ def judge_share(ev: ShareEvents) -> ShareFindings:
                         "indices": [a.invoke_index, a.index, later[0].index],
                     }  # fmt: skip
                 )
-        # delivery counts
+        # delivery counts: lower within one tenure, or over the limit; lower only across
+        # possible leader changes is allowed (information)
         lim = limit.get(group)
         for i, d in enumerate(ds):
             earlier = [e for e in ds[:i] if e.time < d.invoke_time and e.count > d.count]
+            changes = [tenures.change(topic, partition, e.invoke_time, d.time) for e in earlier]
+            within = [e for e, c in zip(earlier, changes, strict=True) if c is None]
             over = lim is not None and d.count > lim
-            if earlier or over:
+            if within or over:
                 found["share-delivery-count"].append(
                     {
                         **_place(group, record, value),
                         "delivery": _delivery(d),
-                        "earlier": _delivery(earlier[-1]) if earlier else None,
+                        "earlier": _delivery(within[-1]) if within else None,
                         "delivery_limit": lim,
-                        "indices": [*([earlier[-1].index] if earlier else []), d.index],
+                        "indices": [*([within[-1].index] if within else []), d.index],
+                    }  # fmt: skip
+                )
+            elif earlier:
+                found[LEADER_CHANGE].append(
+                    {
+                        **_place(group, record, value),
+                        "how": "lower delivery count",
+                        "deliveries": [_delivery(earlier[-1]), _delivery(d)],
+                        "change": changes[-1],
+                        "indices": [earlier[-1].index, d.index],
                     }  # fmt: skip
                 )
         # missing redelivery

@@ -6,7 +6,16 @@ that crash holding records or let their lock lapse, redeliveries with rising
 delivery counts up to the limit, acknowledgements whose outcome is unknown,
 and a share drain at the end.  ``inject`` adds exactly the situation one
 check is about.  Many histories can share one file (``Namespace``): each gets
-its own group, topic, processes and values, so one Spark job judges them all.
+its own group, topic, processes, values and broker ids, so one Spark job
+judges them all.
+
+Share-partition leader changes come in one of three modes per history: none;
+sampled (cluster-state rows, ``ShareBuilder.samples``, one a second on the
+history's clock, plus kills of nodes that lead some other partition); or
+faults alone (kill lines, no samples, so every fault is a possible change).
+The allowed shapes appear across a change (``share-redelivered-after-leader-
+change``, never an error); violations are injected within one tenure, with
+changes elsewhere that must not excuse them.
 """
 
 from __future__ import annotations
@@ -17,9 +26,20 @@ from typing import Any
 
 from checkers.builder import HistoryBuilder
 from checkers.catalog import names
+from checkers.share_checks import LEADER_CHANGE
 
 KINDS = ("valid", "unknown-drain-incomplete", *names("share"))
 LOCK_MS = 15000
+PARTITIONS = 3
+MODES = ("none", "samples", "faults")
+
+
+class ShareBuilder(HistoryBuilder):
+    """A history and the cluster-state samples taken beside it."""
+
+    def __init__(self, step_ms: float = 1.0) -> None:
+        super().__init__(step_ms)
+        self.samples: list[dict[str, Any]] = []
 
 
 @dataclass
@@ -42,16 +62,89 @@ class Namespace:
     def value(self, k: int) -> int:
         return self.hid * 100_000 + k
 
+    def node(self, k: int) -> int:
+        """Broker id of node k (1..3): every history has brokers of its own."""
+        return self.hid * 10 + k
+
 
 @dataclass
 class ShareHistory:
-    b: HistoryBuilder
+    b: ShareBuilder
     ns: Namespace
     rng: random.Random
     limit: int
+    mode: str = "none"
     members: list[int] = field(default_factory=list)
     next_process: int = 10
     offsets: dict[int, int] = field(default_factory=dict)
+    # partition -> [(time ns, leader broker id)], the leadership the samples show
+    leaders: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
+    faults: int = 0
+
+    def leader(self, partition: int) -> int:
+        """Who leads ``partition`` now (initially node 1, 2, 3 in turn)."""
+        history = self.leaders.get(partition)
+        return history[-1][1] if history else self.ns.node(partition % 3 + 1)
+
+    def kill(self, k: int, seconds: float = 4.0) -> None:
+        """A kill of node k (1..3), restarted ``seconds`` later."""
+        name = f"n{self.ns.node(k)}"
+        self.faults += 1
+        self.b.fault("kill", self.faults, "start", [name])
+        self.b.advance(seconds)
+        self.b.fault("kill", self.faults, "end", [name])
+
+    def change_leader(self, partition: int) -> None:
+        """Leadership of ``partition`` moves now: a new sampled leader (the old one
+        killed, in sampled mode too), or a kill line alone without samples."""
+        old = self.leader(partition)
+        k = old - self.ns.node(0)
+        if self.mode == "samples":
+            new = self.ns.node(k % 3 + 1)
+            if self.rng.random() < 0.5:  # killed: the samples show the move 2 s later
+                self.faults += 1
+                name = f"n{old}"
+                self.b.fault("kill", self.faults, "start", [name])
+                self.b.advance(2)
+                self.leaders.setdefault(partition, []).append((self.b.time_ns, new))
+                self.b.advance(1)
+                self.b.fault("kill", self.faults, "end", [name])
+            else:  # a clean move: the samples alone show it
+                self.leaders.setdefault(partition, []).append((self.b.time_ns, new))
+                self.b.advance(3)
+        else:
+            self.kill(k)
+
+    def unrelated_changes(self, partition: int) -> None:
+        """Changes that must excuse nothing about ``partition``: another partition's
+        leader moves, and a node that leads neither it nor was sampled leading it dies."""
+        if self.mode != "samples":
+            return
+        other = (partition + 1) % PARTITIONS
+        self.leaders.setdefault(other, []).append(
+            (self.b.time_ns, self.ns.node((self.leader(other) - self.ns.node(0)) % 3 + 1))
+        )
+        ever = {self.leader(partition), *(n for _, n in self.leaders.get(partition, []))}
+        spare = [k for k in (1, 2, 3) if self.ns.node(k) not in ever]
+        if spare:
+            self.kill(spare[0], 0.5)
+
+    def sample(self) -> None:
+        """Cluster-state rows once a second from 0 to 3 s past the last line."""
+        if self.mode != "samples":
+            return
+        end = self.b.time_ns + 3_000_000_000
+        for t in range(0, end, 1_000_000_000):
+            parts = []
+            for p in range(PARTITIONS):
+                leader = self.ns.node(p % 3 + 1)
+                for at, who in self.leaders.get(p, []):
+                    if at <= t:
+                        leader = who
+                parts.append({"topic": self.ns.topic, "partition": p, "leader": leader,
+                              "replicas": [], "isr": []})  # fmt: skip
+            self.b.samples.append({"time": t, "controller": None, "partitions": parts,
+                                   "error": None})  # fmt: skip
 
     def member(self) -> int:
         p = self.ns.process(self.next_process)
@@ -122,21 +215,24 @@ class ShareHistory:
             count += 1
 
 
-def generate(hid: int, kind: str, seed: int) -> HistoryBuilder:
-    """One history of ``kind`` (KINDS) in namespace ``hid``."""
+def generate(hid: int, kind: str, seed: int) -> ShareBuilder:
+    """One history of ``kind`` (KINDS) in namespace ``hid``, with its samples."""
     rng = random.Random(seed)
-    b = HistoryBuilder(step_ms=5)
-    h = ShareHistory(b, Namespace(hid), rng, limit=rng.randint(2, 5))
+    b = ShareBuilder(step_ms=5)
+    h = ShareHistory(b, Namespace(hid), rng, limit=rng.randint(2, 5), mode=rng.choice(MODES))
     for _ in range(rng.randint(2, 3)):
         h.member()
     records = [h.send(k) for k in range(rng.randint(5, 25))]
     for r in records:
         h.lifecycle(r)
     inject(h, kind, records)
+    if h.mode == "faults" and kind != LEADER_CHANGE:
+        h.kill(rng.randint(1, 3))  # after every delivery: it must excuse nothing before it
     final_drain(h)
     b.op(h.ns.process(999), "ok", "share-drain",
          {"group": h.ns.group, "final": True, "complete": kind != "unknown-drain-incomplete",
           "quiet_s": LOCK_MS / 1000 + 3, "delivered": 0})  # fmt: skip
+    h.sample()
     return b
 
 
@@ -155,15 +251,27 @@ def inject(h: ShareHistory, kind: str, records: list[dict]) -> None:
     """Add the situation one check is about, after the normal traffic."""
     p, q = h.members[0], h.members[-1] if len(h.members) > 1 else h.member()
     fresh = lambda k: h.send(900 + k)  # noqa: E731 - values no lifecycle touched
+    h.b.advance(3)  # past the unsampled first second of a short history
+    if kind == "valid" and h.rng.random() < 0.5:
+        # legal: the client presents its unacknowledged record again within its lock
+        r = fresh(6)
+        h.deliver(p, [(r, 1)])
+        h.ack(p, [(r, "accept")], "failed-partition")
+        h.b.advance(2)
+        h.deliver(p, [(r, 1)])
+        h.ack(p, [(r, "accept")])
     if kind == "share-lost":
         fresh(0)  # acknowledged, never delivered, never accepted
     elif kind == "share-double-acquire":
         r = fresh(1)
         h.deliver(p, [(r, 1)])
         if h.rng.random() < 0.5:
+            h.unrelated_changes(r["partition"])
             h.deliver(q, [(r, 1)])  # the same acquisition handed out twice
         else:
             h.b.advance(LOCK_MS / 1000)  # p's lock lapsed and q got the record...
+            if h.mode != "none":
+                h.change_leader(r["partition"])  # (a new leader would refuse p's ack too)
             h.deliver(q, [(r, 2)])
             h.ack(p, [(r, "release")])  # ...yet p's late acknowledgement was applied
         h.ack(q, [(r, "accept")])
@@ -179,16 +287,40 @@ def inject(h: ShareHistory, kind: str, records: list[dict]) -> None:
         r = fresh(3)
         h.deliver(p, [(r, 2)])
         h.ack(p, [(r, "release")])
+        h.unrelated_changes(r["partition"])
         h.b.advance(1)
-        h.deliver(q, [(r, 1)])  # the count went backwards
+        h.deliver(q, [(r, 1)])  # the count went backwards within one tenure
         h.ack(q, [(r, "accept")])
     elif kind == "share-delivery-count-stalled":
         r = fresh(5)
         h.deliver(p, [(r, 1)])
-        h.ack(p, [(r, "accept")], "failed-partition")  # the leader died under the ack
-        h.b.advance(5)
-        h.deliver(p, [(r, 1)])  # the new leader hands it out again, uncounted
+        if h.rng.random() < 0.5:
+            h.ack(p, [(r, "release")])  # the hold ended with a committed release...
+            h.b.advance(1)
+        else:
+            h.ack(p, [(r, "accept")], "failed-partition")
+            h.b.advance(LOCK_MS / 1000 + 1)  # ...or its lock expired
+        h.unrelated_changes(r["partition"])
+        h.deliver(p, [(r, 1)])  # a new acquisition by the same leader, uncounted
         h.ack(p, [(r, "accept")])
+    elif kind == LEADER_CHANGE:
+        # the shapes KIP-932 allows once the share-partition leader changed
+        r = fresh(7)  # to another member with the same count
+        h.deliver(p, [(r, 1)])
+        h.change_leader(r["partition"])
+        h.deliver(q, [(r, 1)])
+        h.ack(q, [(r, "accept")])
+        r = fresh(8)  # to the same member with the same count, after its lock's time
+        h.deliver(p, [(r, 1)])
+        h.change_leader(r["partition"])
+        h.b.advance(LOCK_MS / 1000 + 1)
+        h.deliver(p, [(r, 1)])
+        h.ack(p, [(r, "accept")])
+        r = fresh(9)  # with a lower count
+        h.deliver(p, [(r, 2)])
+        h.change_leader(r["partition"])
+        h.deliver(q, [(r, 1)])
+        h.ack(q, [(r, "accept")])
     elif kind == "share-missing-redelivery":
         r = fresh(4)
         h.deliver(p, [(r, 1)])
