@@ -10,9 +10,12 @@ specs built here, independently of ``checkers.catalog.SETTINGS``.
 from __future__ import annotations
 
 import copy
+import html
+from pathlib import Path
 from typing import Any
 
 import pytest
+from report_fixtures import assert_self_contained, build_run
 
 from checkers import catalog
 from checkers.check import Check
@@ -20,6 +23,7 @@ from checkers.results import build_checks
 from checkers.spec_view import CheckedSpec
 from harness.spec import TestSpec
 from reports.explanations import promise
+from reports.render import write_report
 
 
 def _spec(**sections: dict[str, Any]) -> CheckedSpec:
@@ -133,3 +137,17 @@ def test_the_report_links_only_https_sources() -> None:
     assert old is not None and old.url == record.basis.url
     assert old.label.startswith("Never an error")
     assert promise("no-such-check", {}) is None
+
+
+def test_the_report_shows_the_promise_of_an_anomaly(tmp_path: Path) -> None:
+    """A results.json without the field (the fixture's) shows the catalog's basis,
+    its URL as text: the page stays self-contained."""
+    build_run(tmp_path, "invalid")
+    page = write_report(tmp_path).read_text()
+    lost = page[page.index('id="anomaly-lost-write"') :]
+    lost = lost[: lost.index("</article>")]
+    record = catalog.find("lost-write")
+    assert record is not None and record.basis is not None
+    assert html.escape(record.basis.promise) in lost
+    assert html.escape(record.basis.url) in lost
+    assert_self_contained(page)
