@@ -45,6 +45,7 @@ log = logging.getLogger(__name__)
 
 PROBES_FILE = "share-probes.jsonl"
 STALL_MARGIN_S = 3.0
+REPORT_AGAIN_S = 30.0
 CHECK_EVERY_S = 1.0
 MAX_PROBES = 3  # per run: each costs a JVM for up to ~30 s on two shared cores
 _SEND_OK = b'"type":"ok","f":"send"'
@@ -60,6 +61,8 @@ class _Partition:
     pending_from: int = 0  # index into the partition's acked sends: first beyond max_delivered
     stalled_since: float | None = None  # set while a reported stall lasts
     stall_id: int | None = None
+    reported_s: float = 0.0  # when it was last reported
+    reports: int = 0
 
 
 @dataclass
@@ -74,6 +77,7 @@ class Stall:
     acked_beyond: int  # acknowledged sends above max_delivered
     first_pending_offset: int
     last_acked_offset: int
+    repeat: int = 0  # the stall was reported this many times before, and still lasts
 
 
 @dataclass
@@ -83,6 +87,9 @@ class StallDetector:
 
     lock_s: float
     margin_s: float = STALL_MARGIN_S
+    # A stall still open this long after its last report is reported again: a later
+    # probe (the share drain's fresh members in the group by then) may be assigned it.
+    again_s: float = REPORT_AGAIN_S
     acked: dict[int, list[tuple[int, float]]] = field(default_factory=dict)  # p -> (offset, s)
     parts: dict[tuple[str, int], _Partition] = field(default_factory=dict)
     group_last: dict[str, float] = field(default_factory=dict)  # group -> its last delivery
@@ -110,17 +117,18 @@ class StallDetector:
                 self.group_start.setdefault(group, at)
                 if st.stalled_since is not None:
                     self.resumed.append((group, r["partition"], at, st.stall_id))
-                    st.stalled_since, st.stall_id = None, None
+                    st.stalled_since, st.stall_id, st.reports = None, None, 0
 
     def stalls(self, now_s: float) -> list[Stall]:
-        """Partitions stalled at ``now_s`` that were not reported yet (each stall once)."""
+        """Partitions stalled at ``now_s`` not reported yet, or reported ``again_s`` ago
+        and still stalled (``repeat`` counts the reports before)."""
         found = []
         for group, start in self.group_start.items():
             if now_s - self.group_last.get(group, start) > self.lock_s:
                 continue  # the whole group is quiet: nobody consumes, nothing to tell
             for p, sends in self.acked.items():
                 st = self.parts.setdefault((group, p), _Partition())
-                if st.stalled_since is not None:
+                if st.stalled_since is not None and now_s - st.reported_s < self.again_s:
                     continue
                 while (
                     st.pending_from < len(sends) and sends[st.pending_from][0] <= st.max_delivered
@@ -133,13 +141,15 @@ class StallDetector:
                 since = max(
                     first_ack, st.last_delivery_s if st.last_delivery_s is not None else start
                 )
-                if now_s - since < self.lock_s + self.margin_s:
+                if st.stalled_since is None and now_s - since < self.lock_s + self.margin_s:
                     continue
-                st.stalled_since = since
+                st.stalled_since = st.stalled_since if st.stalled_since is not None else since
+                st.reported_s, st.reports = now_s, st.reports + 1
                 found.append(
-                    Stall(group, p, round(since, 3),
+                    Stall(group, p, round(st.stalled_since, 3),
                           None if st.last_delivery_s is None else round(st.last_delivery_s, 3),
-                          st.max_delivered, len(beyond), min(beyond), max(beyond))
+                          st.max_delivered, len(beyond), min(beyond), max(beyond),
+                          st.reports - 1)
                 )  # fmt: skip
         return found
 

@@ -169,3 +169,14 @@ def test_the_watch_probes_a_stall_once_and_records_its_end(tmp_path: Path) -> No
     assert lines[1] == {"kind": "resumed", "group": GROUP, "partition": 0, "at_s": 41.0,
                         "probe": 1}  # fmt: skip
     assert lines[2]["still_stalled"] == []
+
+
+def test_a_stall_that_lasts_is_reported_again_after_again_s() -> None:
+    """A probe member may not be assigned the stalled partition; one that joins later
+    (the share drain's time) may be, so a lasting stall is asked about again."""
+    d = StallDetector(LOCK_S, topic=TOPIC, again_s=30.0)
+    steady(d, 100, range(2), {0: 5.0})
+    (first,) = d.stalls(40.0)
+    assert first.repeat == 0 and d.stalls(69.0) == []
+    (again,) = d.stalls(70.0)
+    assert (again.partition, again.since_s, again.repeat) == (0, first.since_s, 1)
