@@ -21,6 +21,7 @@ from typing import Any
 from harness.errors import HarnessError
 from kafka_chaos.coordinator_state import SHARE_TIMELINE, offset_story, state_at
 from workloads.history import NEMESIS
+from workloads.share_watch import PROBES_FILE
 
 STORY_CHECKS = (
     "share-double-acquire",
@@ -97,6 +98,7 @@ def story(run_dir: Path, gap_s: float = 8.0) -> list[str]:
                 f"  no delivery {a:.2f}{until}; persisted then: start offset {state.start}, "
                 f"in flight {state.ranges()[:6]}"
             )
+    out += probe_lines(run_dir / PROBES_FILE)
     results = run_dir / "results.json"
     checks = json.loads(results.read_text())["checks"] if results.exists() else {}
     for name in STORY_CHECKS:
@@ -119,3 +121,79 @@ def _told(step: dict[str, Any]) -> str:
     if step["state"] is not None:
         said += f" state {step['state']} count {step['delivery_count']}"
     return said
+
+
+def probe_lines(path: Path) -> list[str]:
+    """What each stall probe saw (docs/coordinators.md, "Probing a stall"): the stalled
+    partitions, who the Admin API said held them and their leaders, what the probe's
+    Java member was assigned and given, and when each stall ended."""
+    if not path.exists():
+        return []
+    out = []
+    for probe in _lines(path):
+        kind = probe["kind"]
+        if kind == "resumed":
+            out.append(f"{probe['at_s']:7.2f} s  partition {probe['partition']} delivered again"
+                       f" (probe {probe['probe']})")  # fmt: skip
+        elif kind == "end":
+            still = ", ".join(f"{s['partition']} (since {s['since_s']:.2f} s)"
+                              for s in probe["still_stalled"]) or "none"  # fmt: skip
+            out.append(f"{probe['at_s']:7.2f} s  stall watch ends; still stalled: {still}")
+        elif kind == "stall":
+            parts = [s["partition"] for s in probe["stalls"]]
+            out.append(f"{probe['at_s']:7.2f} s  stalled {parts}, not probed: {probe['why']}")
+        elif kind == "probe":
+            out += _probe(probe)
+    return out
+
+
+def _probe(probe: dict[str, Any]) -> list[str]:
+    stalled = [s["partition"] for s in probe["stalls"]]
+    since = ", ".join(f"{s['partition']} since {s['since_s']:.2f} s" for s in probe["stalls"])
+    out = [f"{probe['at_s']:7.2f} s  probe {probe['probe']}: stalled {since}"
+           + (f"; error {probe['error']}" if probe.get("error") else "")]  # fmt: skip
+    admin = probe.get("admin") or {}
+    group = admin.get("group") or {}
+    held = [
+        f"{m['client_id']} {sorted(set(m['partitions']) & set(stalled))}"
+        for m in group.get("members", [])
+        if set(m["partitions"]) & set(stalled)
+    ]
+    leaders = admin.get("leaders") or {}
+    offsets = admin.get("offsets") or {}
+    errors = [k for k in admin if k.endswith("_error")]
+    out.append(
+        f"           Admin at {admin.get('at_s')} s: assigned to "
+        + (", ".join(held) or "no member")
+        + "; leaders "
+        + ", ".join(f"{p}: {(leaders.get(str(p)) or {}).get('leader')}" for p in stalled)
+        + "; share start offset/lag "
+        + ", ".join(
+            f"{p}: {(offsets.get(str(p)) or {}).get('start_offset')}"
+            f"/{(offsets.get(str(p)) or {}).get('lag')}"
+            for p in stalled
+        )
+        + (f"; no answer: {', '.join(errors)}" if errors else "")
+    )
+    got: dict[int, list[tuple[int, int]]] = {}
+    for poll in probe.get("member", []):
+        for r in poll["records"]:
+            got.setdefault(r["partition"], []).append((r["offset"], r["delivery_count"]))
+    joined = (probe.get("admin_joined") or {}).get("group") or {}
+    mine = [m["partitions"] for m in joined.get("members", []) if "-probe" in m["client_id"]]
+    assigned = mine[0] if mine else None
+    out.append(
+        f"           probe member: assigned {assigned}"
+        + (f" (of the stalled: {sorted(set(assigned) & set(stalled))})" if assigned else "")
+        + "; given "
+        + (
+            ", ".join(
+                f"partition {p} offsets {min(o for o, _ in rs)}-{max(o for o, _ in rs)}"
+                f" counts {sorted({c for _, c in rs})}"
+                for p, rs in sorted(got.items())
+            )
+            or "nothing"
+        )
+        + f" in {len(probe.get('member', []))} polls"
+    )
+    return out

@@ -260,8 +260,10 @@ class StallWatch:
     def _loop(self) -> None:
         while not self._stop.wait(self.check_every_s):
             try:
-                self._catch_up()
+                # "now" before the read: a line written while a long backlog is parsed
+                # (after a probe) is then never missing from what "now" judges
                 now = self.history.elapsed_ns() / 1e9
+                self._catch_up()
                 stalls = self.detector.stalls(now)
                 if not stalls:
                     continue

@@ -180,3 +180,32 @@ def test_a_stall_that_lasts_is_reported_again_after_again_s() -> None:
     assert first.repeat == 0 and d.stalls(69.0) == []
     (again,) = d.stalls(70.0)
     assert (again.partition, again.since_s, again.repeat) == (0, first.since_s, 1)
+
+
+def test_share_story_tells_each_probe(tmp_path: Path) -> None:
+    """``kafka-chaos share-story`` prints the probes beside the deliveries."""
+    from kafka_chaos.share_story import probe_lines
+
+    probe = {
+        "kind": "probe", "probe": 1, "at_s": 40.0, "wall_ms": 0, "error": None,
+        "stalls": [{"group": GROUP, "partition": 8, "since_s": 21.5}],
+        "admin": {"at_s": 41.0, "group": {"members": [
+            {"client_id": "run-s1", "partitions": [2, 8]},
+            {"client_id": "run-s2", "partitions": [0, 1]}]},
+            "leaders": {"8": {"leader": 3, "isr": [1, 2, 3]}},
+            "offsets_error": "TimeoutException"},
+        "member": [{"at_s": 45.0, "records": []}, {"at_s": 46.0, "records": [
+            {"partition": 8, "offset": 485, "delivery_count": 2},
+            {"partition": 8, "offset": 486, "delivery_count": 1}]}],
+        "admin_joined": {"at_s": 47.0, "group": {"members": [
+            {"client_id": "run-probe1", "partitions": [8, 9]}]}},
+    }  # fmt: skip
+    end = {"kind": "end", "at_s": 90.0, "probes": 1, "still_stalled": []}
+    path = tmp_path / PROBES_FILE
+    path.write_text("\n".join(json.dumps(x) for x in (probe, end)) + "\n")
+    text = "\n".join(probe_lines(path))
+    assert "probe 1: stalled 8 since 21.50 s" in text
+    assert "assigned to run-s1 [8]; leaders 8: 3; share start offset/lag 8: None/None" in text
+    assert "no answer: offsets_error" in text
+    assert "assigned [8, 9] (of the stalled: [8]); given partition 8 offsets 485-486" in text
+    assert "counts [1, 2] in 2 polls" in text and "still stalled: none" in text
