@@ -3,7 +3,9 @@
 Share lines are read straight from history.jsonl with Spark's JSON reader:
 only share-group runs need them, and the shared ingest stays as it is for
 every other run.  The driver collects counts and a few examples, never the
-history.
+history.  Whether two deliveries fall in one share-partition leader's tenure
+comes from checkers/share_tenures.py: the few boundary intervals are computed
+on the driver (from cluster-state.jsonl and the fault lines) and joined here.
 """
 
 from __future__ import annotations
