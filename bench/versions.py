@@ -398,6 +398,24 @@ def venv_python(version: str) -> Path:
     return python
 
 
+def harness_imports(python: Path) -> str | None:
+    """Why the harness cannot run on this interpreter's client, or None if it can.
+
+    The harness imports confluent-kafka names that older releases lack (the
+    share consumer's, for one), and a cell that cannot even import the
+    harness should say so in one line, not as a child's traceback per run.
+    """
+    proc = subprocess.run(
+        [str(python), "-c", "import kafka_chaos.run"], capture_output=True, text=True,
+        cwd=Path(__file__).resolve().parent.parent, check=False,
+    )  # fmt: skip
+    if proc.returncode == 0:
+        return None
+    last = proc.stderr.strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
+    line = re.sub(r" \(/[^)]*\)", "", last[0])  # the module's file: a path of this machine
+    return f"the harness does not import with this client: {line}"
+
+
 def harness_runner(
     run_dir: Path, client: str, cluster: str, store: Path, out: Path, timeout_s: float
 ) -> Any:
@@ -406,6 +424,7 @@ def harness_runner(
 
     layer, failed = finding(run_dir)
     layer["cluster"] = {**layer["cluster"], "name": cluster}
+    unusable: dict[Path, str | None] = {}
 
     def one_run(cell: Cell, log: Path) -> tuple[str, int | None, str]:
         version = cell.axes["kafka"]
@@ -414,6 +433,11 @@ def harness_runner(
                 else Path(sys.executable)  # fmt: skip
         except Refused as e:
             return COULD_NOT_RUN, None, str(e)
+        if python not in unusable:
+            unusable[python] = harness_imports(python)
+        if unusable[python]:
+            log.write_text(unusable[python] + "\n")
+            return COULD_NOT_RUN, None, unusable[python]
         spec_file = out / "layers" / f"{safe(cell.label)}.json"
         spec_file.parent.mkdir(parents=True, exist_ok=True)
         cell_layer = {**layer, "cluster": {**layer["cluster"], "kafka_version": version}}
@@ -429,13 +453,13 @@ def harness_runner(
                 )  # fmt: skip
             except subprocess.TimeoutExpired:
                 return COULD_NOT_RUN, None, f"timed out after {timeout_s:.0f} s"
-        results = [
-            json.loads(line[len(RESULT_TAG):])
-            for line in log.read_text(errors="replace").splitlines()
-            if line.startswith(RESULT_TAG)
-        ]  # fmt: skip
+        text = relative_paths(log.read_text(errors="replace"))
+        log.write_text(text)
+        lines = text.splitlines()
+        results = [json.loads(x[len(RESULT_TAG) :]) for x in lines if x.startswith(RESULT_TAG)]
         if not results:
-            return COULD_NOT_RUN, proc.returncode, "the child ended without a result (see log)"
+            last = [x for x in lines if x.strip()][-1:] or ["no output"]
+            return COULD_NOT_RUN, proc.returncode, f"no result from the run: {last[0][:300]}"
         got = results[-1]
         if isinstance(got["counts"], str):
             return COULD_NOT_RUN, proc.returncode, got["counts"]
@@ -452,7 +476,7 @@ def child(spec_file: Path, client: str, store: Path, name: str) -> int:
     from bench.attribution import run_once
 
     layer = json.loads(spec_file.read_text())
-    info: dict[str, Any] = {"python": sys.executable}
+    info: dict[str, Any] = {"python": Path(sys.prefix).name}  # the venv, not a machine path
     if client == "librdkafka":
         import confluent_kafka
 
