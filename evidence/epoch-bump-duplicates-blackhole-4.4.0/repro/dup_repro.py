@@ -52,11 +52,13 @@ EXIT_CLEAN, EXIT_DUP, EXIT_ERROR = 0, 1, 2
 
 PRODUCE_RE = re.compile(
     r"(?P<topic>\S+) \[(?P<part>\d+)\]: Produce MessageSet with (?P<cnt>\d+) message\(s\) "
-    r".*MsgId (?P<msgid>\d+), BaseSeq (?P<seq>-?\d+), PID\{Id:(?P<pid>-?\d+),Epoch:(?P<epoch>-?\d+)\}"
+    r".*MsgId (?P<msgid>\d+), BaseSeq (?P<seq>-?\d+), "
+    r"PID\{Id:(?P<pid>-?\d+),Epoch:(?P<epoch>-?\d+)\}"
 )
 BATCH_RE = re.compile(
     r"^baseOffset: (?P<base>\d+) lastOffset: (?P<last>\d+) count: \d+ baseSequence: (?P<seq>-?\d+) "
-    r"lastSequence: (?P<lastseq>-?\d+) producerId: (?P<pid>-?\d+) producerEpoch: (?P<epoch>-?\d+) .*"
+    r"lastSequence: (?P<lastseq>-?\d+) producerId: (?P<pid>-?\d+) "
+    r"producerEpoch: (?P<epoch>-?\d+) .*"
     r"CreateTime: (?P<ct>\d+)"
 )
 
@@ -74,8 +76,21 @@ class Blackhole:
         self.broker_addr = out[out.index("inet") + 1].split("/")[0]
         route = sh(["ip", "route", "get", self.broker_addr]).stdout.split()
         self.source = route[route.index("src") + 1]  # this host's address as the broker sees it
-        self.spec = ["INPUT", "-s", self.source, "-p", "tcp", "--dport", str(port),
-                     "-m", "comment", "--comment", tag, "-j", "DROP"]  # fmt: skip
+        self.spec = [
+            "INPUT",
+            "-s",
+            self.source,
+            "-p",
+            "tcp",
+            "--dport",
+            str(port),
+            "-m",
+            "comment",
+            "--comment",
+            tag,
+            "-j",
+            "DROP",
+        ]
 
     def _ipt(self, op: str) -> None:
         sh(["ip", "netns", "exec", self.netns, "iptables", "-w", "5", op, *self.spec])
@@ -93,7 +108,9 @@ def payload(v: int, size: int) -> bytes:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--bootstrap", required=True)
     ap.add_argument("--netns", required=True, help="network namespace of the broker to blackhole")
     ap.add_argument("--port", type=int, default=9092)
@@ -114,10 +131,17 @@ def main() -> int:
     ap.add_argument("--max-in-flight", type=int, default=5)
     ap.add_argument("--debug", default="eos,msg,protocol,broker")
     ap.add_argument("--kafka-home", default=None, help="for kafka-dump-log.sh (optional)")
-    ap.add_argument("--data-dir", default=None, help="a broker's log dir, read with kafka-dump-log.sh")
-    ap.add_argument("--keep-topic", action="store_true", help="keep the topic even without duplicates")
-    ap.add_argument("--analyze-only", action="store_true",
-                    help="skip producing: judge the run already in --out (run.json, history)")
+    ap.add_argument(
+        "--data-dir", default=None, help="a broker's log dir, read with kafka-dump-log.sh"
+    )
+    ap.add_argument(
+        "--keep-topic", action="store_true", help="keep the topic even without duplicates"
+    )
+    ap.add_argument(
+        "--analyze-only",
+        action="store_true",
+        help="skip producing: judge the run already in --out (run.json, history)",
+    )
     a = ap.parse_args()
     if a.analyze_only:
         return analyze(a, AdminClient({"bootstrap.servers": a.bootstrap}))
@@ -126,7 +150,9 @@ def main() -> int:
     topic = a.topic or f"epoch-dup-{time.strftime('%Y%m%dt%H%M%S', time.gmtime())}"
     admin = AdminClient({"bootstrap.servers": a.bootstrap})
     try:
-        fut = admin.create_topics([NewTopic(topic, a.partitions, 3, config={"min.insync.replicas": "2"})])
+        fut = admin.create_topics(
+            [NewTopic(topic, a.partitions, 3, config={"min.insync.replicas": "2"})]
+        )
         fut[topic].result(30)
         bh = Blackhole(a.netns, a.port, a.rule_tag)
         md = admin.list_topics(topic, timeout=10)
@@ -137,8 +163,10 @@ def main() -> int:
         return EXIT_ERROR
     target_ids = [i for i, h in brokers.items() if h == bh.broker_addr]
     target_parts = sorted(p for p, leader in leaders.items() if leader in target_ids)
-    print(f"topic {topic}; blackhole {bh.source} -> {bh.broker_addr}:{a.port} in {a.netns} "
-          f"(broker {target_ids}, leads partitions {target_parts})")  # fmt: skip
+    print(
+        f"topic {topic}; blackhole {bh.source} -> {bh.broker_addr}:{a.port} in {a.netns} "
+        f"(broker {target_ids}, leads partitions {target_parts})"
+    )
     time.sleep(1.0)  # let the leaders settle before load
 
     fmt = logging.Formatter("%(asctime)s.%(msecs)03d %(message)s", "%Y-%m-%d %H:%M:%S")
@@ -152,19 +180,23 @@ def main() -> int:
         fh.setFormatter(fmt)
         lg.addHandler(fh)
         loggers.append(fh)
-        producers.append(Producer({
-            "bootstrap.servers": a.bootstrap,
-            "client.id": f"repro-{i}",
-            "enable.idempotence": True,
-            "acks": "all",
-            "max.in.flight.requests.per.connection": a.max_in_flight,
-            "linger.ms": a.linger_ms,
-            "message.timeout.ms": a.message_timeout_ms,
-            "request.timeout.ms": a.request_timeout_ms,
-            "socket.timeout.ms": a.socket_timeout_ms,
-            "debug": a.debug,
-            "logger": lg,
-        }))  # fmt: skip
+        producers.append(
+            Producer(
+                {
+                    "bootstrap.servers": a.bootstrap,
+                    "client.id": f"repro-{i}",
+                    "enable.idempotence": True,
+                    "acks": "all",
+                    "max.in.flight.requests.per.connection": a.max_in_flight,
+                    "linger.ms": a.linger_ms,
+                    "message.timeout.ms": a.message_timeout_ms,
+                    "request.timeout.ms": a.request_timeout_ms,
+                    "socket.timeout.ms": a.socket_timeout_ms,
+                    "debug": a.debug,
+                    "logger": lg,
+                }
+            )
+        )
 
     t0 = time.time()
     sent: dict[int, dict] = {}  # value -> producer, partition, msgid, t_send, and the report
@@ -197,7 +229,9 @@ def main() -> int:
             finally:
                 try:
                     bh.heal()
-                    events.append({"f": "heal", "t": round(time.time() - t0, 3), "wall": time.time()})
+                    events.append(
+                        {"f": "heal", "t": round(time.time() - t0, 3), "wall": time.time()}
+                    )
                 except Exception as e:  # noqa: BLE001
                     fault_error.append(f"heal: {e!r}")
 
@@ -214,10 +248,20 @@ def main() -> int:
             i = v % a.producers
             part = v % a.partitions
             msgid[(i, part)] += 1
-            sent[v] = {"p": i, "part": part, "msgid": msgid[(i, part)], "t_send": round(now - t0, 3)}
+            sent[v] = {
+                "p": i,
+                "part": part,
+                "msgid": msgid[(i, part)],
+                "t_send": round(now - t0, 3),
+            }
             try:
-                producers[i].produce(topic, payload(v, a.message_bytes), key=str(part).encode(),
-                                     partition=part, on_delivery=lambda e, m, v=v: report(e, m, v))  # fmt: skip
+                producers[i].produce(
+                    topic,
+                    payload(v, a.message_bytes),
+                    key=str(part).encode(),
+                    partition=part,
+                    on_delivery=lambda e, m, v=v: report(e, m, v),
+                )
             except BufferError:
                 msgid[(i, part)] -= 1
                 sent[v]["ok"], sent[v]["error"] = False, "local-queue-full"
@@ -237,9 +281,16 @@ def main() -> int:
     for fh in loggers:
         fh.close()
     t_end = round(time.time() - t0, 3)
-    run = {"topic": topic, "t0_wall": t0, "t_end": t_end, "faults": events, "fault_errors": fault_error,
-           "blackholed": {"netns": a.netns, "broker": target_ids, "leads": target_parts},
-           "producers": a.producers, "partitions": a.partitions}  # fmt: skip
+    run = {
+        "topic": topic,
+        "t0_wall": t0,
+        "t_end": t_end,
+        "faults": events,
+        "fault_errors": fault_error,
+        "blackholed": {"netns": a.netns, "broker": target_ids, "leads": target_parts},
+        "producers": a.producers,
+        "partitions": a.partitions,
+    }
     with open(os.path.join(a.out, "run.json"), "w") as f:
         json.dump(run, f, indent=1)
     return analyze(a, admin)
@@ -263,9 +314,15 @@ def analyze(a, admin) -> int:
     unreported = [x for x, r in sent.items() if "ok" not in r]
 
     # Read the whole topic back, read_committed, from the start to the high watermark.
-    c = Consumer({"bootstrap.servers": a.bootstrap, "group.id": f"{topic}-check",
-                  "isolation.level": "read_committed", "enable.auto.commit": False,
-                  "enable.partition.eof": True})  # fmt: skip
+    c = Consumer(
+        {
+            "bootstrap.servers": a.bootstrap,
+            "group.id": f"{topic}-check",
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+        }
+    )
     ends = {}
     for p in range(a.partitions):
         lo, hi = c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
@@ -298,34 +355,53 @@ def analyze(a, admin) -> int:
     strangers = [x for x in where if x not in sent]
 
     # Which ProduceRequests carried each duplicate (from the debug log).
-    sends = defaultdict(list)  # (producer, partition) -> [(line_time, first_msgid, cnt, seq, pid, epoch)]
+    sends = defaultdict(
+        list
+    )  # (producer, partition) -> [(line_time, first_msgid, cnt, seq, pid, epoch)]
     for i in range(a.producers):
         with open(os.path.join(a.out, f"producer{i}.debug.log"), errors="replace") as f:
             for line in f:
                 m = PRODUCE_RE.search(line)
                 if m and m["topic"] == topic:
                     sends[(i, int(m["part"]))].append(
-                        (line[:23], int(m["msgid"]), int(m["cnt"]), int(m["seq"]), int(m["pid"]), int(m["epoch"])))  # fmt: skip
+                        (
+                            line[:23],
+                            int(m["msgid"]),
+                            int(m["cnt"]),
+                            int(m["seq"]),
+                            int(m["pid"]),
+                            int(m["epoch"]),
+                        )
+                    )
 
     def carried(x):
         r = sent[x]
-        return [{"logged": t, "msgid": f"{mid}-{mid + n - 1}", "base_seq": s, "pid": pid, "epoch": ep}
-                for t, mid, n, s, pid, ep in sends[(r["p"], r["part"])]
-                if mid <= r["msgid"] < mid + n]  # fmt: skip
+        return [
+            {"logged": t, "msgid": f"{mid}-{mid + n - 1}", "base_seq": s, "pid": pid, "epoch": ep}
+            for t, mid, n, s, pid, ep in sends[(r["p"], r["part"])]
+            if mid <= r["msgid"] < mid + n
+        ]
 
     # Producer id and epoch of the stored batches (optional: kafka-dump-log.sh on one replica).
     batches = defaultdict(list)
     if (dups or dups_unacked) and a.kafka_home and a.data_dir:
-        parts = sorted({p for locs in list(dups.values()) + list(dups_unacked.values()) for p, _ in locs})
-        files = [f for p in parts for f in sorted(glob.glob(os.path.join(a.data_dir, f"{topic}-{p}", "*.log")))]
+        parts = sorted(
+            {p for locs in list(dups.values()) + list(dups_unacked.values()) for p, _ in locs}
+        )
+        files = [
+            f
+            for p in parts
+            for f in sorted(glob.glob(os.path.join(a.data_dir, f"{topic}-{p}", "*.log")))
+        ]
         tool = os.path.join(a.kafka_home, "bin", "kafka-dump-log.sh")
         if os.path.exists(tool):
             cmd = [tool]
         else:  # a distribution without bin/ (kafka-chaos's): the tool class on the jars' classpath
             cp = f"{a.kafka_home}/libs/*:{a.kafka_home}/tools/*"
             cmd = ["java", "-cp", cp, "org.apache.kafka.tools.DumpLogSegments"]
-        out = subprocess.run([*cmd, "--files", ",".join(files)], capture_output=True, text=True,
-                             timeout=300).stdout  # fmt: skip
+        out = subprocess.run(
+            [*cmd, "--files", ",".join(files)], capture_output=True, text=True, timeout=300
+        ).stdout
         with open(os.path.join(a.out, "dump-batches.txt"), "w") as f:
             f.write(out)
         cur = None
@@ -334,20 +410,35 @@ def analyze(a, admin) -> int:
                 cur = int(line.rsplit("/", 2)[-2].rsplit("-", 1)[1])
             m = BATCH_RE.match(line)
             if m and cur is not None:
-                batches[cur].append({k: int(m[k]) for k in ("base", "last", "seq", "lastseq", "pid", "epoch", "ct")})
+                batches[cur].append(
+                    {k: int(m[k]) for k in ("base", "last", "seq", "lastseq", "pid", "epoch", "ct")}
+                )
 
     def batch_of(p, off):
         for b in batches.get(p, []):
             if b["base"] <= off <= b["last"]:
-                return {"offsets": f"{b['base']}-{b['last']}", "seq": f"{b['seq']}-{b['lastseq']}",
-                        "pid": b["pid"], "epoch": b["epoch"], "max_create_time": b["ct"]}  # fmt: skip
+                return {
+                    "offsets": f"{b['base']}-{b['last']}",
+                    "seq": f"{b['seq']}-{b['lastseq']}",
+                    "pid": b["pid"],
+                    "epoch": b["epoch"],
+                    "max_create_time": b["ct"],
+                }
         return None
 
     detail = []
     for x, locs in list(dups.items()) + list(dups_unacked.items()):
         r = sent[x]
-        detail.append({"value": x, **r, "stored_at": [{"partition": p, "offset": o, "batch": batch_of(p, o)}
-                                                     for p, o in locs], "sent_in": carried(x)})  # fmt: skip
+        detail.append(
+            {
+                "value": x,
+                **r,
+                "stored_at": [
+                    {"partition": p, "offset": o, "batch": batch_of(p, o)} for p, o in locs
+                ],
+                "sent_in": carried(x),
+            }
+        )
 
     # The story of each pair of sends in the debug log: every line about that partition that
     # names the first MsgId of either send (the PRODUCE lines, "encountered error" or
@@ -358,7 +449,7 @@ def analyze(a, admin) -> int:
         if key in stories:
             continue
         firsts = {s["msgid"].split("-")[0] for s in e["sent_in"]}
-        pat = re.compile(r"\[%d\]: .*MsgId (%s)\b" % (e["part"], "|".join(sorted(firsts))))
+        pat = re.compile(rf"\[{e['part']}\]: .*MsgId ({'|'.join(sorted(firsts))})\b")
         lines = []
         with open(os.path.join(a.out, f"producer{e['p']}.debug.log"), errors="replace") as f:
             for line in f:
@@ -369,18 +460,28 @@ def analyze(a, admin) -> int:
         stories[(e["p"], e["part"], tuple(s["msgid"] for s in e["sent_in"]))]["values"] += 1
 
     summary = {
-        "topic": topic, "librdkafka": __import__("confluent_kafka").libversion()[0],
+        "topic": topic,
+        "librdkafka": __import__("confluent_kafka").libversion()[0],
         "confluent_kafka": __import__("confluent_kafka").version()[0],
-        "t0_wall": t0, "t_end": t_end, "faults": events, "fault_errors": fault_error,
+        "t0_wall": t0,
+        "t_end": t_end,
+        "faults": events,
+        "fault_errors": fault_error,
         "blackholed": run["blackholed"],
-        "produced": len(sent), "acked": len(acked), "failed": dict(failed), "unreported": len(unreported),
-        "read_complete": complete, "stored": sum(len(x) for x in where.values()),
-        "acked_lost": len(lost), "strangers": len(strangers),
-        "duplicated_acked": len(dups), "duplicated_unacked": len(dups_unacked),
+        "produced": len(sent),
+        "acked": len(acked),
+        "failed": dict(failed),
+        "unreported": len(unreported),
+        "read_complete": complete,
+        "stored": sum(len(x) for x in where.values()),
+        "acked_lost": len(lost),
+        "strangers": len(strangers),
+        "duplicated_acked": len(dups),
+        "duplicated_unacked": len(dups_unacked),
         "dup_partitions": sorted({p for locs in dups.values() for p, _ in locs}),
         "stories": list(stories.values()),
         "examples": detail[:3],
-    }  # fmt: skip
+    }
     with open(os.path.join(a.out, "summary.json"), "w") as f:
         json.dump({**summary, "all_duplicates": detail}, f, indent=1)
     print(json.dumps(summary, indent=1))
@@ -394,8 +495,10 @@ def analyze(a, admin) -> int:
         print(f"DUPLICATES: {len(dups)} acknowledged value(s) stored twice")
         return EXIT_DUP
     if fault_error or not complete or unreported:
-        print(f"could not judge: fault errors {fault_error}, read complete {complete}, "
-              f"unreported {len(unreported)}")  # fmt: skip
+        print(
+            f"could not judge: fault errors {fault_error}, read complete {complete}, "
+            f"unreported {len(unreported)}"
+        )
         return EXIT_ERROR
     print("no acknowledged value stored twice")
     return EXIT_CLEAN
