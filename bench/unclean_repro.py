@@ -2,7 +2,8 @@
 
 Runs each preset N times per Kafka version/mode and prints, per cell:
 - reproduction rate: runs of the unsafe preset whose checker found acknowledged
-  loss (acked-lost, lost-write or inconsistent-offsets);
+  loss (acked-lost, lost-write or inconsistent-offsets), by their counts, whatever
+  the verdict: under unclean election the loss is a warning and the verdict valid;
 - acknowledged messages lost: the ``acked-lost`` count of each run, against the
   acknowledged sends (results.json ``summary``), unsafe and safe;
 - false-positive rate: runs of the safe preset that were not valid;
@@ -35,6 +36,8 @@ DEFAULT_MATRIX = "3.9.2:zk,3.9.2:kraft,4.4.0:kraft"
 
 
 def found_loss(run_dir: Path) -> bool:
+    """Whether the checks counted any loss, of any severity (not the verdict: unclean
+    election's loss is a warning, its run valid)."""
     results = json.loads((run_dir / "results.json").read_text())
     return any(results["checks"].get(c, {}).get("count", 0) > 0 for c in LOSS_CHECKS)
 

@@ -103,6 +103,8 @@ SETTINGS: tuple[dict[str, Any], ...] = (
     {"producer": {"acks": "0", "enable_idempotence": False}},
     {"producer": {"acks": "1", "enable_idempotence": False}},
     {"producer": {"acks": "all", "enable_idempotence": False}},
+    {"producer": {"client": "java"}},
+    {"topic": {"unclean_leader_election": True}},
     {"workload": "txn", "txn": {"mode": "ctp", "isolation_level": "read_uncommitted"}},
     {"workload": "txn", "checker": {"ww_deps": False}},
     {"workload": "mirror", "mirror": {"exactly_once": True}},

@@ -34,8 +34,11 @@ def _indices(col: str) -> F.Column:
 
 
 def duplicate_places(spark: SparkSession, t: Tables, found: Found) -> None:
-    """Every position and index of each shown duplicate value."""
-    wanted = [(hid, ex["value"]) for hid, ex in _rows(found, "duplicate")]
+    """Every position and index of each shown duplicate value, acknowledged or not
+    (both checks name this enricher; ``checkers.api`` runs it once)."""
+    names = ("duplicate", "duplicate-unacked")
+    shown = [(hid, ex) for name in names for hid, ex in _rows(found, name)]
+    wanted = [(hid, ex["value"]) for hid, ex in shown]
     if not wanted:
         return
     values = local_table(spark, wanted, "hid int, val long")
@@ -49,7 +52,7 @@ def duplicate_places(spark: SparkSession, t: Tables, found: Found) -> None:
         .collect()
     )
     by_key = {(r["hid"], r["val"]): r for r in rows}
-    for hid, ex in _rows(found, "duplicate"):
+    for hid, ex in shown:
         r = by_key[(hid, ex["value"])]
         ex["positions"] = [[p["topic"], p["partition"], p["offset"]] for p in r["p"]]
         ex["indices"] = list(r["i"])

@@ -27,6 +27,7 @@ from pyspark.sql import functions as F
 from checkers import examples, sources
 from checkers.check import Basis, Check, Context
 from checkers.results import LossTally
+from checkers.send_checks import LOSS_ALLOWS, LOSS_SEVERITY_DOC, loss_severity
 from checkers.tables import TP, Tables, anomaly
 
 MAX_UNPROVEN = 20  # partitions named in an unknown verdict's reason
@@ -153,7 +154,7 @@ ACKED_LOST = Check(
         'start; valid `"unknown"` while acked values are missing where the drain did not prove '
         "completeness, or no drain ran"
     ),
-    severity_doc="error, always",
+    severity_doc=LOSS_SEVERITY_DOC,
     meaning=(
         "The broker acknowledged this message, and it is not in the final log: a final drain read "
         "every partition from its start to its high watermark after all faults healed and did not "
@@ -165,6 +166,7 @@ ACKED_LOST = Check(
         " the old leader truncated its log to match when it rejoined. Also min.insync.replicas=1 "
         "with a lone leader acknowledging, or acks=1."
     ),
+    severity=loss_severity,
     enrich=examples.vanished,
     basis=Basis(
         promise=sources.ACKS_ALL,
@@ -174,6 +176,7 @@ ACKED_LOST = Check(
             "values below the log start offset, removed by retention (excused)",
             "values in a partition the drain did not prove it read to the end (unknown)",
             "sends with acks=0, recorded as `info`: nothing was acknowledged",
+            *LOSS_ALLOWS[1:],
         ),
     ),
 )

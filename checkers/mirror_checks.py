@@ -14,8 +14,10 @@ drain read, dc1's likewise.  The group of dc1 (``g``) is the group
   failed-over group read in that partition, never read by the group on either
   cluster: translated offsets must never do this.
 - ``failover-reread``: a value the group read on dc1 and again on dc2.
-- ``mirror-order``: a mirrored value placed on dc2 in another partition than
-  on dc1, or before a value that precedes it on dc1.
+- ``mirror-partition``: a mirrored value placed on dc2 in another partition
+  than on dc1.
+- ``mirror-order``: a mirrored value placed on dc2 before a value that precedes
+  it in their common partition on dc1 and dc2.
 - ``mirror-duplicate``: a mirrored value at more than one offset of dc2's log.
 
 The RPO (values acknowledged on dc1 before the failover that dc2 did not
@@ -34,7 +36,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from checkers import sources
-from checkers.check import Basis, Check, Context, Findings
+from checkers.check import Basis, Check, Context, Findings, always
 from checkers.collect import Found, collect_anomalies
 from checkers.spec_view import CheckedSpec
 from checkers.tables import anomaly
@@ -227,7 +229,9 @@ def _first_positions(log: DataFrame) -> DataFrame:
     )
 
 
-def mirror_order(t: MirrorTables) -> DataFrame:
+def mirror_placement(t: MirrorTables) -> tuple[DataFrame, DataFrame]:
+    """(mirror-partition, mirror-order): copies moved to another partition, and copies
+    placed before their dc1 predecessor within one partition."""
     dc1 = _first_positions(t.log(dc2=False)).select(
         "val", F.col("at.topic").alias("t1"), F.col("at.partition").alias("p1"),
         F.col("at.offset").alias("o1"),
@@ -240,16 +244,30 @@ def mirror_order(t: MirrorTables) -> DataFrame:
     w = Window.partitionBy("t1", "p1").orderBy("o1")
     ordered = both.select(
         "*",
+        F.lag("p2").over(w).alias("prev_p2"),
         F.lag("o2").over(w).alias("prev_o2"),
         F.lag("val").over(w).alias("prev_val"),
     )
-    bad = ordered.where((F.col("p2") != F.col("p1")) | (F.col("prev_o2") > F.col("o2")))
-    return anomaly(
-        bad.select(F.lit(0).alias("hid"), "*"), "mirror-order", F.col("drain_index"),
+    # Order is compared only where both values kept their partition: a move is
+    # mirror-partition's, which the source promises against (order it does not).
+    kept = (F.col("p2") == F.col("p1")) & (F.col("prev_p2") == F.col("p2"))
+    fields = (
         F.col("val").alias("value"), F.col("p1").alias("dc1_partition"),
         F.col("o1").alias("dc1_offset"), F.col("p2").alias("dc2_partition"),
-        F.col("o2").alias("dc2_offset"), F.col("prev_val").alias("after_value"),
-        F.array("drain_index").alias("indices"),
+        F.col("o2").alias("dc2_offset"),
+    )  # fmt: skip
+    moved = ordered.where(F.col("p2") != F.col("p1"))
+    behind = ordered.where(kept & (F.col("prev_o2") > F.col("o2")))
+    return (
+        anomaly(
+            moved.select(F.lit(0).alias("hid"), "*"), "mirror-partition", F.col("drain_index"),
+            *fields, F.array("drain_index").alias("indices"),
+        ),
+        anomaly(
+            behind.select(F.lit(0).alias("hid"), "*"), "mirror-order", F.col("drain_index"),
+            *fields, F.col("prev_val").alias("after_value"),
+            F.array("drain_index").alias("indices"),
+        ),
     )  # fmt: skip
 
 
@@ -310,7 +328,7 @@ def rpo(t: MirrorTables) -> dict[str, Any]:
 
 
 def mirror_frames(t: MirrorTables) -> list[DataFrame]:
-    return [mirror_lost(t), failover_skip(t), failover_reread(t), mirror_order(t),
+    return [mirror_lost(t), failover_skip(t), failover_reread(t), *mirror_placement(t),
             mirror_duplicate(t)]  # fmt: skip
 
 
@@ -434,31 +452,68 @@ FAILOVER_REREAD = Check(
     ),
 )
 
+MIRROR_PARTITION = Check(
+    name="mirror-partition",
+    family="mirror",
+    title="Mirrored into another partition",
+    explanation=(
+        "dc2 holds these values in another partition than dc1 does: MirrorMaker 2 documents "
+        "that it preserves partitioning, and here it did not."
+    ),
+    finds="a mirrored value whose first dc2 position is in another partition than on dc1",
+    severity_doc="error",
+    meaning=(
+        "Readers of dc2 find this message in another partition than readers of dc1 did, so "
+        "whatever relied on its key's partition (per-key order, one owner per key) breaks."
+    ),
+    causes="A replication policy or partitioner that remaps partitions.",
+    basis=Basis(
+        promise=sources.PRESERVES_PARTITIONING,
+        source=(
+            "Kafka's operations documentation, Geo-Replication, MirrorMaker's features "
+            "(Kafka 4.0.0)"
+        ),
+        url=sources.OPS_URL,
+    ),
+)
+
 MIRROR_ORDER = Check(
     name="mirror-order",
     family="mirror",
     title="Mirror out of order",
     explanation=(
-        "dc2 holds these values in another partition than dc1, or before a value that precedes "
-        "them in their dc1 partition: the mirror does not keep dc1's per-partition order."
+        "dc2 holds these values before a value that precedes them in their partition on dc1 "
+        "(both in the same partition on each cluster): the mirror did not keep dc1's order "
+        "within the partition. No MirrorMaker 2 source promises that order, so this is a "
+        "warning."
     ),
     finds=(
-        "a mirrored value whose first dc2 position is in another partition than on dc1, or before "
-        "the first dc2 position of the value preceding it in its dc1 partition"
+        "a mirrored value in the same partition on both clusters whose first dc2 position lies "
+        "before the first dc2 position of the value preceding it in its dc1 partition (itself "
+        "in that partition on dc2)"
     ),
-    severity_doc="error",
+    severity_doc=(
+        "warning: MirrorMaker 2's sources promise partitioning (`mirror-partition`), not order "
+        "within a partition"
+    ),
     meaning=(
         "Readers of dc2 see this partition's messages in another order than readers of dc1 did."
     ),
-    causes="A replication policy or partitioner that remaps partitions, or tasks racing on one.",
+    causes=(
+        "MirrorMaker's producer retrying a batch behind a later one (more than one request in "
+        "flight without idempotence), or tasks racing on one partition."
+    ),
+    severity=always("warning"),
     basis=Basis(
         promise=sources.PRESERVES_PARTITIONING,
         source=(
-            "Kafka's operations documentation, Geo-Replication, MirrorMaker's features "
-            "(Kafka 4.0.0); that dc2 keeps dc1's order within a partition is kafka-chaos's "
-            "reading of it"
+            "Kafka's operations documentation, Geo-Replication, MirrorMaker's features (Kafka "
+            "4.0.0): it promises partitioning; neither it nor KIP-382, KIP-618, Connect's docs "
+            "or connect/mirror/README.md promise order within a partition, so this check is "
+            "kafka-chaos's own and never an error"
         ),
         url=sources.OPS_URL,
+        allows=("copies out of dc1's order within one partition (warning)",),
     ),
 )
 
@@ -489,7 +544,14 @@ MIRROR_DUPLICATE = Check(
     ),
 )
 
-MIRROR_CHECKS = (MIRROR_LOST, FAILOVER_SKIP, FAILOVER_REREAD, MIRROR_ORDER, MIRROR_DUPLICATE)
+MIRROR_CHECKS = (
+    MIRROR_LOST,
+    FAILOVER_SKIP,
+    FAILOVER_REREAD,
+    MIRROR_PARTITION,
+    MIRROR_ORDER,
+    MIRROR_DUPLICATE,
+)
 
 
 class MirrorFamily:

@@ -25,6 +25,7 @@ from checkers.poll_checks import NONMONOTONIC_POLL, POLL_SKIP, poll_checks, susp
 from checkers.results import LossTally, acked_lost_result
 from checkers.send_checks import (
     DUPLICATE,
+    DUPLICATE_UNACKED,
     FAILED_WRITE_READ,
     INCONSISTENT_OFFSETS,
     LOST_WRITE,
@@ -44,6 +45,7 @@ class QueueFamily:
         UNSEEN,
         ACKED_LOST,
         DUPLICATE,
+        DUPLICATE_UNACKED,
         INCONSISTENT_OFFSETS,
         FAILED_WRITE_READ,
         NONMONOTONIC_SEND,

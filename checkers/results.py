@@ -122,7 +122,7 @@ def summary(checks: dict[str, dict[str, Any]], evidence: dict[str, int]) -> dict
     return {
         "acked": evidence.get("acked_sends", 0),
         "acked_lost": None if lost.get("valid") == "unknown" else lost.get("count"),
-        "duplicated": count("duplicate"),
+        "duplicated": count("duplicate", "duplicate-unacked"),
         "reordered": count("nonmonotonic-poll", "int-nonmonotonic-poll"),
     }
 

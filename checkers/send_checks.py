@@ -1,5 +1,5 @@
-"""Checks about what was written: lost-write, unseen, duplicate, inconsistent-offsets,
-failed-write-read and nonmonotonic-send (definitions in docs/results.md).
+"""Checks about what was written: lost-write, unseen, duplicate, duplicate-unacked,
+inconsistent-offsets, failed-write-read and nonmonotonic-send (definitions in docs/results.md).
 
 All but nonmonotonic-send are filters of the two cached aggregations in
 checkers/tables.py.  Evidence that is costly to gather for every anomaly (all
@@ -18,9 +18,25 @@ from checkers.spec_view import CheckedSpec
 from checkers.tables import TP, Tables, anomaly
 
 
-def unless_acked_0(spec: CheckedSpec) -> str:
-    """With acks=0 the broker promised nothing, so a missing value breaks no promise."""
-    return "warning" if spec.acks == "0" else "error"
+def loss_severity(spec: CheckedSpec) -> str:
+    """An error only where Kafka promised the acknowledged record survives a leader's
+    failure (``CheckedSpec.durable``): acks=all, unclean election off.  The acks doc
+    says a record acked with acks=1 "will be lost" if the leader fails before its
+    followers copy it (acks=0 acknowledges nothing), and the topic config says unclean
+    election "may result in data loss": there loss is an allowed shape, a warning."""
+    return "error" if spec.durable else "warning"
+
+
+LOSS_SEVERITY_DOC = "error with acks=all and unclean leader election off; else warning"
+
+# What the acks and unclean-election docs allow, for every check that sees loss.
+LOSS_ALLOWS = (
+    "any loss with acks=0: the broker acknowledged nothing (warning)",
+    f"loss with acks=1, as the acks doc says: \u201c{sources.ACKS_1}\u201d (warning)",
+    "loss with unclean.leader.election.enable=true, as its doc says: "
+    f"\u201c{sources.UNCLEAN}\u201d ({sources.UNCLEAN_SOURCE}, {sources.TOPIC_CONFIG_URL}) "
+    "(warning)",
+)
 
 
 LOST_WRITE = Check(
@@ -32,7 +48,7 @@ LOST_WRITE = Check(
         "offsets of the same partition were read: the acknowledged data vanished from the log."
     ),
     finds="an acked value never read, although some read saw a higher offset of its partition",
-    severity_doc="error (warning with acks=0)",
+    severity_doc=LOSS_SEVERITY_DOC,
     meaning=(
         "The broker acknowledged this message (the producer got a partition and an offset), but no"
         " consumer ever read it, while later offsets of the same partition were read. Kafka "
@@ -44,13 +60,13 @@ LOST_WRITE = Check(
         "min.insync.replicas=1 letting a lone leader acknowledge, or brokers losing unflushed "
         "page-cache data when several crash together."
     ),
-    severity=unless_acked_0,
+    severity=loss_severity,
     enrich=examples.neighbours,
     basis=Basis(
         promise=sources.ACKS_ALL,
         source=sources.ACKS_SOURCE,
         url=sources.PRODUCER_CONFIG_URL,
-        allows=("any loss with acks=0: the broker acknowledged nothing (warning)",),
+        allows=LOSS_ALLOWS,
     ),
 )
 
@@ -67,7 +83,7 @@ UNSEEN = Check(
         "an acked value never read, nothing read beyond it in its partition; valid `false` after a"
         ' final drain, `"unknown"` without one'
     ),
-    severity_doc="error (warning with acks=0)",
+    severity_doc=LOSS_SEVERITY_DOC,
     meaning=(
         "The message was acknowledged but never read, and nothing after its offset was read "
         "either, so it may be lost or the consumers may simply not have got that far."
@@ -76,7 +92,7 @@ UNSEEN = Check(
         "A final drain that timed out or stopped early, consumers stuck on an unavailable "
         "partition, or a real loss at the end of the log."
     ),
-    severity=unless_acked_0,
+    severity=loss_severity,
     needs_drain=True,
     enrich=examples.neighbours,
     basis=Basis(
@@ -84,25 +100,44 @@ UNSEEN = Check(
         source=sources.ACKS_SOURCE,
         url=sources.PRODUCER_CONFIG_URL,
         allows=(
-            "any loss with acks=0: the broker acknowledged nothing (warning)",
+            *LOSS_ALLOWS,
             "values not read yet when no final drain ran (unknown, not invalid)",
         ),
     ),
 )
+
+
+def unacked_duplicate_severity(spec: CheckedSpec) -> str:
+    """A copy too many of a send that was never acknowledged (it failed, or its outcome is
+    unknown): what the producer promised of such a send depends on whose producer it is.
+
+    librdkafka's guarantee is of every message ("a message is only written to the log
+    once"); one that timed out in flight is "possibly persisted" and dropped from the
+    queue, never sent again, so a second copy breaks it: error.  Kafka's Java producer
+    promises idempotence "for messages sent within a single session" only, and after a
+    send returns an error tells the application to check the last message "to ensure
+    that it is not duplicated": allowed, a warning.  Without idempotence (or acks=all)
+    any duplicate is legal: info.
+    """
+    if not spec.idempotent:
+        return "info"
+    return "warning" if spec.producer_client == "java" else "error"
+
 
 DUPLICATE = Check(
     name="duplicate",
     family="queue",
     title="Duplicate",
     explanation=(
-        "One sent value sits at more than one offset, i.e. it was written twice. Legal for a "
-        "non-idempotent producer that retries; a broken promise when idempotence is on. The "
-        "replica verification says whether the broker's log shows its producer sending it again "
-        "under a bumped epoch (a client-side retry the broker could not recognise)."
+        "One acknowledged value sits at more than one offset, i.e. it was written twice. Legal "
+        "for a non-idempotent producer that retries; a broken promise when idempotence is on. "
+        "The replica verification says whether the broker's log shows its producer sending it "
+        "again under a bumped epoch (a client-side retry the broker could not recognise)."
     ),
     finds=(
-        "one sent value at more than one (topic, partition, offset) of one cluster, from delivery "
-        "reports and reads"
+        "one acknowledged value at more than one (topic, partition, offset) of one cluster, from "
+        "delivery reports and reads (a value whose send was never acknowledged: "
+        "`duplicate-unacked`)"
     ),
     severity_doc="error with idempotence on and acks=all, else info",
     meaning=(
@@ -124,6 +159,50 @@ DUPLICATE = Check(
     ),
 )
 
+DUPLICATE_UNACKED = Check(
+    name="duplicate-unacked",
+    family="queue",
+    title="Duplicate of an unacknowledged send",
+    explanation=(
+        "One sent value that was never acknowledged (its send failed, its outcome is unknown, "
+        "or it never completed) sits at more than one offset: it was written twice. librdkafka "
+        "promises every message is written once; Kafka's Java producer promises idempotence "
+        "within one session only and tells the application to check for a duplicate after a "
+        "failed send, so there it is a warning."
+    ),
+    finds=(
+        "one sent value without an acknowledgement at more than one (topic, partition, offset) "
+        "of one cluster, from delivery reports and reads"
+    ),
+    severity_doc=(
+        "with idempotence on and acks=all: error with librdkafka (`producer.client`), warning "
+        "with the Java client; else info"
+    ),
+    meaning=(
+        "A message whose send was reported failed or unknown to the producer appears at more "
+        "than one offset: it was stored twice although the producer never got an answer."
+    ),
+    causes=(
+        "A request that timed out on the client and landed late while the producer sent the "
+        "same batch again under a bumped epoch, an idempotent producer whose session was "
+        "reset, or producer retries without idempotence."
+    ),
+    severity=unacked_duplicate_severity,
+    enrich=examples.duplicate_places,
+    basis=Basis(
+        promise=sources.LIBRDKAFKA_WRITTEN_ONCE,
+        source=sources.LIBRDKAFKA_INTRO_SOURCE,
+        url=sources.LIBRDKAFKA_INTRO_URL,
+        allows=(
+            "with Kafka's Java producer (`producer.client: java`), as its KafkaProducer javadoc "
+            f"says: \u201c{sources.JAVA_ONE_SESSION}\u201d; after a send returns an error, "
+            f"\u201c{sources.JAVA_CHECK_DUPLICATE}\u201d ({sources.PRODUCER_JAVADOC_URL}) "
+            "(warning)",
+            "duplicates from a producer without idempotence, or with acks other than all (info)",
+        ),
+    ),
+)
+
 INCONSISTENT_OFFSETS = Check(
     name="inconsistent-offsets",
     family="queue",
@@ -137,7 +216,7 @@ INCONSISTENT_OFFSETS = Check(
         "whatever became of the send: an aborted or unknown transaction's record still sits at its"
         " offset)"
     ),
-    severity_doc="error",
+    severity_doc=LOSS_SEVERITY_DOC,
     meaning=(
         "Different reads (or the ack and a read) disagree on which message sits at one offset. "
         "Replicas diverged: the log was rewritten after being observed."
@@ -146,11 +225,15 @@ INCONSISTENT_OFFSETS = Check(
         "Unclean leader election or truncation after a leader change that served data it later "
         "dropped."
     ),
+    severity=loss_severity,
     enrich=examples.offset_values,
     basis=Basis(
         promise=sources.COMMITTED_ONLY,
         source="Kafka's design documentation, 4.7 Replication (Kafka 4.0.0)",
         url=sources.DESIGN_URL,
+        # A lost record's offset is reused by the new leader: where loss is allowed,
+        # so is another value at an offset that was acknowledged or read.
+        allows=LOSS_ALLOWS,
     ),
 )
 
@@ -255,15 +338,23 @@ def lost_and_unseen(t: Tables) -> tuple[DataFrame, DataFrame]:
     )
 
 
-def duplicate(t: Tables) -> DataFrame:
-    """One sent value seen at two places; ``positions``/``indices`` come from ``enrich``.
+def duplicates(t: Tables) -> tuple[DataFrame, DataFrame]:
+    """Sent values seen at two places, acknowledged (``duplicate``) and not
+    (``duplicate-unacked``); ``positions``/``indices`` come from ``enrich``.
 
-    Only values this history sent: a value with no send is a copy another
-    writer made (MirrorMaker's, keyed apart by ``checkers.topic_ids``), whose
-    copies the mirror checks judge.
+    Apart because the clients promise different things of a send they never
+    acknowledged (``unacked_duplicate_severity``).  Only values this history
+    sent: a value with no send is a copy another writer made (MirrorMaker's,
+    keyed apart by ``checkers.topic_ids``), whose copies the mirror checks judge.
     """
     dup = t.per_value.where(F.col("dup") & F.col("invoke_index").isNotNull())
-    return anomaly(dup, "duplicate", F.col("pos_first"), F.col("val").alias("value"))
+    acked = F.col("ack_index").isNotNull()
+    return (
+        anomaly(dup.where(acked), "duplicate", F.col("pos_first"), F.col("val").alias("value")),
+        anomaly(
+            dup.where(~acked), "duplicate-unacked", F.col("pos_first"), F.col("val").alias("value")
+        ),
+    )
 
 
 def inconsistent_offsets(t: Tables) -> DataFrame:
@@ -306,7 +397,7 @@ def send_checks(t: Tables, pairs: DataFrame) -> list[DataFrame]:
     return [
         lost,
         unseen,
-        duplicate(t),
+        *duplicates(t),
         inconsistent_offsets(t),
         failed_write_read(t),
         nonmonotonic_send(pairs),

@@ -18,11 +18,15 @@ _JAVADOC = "https://kafka.apache.org/40/javadoc/org/apache/kafka/clients/"
 PRODUCER_CONFIG_URL = _CLIENTS + "producer/ProducerConfig.java"
 CONSUMER_CONFIG_URL = _CLIENTS + "consumer/ConsumerConfig.java"
 PRODUCER_JAVADOC_URL = _JAVADOC + "producer/KafkaProducer.html"
+TOPIC_CONFIG_URL = _KAFKA + "clients/src/main/java/org/apache/kafka/common/config/TopicConfig.java"
 CONSUMER_JAVADOC_URL = _JAVADOC + "consumer/KafkaConsumer.html"
 DESIGN_URL = _KAFKA + "docs/design.html"
 OPS_URL = _KAFKA + "docs/ops.html"
 LIBRDKAFKA_CONFIG_URL = "https://github.com/confluentinc/librdkafka/blob/v2.15.0/CONFIGURATION.md"
 LIBRDKAFKA_HEADER_URL = "https://github.com/confluentinc/librdkafka/blob/v2.15.0/src/rdkafka.h"
+LIBRDKAFKA_INTRO_URL = (
+    "https://github.com/confluentinc/librdkafka/blob/v2.15.0/INTRODUCTION.md#idempotent-producer"
+)
 JEPSEN_KAFKA_URL = (
     "https://github.com/jepsen-io/jepsen/blob/v0.3.9/jepsen/src/jepsen/tests/kafka.clj"
 )
@@ -41,6 +45,19 @@ ACKS_ALL = (
     "replica remains alive."
 )
 ACKS_SOURCE = "Kafka's producer config `acks` (ProducerConfig, Kafka 4.0.0)"
+# The same doc, the acks=1 case: what a leader acknowledging alone risks.
+ACKS_1 = (
+    "In this case should the leader fail immediately after acknowledging the record but "
+    "before the followers have replicated it then the record will be lost."
+)
+
+# TopicConfig's doc of unclean.leader.election.enable (the broker default's doc,
+# ReplicationConfigs, says the same).
+UNCLEAN = (
+    "Indicates whether to enable replicas not in the ISR set to be elected as leader as a "
+    "last resort, even though doing so may result in data loss."
+)
+UNCLEAN_SOURCE = "Kafka's topic config `unclean.leader.election.enable` (TopicConfig, Kafka 4.0.0)"
 
 # librdkafka's CONFIGURATION.md, enable.idempotence; Kafka's Java producer promises the
 # same in ProducerConfig's enable.idempotence and max.in.flight.requests.per.connection.
@@ -51,6 +68,21 @@ IDEMPOTENCE = (
 IDEMPOTENCE_SOURCE = (
     "librdkafka's CONFIGURATION.md, `enable.idempotence` (v2.15.0); Kafka's Java producer "
     "makes the same promise in ProducerConfig's `enable.idempotence` doc"
+)
+
+# librdkafka's INTRODUCTION.md, Idempotent Producer, Guarantees: of every message, not
+# only acknowledged ones.  A message that timed out in flight is "possibly persisted"
+# and dropped from the queue, never sent again (Message timeout considerations).
+LIBRDKAFKA_WRITTEN_ONCE = "Exactly-once - a message is only written to the log once."
+LIBRDKAFKA_INTRO_SOURCE = "librdkafka's INTRODUCTION.md, Idempotent Producer, Guarantees (v2.15.0)"
+# KafkaProducer's javadoc on idempotence: what the Java client does not promise.
+JAVA_ONE_SESSION = (
+    "Finally, the producer can only guarantee idempotence for messages sent within a single "
+    "session."
+)
+JAVA_CHECK_DUPLICATE = (
+    "it is recommended to shut down the producer and check the contents of the last "
+    "produced message to ensure that it is not duplicated."
 )
 
 # rdkafka.h, rd_kafka_msg_status_t: the status kafka-chaos's `fail` stands for.
@@ -126,3 +158,5 @@ MIRROR_EOS = (
     "Exactly-once semantics are supported for dedicated MirrorMaker clusters as of version 3.5.0."
 )
 PRESERVES_PARTITIONING = "Preserves partitioning"
+# No MirrorMaker 2 source (the ops docs' Geo-Replication, KIP-382, KIP-618, Connect's
+# docs, connect/mirror/README.md) promises order within a partition.

@@ -61,6 +61,31 @@ class CheckedSpec:
         return str(self.spec.producer.acks)
 
     @property
+    def producer_client(self) -> str:
+        """Whose producer sent: ``librdkafka`` or ``java``; their idempotence promises differ."""
+        return str(self.spec.producer.client)
+
+    @property
+    def unclean(self) -> bool:
+        """Whether the topic let an out-of-sync replica become leader.
+
+        The harness always sets the topic-level ``unclean.leader.election.enable``
+        (``harness.admin.topic_config``: ``topic.unclean_leader_election``, unless
+        ``topic.config`` names it), and a topic's setting overrides the broker's
+        default, so a broker-level value in ``cluster.broker_config`` never decides.
+        """
+        topic = self.spec.topic
+        value = topic.config.get("unclean.leader.election.enable", topic.unclean_leader_election)
+        return str(value).strip().lower() == "true"
+
+    @property
+    def durable(self) -> bool:
+        """Whether Kafka promised that an acknowledged record survives a leader's failure:
+        only with acks=all, and only while no out-of-sync replica may be elected (the
+        acks doc allows loss with acks=1 and 0; unclean election "may result in data loss")."""
+        return self.acks in ("all", "-1") and not self.unclean
+
+    @property
     def ww_deps(self) -> bool:
         """Whether the cycle search infers ww edges (off: Jepsen's --no-ww-deps)."""
         return bool(self.spec.checker.ww_deps)

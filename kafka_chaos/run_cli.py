@@ -25,7 +25,7 @@ from kafka_chaos.options import (
 from kafka_chaos.replica_verify import RESULT, summary
 from kafka_chaos.run import RunOutcome, run_test
 from kafka_chaos.scenarios import describe, scenario_layer
-from kafka_chaos.shrink.cli import anomalies
+from kafka_chaos.shrink.cli import anomalies, default_anomalies
 from kafka_chaos.suite import run_suite
 
 
@@ -191,7 +191,7 @@ def _reproduce(args: argparse.Namespace) -> int:
         )
         if outcome.interrupted:
             return outcome.exit_code
-        found = _anomalies(outcome.run_dir)
+        found = _anomalies(outcome.run_dir, every=True)
         hit = bool(found & original) if original else outcome.verdict == config_verdict(run)
         reproduced += hit
         print(
@@ -202,9 +202,12 @@ def _reproduce(args: argparse.Namespace) -> int:
     return 0 if reproduced == args.repeat else 1
 
 
-def _anomalies(run: store_mod.RunDir) -> set[str]:
+def _anomalies(run: store_mod.RunDir, every: bool = False) -> set[str]:
+    """The findings a reproduction must show again, as a shrink keeps them (the errors,
+    else the warnings); ``every``: a new run's findings of any severity."""
     try:
-        return anomalies(run.read_json(store_mod.RESULTS))
+        results = run.read_json(store_mod.RESULTS)
+        return anomalies(results, errors_only=False) if every else default_anomalies(results)
     except HarnessError:
         return set()
 

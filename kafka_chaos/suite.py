@@ -11,8 +11,8 @@ A suite file is YAML::
         expect: valid                      # defaults to the preset's, else valid
 
 A scenario passes when its verdict equals its expectation, so a nightly suite
-can keep an expected-invalid reproduction (unclean election) green while it
-still loses data, and turn red when behaviour changes.  With no expectation
+can keep an expected-invalid reproduction (abort-rewind) green while it still
+fails, and turn red when behaviour changes.  With no expectation
 given, the expectation is "valid": an invalid run fails the suite.
 """
 

@@ -26,7 +26,11 @@ def answer(results: dict[str, Any]) -> str | None:
         first = f"Whether Kafka lost any of {_n(acked)} acknowledged messages could not be decided"
         first += f": {reason}." if reason else "."
     else:
-        first = f"Kafka lost {_n(lost)} of {_n(acked)} acknowledged messages."
+        first = f"Kafka lost {_n(lost)} of {_n(acked)} acknowledged messages"
+        severity = as_dict(as_dict(results.get("checks")).get("acked-lost")).get("severity")
+        # A valid verdict beside a loss must not read as "nothing lost": say why it is legal.
+        allowed = lost and severity == "warning"
+        first += ", as this run's settings allow (a warning)." if allowed else "."
     dup, reordered = s.get("duplicated"), s.get("reordered")
     return (
         f"{first} {_n(dup)} {_were(dup)} duplicated; "

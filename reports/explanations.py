@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from checkers import catalog
+from checkers.spec_view import CheckedSpec
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,14 @@ def promise(check: str, result: dict[str, Any]) -> Promise | None:
     )
 
 
+def _unclean(config: dict[str, Any]) -> bool:
+    """Whether the run let an out-of-sync replica be elected, as the checks read it."""
+    try:
+        return CheckedSpec.of(config).unclean
+    except Exception:  # an older or partial config.json: what its topic section says
+        return bool((config.get("topic") or {}).get("unclean_leader_election"))
+
+
 def hints(check: str, config: dict[str, Any]) -> list[str]:
     """Settings of this run that explain or excuse ``check``."""
     producer = config.get("producer") or {}
@@ -77,21 +86,31 @@ def hints(check: str, config: dict[str, Any]) -> list[str]:
     consumer = config.get("consumer") or {}
     out: list[str] = []
     acks = str(producer.get("acks", "all"))
-    if check in ("lost-write", "inconsistent-offsets", "unseen"):
+    if check in ("lost-write", "inconsistent-offsets", "unseen", "acked-lost"):
         if acks in ("0", "1"):
             out.append(
-                f"This run used acks={acks}: the leader acknowledges before followers "
-                "have the message, so loss on leader failure is expected."
+                f"Allowed by acks={acks}: the leader acknowledges before followers have the "
+                "message, so loss on leader failure is expected (the acks doc says so)."
             )
-        if topic.get("unclean_leader_election"):
+        if _unclean(config):
             out.append(
-                "Unclean leader election was enabled for the topic: an out-of-sync "
-                "replica may become leader and truncate acknowledged data."
+                "Allowed by unclean.leader.election.enable=true: Unclean leader election was "
+                "enabled for the topic, so an out-of-sync replica may become leader and "
+                "truncate acknowledged data; Kafka documents that it \u201cmay result in data "
+                "loss\u201d."
             )
         if topic.get("min_insync_replicas") == 1:
             out.append("min.insync.replicas=1 lets a leader acknowledge alone with acks=all.")
-    if check in ("duplicate", "nonmonotonic-send") and not producer.get("enable_idempotence", True):
+    if check in ("duplicate", "duplicate-unacked", "nonmonotonic-send") and not producer.get(
+        "enable_idempotence", True
+    ):
         out.append("Idempotence was disabled: retried sends can be stored twice or reordered.")
+    elif check == "duplicate-unacked" and producer.get("client") == "java":
+        out.append(
+            "Allowed by the Java producer: its javadoc promises idempotence within one "
+            "session only, and after a send returns an error tells the application to check "
+            "for a duplicate."
+        )
     if check in ("nonmonotonic-poll", "poll-skip") and consumer.get("mode") == "subscribe":
         out.append(
             "Consumers ran in subscribe mode, where rebalances legitimately rewind or "

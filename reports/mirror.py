@@ -42,7 +42,14 @@ def mirror_section(
     }
 
 
-COUNTED = ("mirror-lost", "failover-skip", "failover-reread", "mirror-order", "mirror-duplicate")
+COUNTED = (
+    "mirror-lost",
+    "failover-skip",
+    "failover-reread",
+    "mirror-partition",
+    "mirror-order",
+    "mirror-duplicate",
+)
 
 
 def _what_was_lost(stats: dict[str, Any]) -> str:
@@ -116,6 +123,7 @@ def answers(stats: dict[str, Any], counts: dict[str, int], flow: dict[str, Any])
     out.append(
         f"Is the mirror identical in all that matters? MirrorMaker {caught} after the heal "
         f"({stats.get('catch_up_s')} s); {lost} values dc1 holds are missing on dc2, "
+        f"{counts['mirror-partition']} are in another partition, "
         f"{counts['mirror-order']} are out of dc1's order there, and "
         f"{counts['mirror-duplicate']} were copied twice."
     )

@@ -124,6 +124,14 @@ def verdict_of(results: Input) -> tuple[str, str]:
         if reasons:
             return v, f"The checkers could not decide{undecided}: {'; '.join(reasons)}."
         return v, f"The checkers could not decide{undecided}: e.g. the final drain did not finish."
+    warned = named(lambda c: c.get("count", 0) and c.get("severity") == "warning")
+    if warned:
+        # Loss that the run's settings allow (acks=1, unclean election) is a warning:
+        # valid, but the reader must see it next to the verdict, not only further down.
+        return v, (
+            "No anomaly of error severity was found; warnings, shapes this run's settings "
+            f"allow, were found{warned}."
+        )
     return v, "No anomaly of error severity was found."
 
 

@@ -60,7 +60,9 @@ def send_anomalies(ops: list[dict[str, Any]]) -> Anomalies:
         values_at[(topic, part, off)].add(val)
     out: Anomalies = defaultdict(list)
     last_ack: dict[tuple, tuple[int, int]] = {}  # stream -> (offset, index) of its last ack
+    acked: set[int] = set()
     for op, topic, part, off, val in acks_of(ops):
+        acked.add(val)
         if off >= 0:
             stream = (op["process"], topic, part)
             prev, prev_index = last_ack.get(stream, (None, None))
@@ -73,9 +75,12 @@ def send_anomalies(ops: list[dict[str, Any]]) -> Anomalies:
             placed = op["value"].get("offset") is not None
             lost = placed and max_read.get((topic, part), -1) > off
             out["lost-write" if lost else "unseen"].append((val,))
+    sent = {op["value"]["value"] for op in ops if op["f"] == "send" and op["type"] == "invoke"}
     for val, where in positions.items():
-        if len(where) > 1:
-            out["duplicate"].append((val, tuple(sorted(where))))
+        # Acknowledged or not: the clients promise different things of the two.
+        if len(where) > 1 and (val in acked or val in sent):
+            name = "duplicate" if val in acked else "duplicate-unacked"
+            out[name].append((val, tuple(sorted(where))))
     for where, vals in values_at.items():
         if len(vals) > 1:
             out["inconsistent-offsets"].append((*where, tuple(sorted(vals))))
@@ -363,7 +368,7 @@ def key_of(check_name: str, ex: dict[str, Any]) -> tuple:
         return txn_key_of(check_name, ex)
     if check_name in ("lost-write", "unseen", "acked-lost", "failed-write-read"):
         return (ex["value"],)
-    if check_name == "duplicate":
+    if check_name in ("duplicate", "duplicate-unacked"):
         return (ex["value"], tuple(sorted(tuple(p) for p in ex["positions"])))
     if check_name == "inconsistent-offsets":
         return (ex["topic"], ex["partition"], ex["offset"], tuple(ex["values"]))

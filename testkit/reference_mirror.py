@@ -9,9 +9,11 @@ when it was sent to dc1; a cluster's log is what its final drain read.
 - failover-skip: a copy in dc2's log, below the highest offset the group
   read in that dc2 partition, read by the group on neither cluster.
 - failover-reread: read by the group on dc1 and on dc2.
-- mirror-order: a copy whose first dc2 position is in another partition than
-  its first dc1 position, or before the first dc2 position of the value that
-  precedes it in its dc1 partition.
+- mirror-partition: a copy whose first dc2 position is in another partition
+  than its first dc1 position.
+- mirror-order: a copy in its dc1 partition on dc2 too, before the first dc2
+  position of the value that precedes it in its dc1 partition, when that one
+  kept its partition too.
 - mirror-duplicate: a copy at more than one dc2 position.
 """
 
@@ -87,24 +89,27 @@ def judge_mirror(ops: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]
     for g in groups:
         for val in reads[(g, False)] & reads[(g, True)]:
             out["failover-reread"].append({"group": g, "value": val})
-    out["mirror-order"] = _out_of_order(dc1_log, dc2_log)
+    out["mirror-partition"], out["mirror-order"] = _misplaced(dc1_log, dc2_log)
     return out
 
 
-def _out_of_order(
+def _misplaced(
     dc1_log: dict[int, list[Pos]], dc2_log: dict[int, list[Pos]]
-) -> list[dict[str, Any]]:
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(moved to another partition, out of dc1's order within one partition)."""
     by_partition: dict[tuple[str, int], list[tuple[int, int, Pos]]] = defaultdict(list)
     for val, ps in dc1_log.items():
         if val in dc2_log:
             t, p, o = min(ps, key=lambda x: x[2])
             by_partition[(t, p)].append((o, val, min(dc2_log[val], key=lambda x: x[2])))
-    bad = []
+    moved, behind = [], []
     for (_, p1), rows in by_partition.items():
         rows.sort()
-        prev_o2 = None
+        prev: tuple[int, int] | None = None  # the preceding value's dc2 (partition, offset)
         for _, val, (_, p2, o2) in rows:
-            if p2 != p1 or (prev_o2 is not None and prev_o2 > o2):
-                bad.append({"value": val})
-            prev_o2 = o2
-    return bad
+            if p2 != p1:
+                moved.append({"value": val})
+            elif prev is not None and prev[0] == p2 and prev[1] > o2:
+                behind.append({"value": val})
+            prev = (p2, o2)
+    return moved, behind

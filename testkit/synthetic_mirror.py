@@ -23,13 +23,21 @@ from typing import Any
 
 from checkers.builder import HistoryBuilder
 
-KINDS = ("valid", "mirror-lost", "failover-skip", "mirror-order", "mirror-duplicate")
+KINDS = (
+    "valid",
+    "mirror-lost",
+    "failover-skip",
+    "mirror-partition",
+    "mirror-order",
+    "mirror-duplicate",
+)
 # What each injection must make the checks find (failover-reread, legal,
 # is in nearly every history and compared between Spark and the twin only).
 EXPECTED: dict[str, dict[str, int]] = {
     "valid": {},
     "mirror-lost": {"mirror-lost": 1},
     "failover-skip": {"failover-skip": 1},
+    "mirror-partition": {"mirror-partition": 1},
     "mirror-order": {"mirror-order": 1},
     "mirror-duplicate": {"mirror-duplicate": 1},
 }
@@ -144,6 +152,14 @@ def _inject(
         p = _pick(rng, [p for p in copies if len(copies[p]) > max(cut[p], start[p]) + 1], copies)
         c = copies[p][rng.randint(max(cut[p], start[p]), len(copies[p]) - 2)]
         h.skipped = c.value
+    elif kind == "mirror-partition":
+        # A copy appended to the other partition of dc2: after every copy there, so
+        # it breaks no order there, and the gap it leaves breaks none either.
+        p = _pick(rng, [p for p in copies if copies[p]], copies)
+        q = (p + 1) % h.partitions
+        c = copies[p].pop(rng.randrange(len(copies[p])))
+        c.partition, c.offset = q, max((x.offset for x in copies[q]), default=-1) + 1
+        copies[q].append(c)
     elif kind == "mirror-order":
         # Two copies the group read on dc1 before the translated start: the
         # swap breaks order and nothing else.

@@ -1,7 +1,9 @@
 """``kafka-chaos shrink RUN_DIR``: cut a failing run down to a minimal reproduction.
 
-The anomaly to keep is the run's error-severity checks that found something
-(``--anomaly NAME`` picks one).  Each candidate is a real run on the run's
+The anomaly to keep is the run's error-severity checks that found something,
+or, when it found none, its warning-severity ones (a loss the run's settings
+allow, such as unclean leader election's, is a warning and still worth a
+shorter reproduction); ``--anomaly NAME`` picks one.  Each candidate is a real run on the run's
 cluster (``run --replay`` of the candidate's recipe), named ``NAME-shrink``.
 The search's log is saved after every step as ``shrink.json`` in RUN_DIR, so
 a second ``shrink RUN_DIR`` resumes where the first stopped; at the end it is
@@ -44,7 +46,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("run_dir", type=Path, metavar="RUN_DIR")
     p.add_argument(
-        "--anomaly", help="the check to keep finding, a warning too (default: the errors found)"
+        "--anomaly",
+        help="the check to keep finding, a warning too (default: the errors found, else the "
+        "warnings)",
     )
     p.add_argument("--repeat", type=int, default=3, help="N: runs per candidate (default 3)")
     p.add_argument("--k", type=int, default=1, help="K: failing runs that make it fail")
@@ -102,18 +106,35 @@ def anomalies(results: dict[str, Any], errors_only: bool = True) -> set[str]:
     }
 
 
+def default_anomalies(results: dict[str, Any]) -> set[str]:
+    """What a shrink (or a reproduction) keeps by default: the errors found, else the
+    warnings found.  Info findings are legal by every source, never a failure."""
+    errors = anomalies(results)
+    if errors:
+        return errors
+    return {
+        name
+        for name, c in results.get("checks", {}).items()
+        if c.get("count", 0) > 0 and c.get("severity") == "warning"
+    }
+
+
 def _shrink(args: argparse.Namespace) -> int:
     run = store_mod.resolve_run_dir(args.run_dir)
     config = run.read_json(store_mod.CONFIG)
     schedule = run.read_json(store_mod.SCHEDULE)
-    # By default the errors; --anomaly may name a warning the run found, too.
-    found = anomalies(run.read_json(store_mod.RESULTS), errors_only=not args.anomaly)
+    results = run.read_json(store_mod.RESULTS)
+    # By default the errors, else the warnings; --anomaly may name any finding.
+    found = anomalies(results, errors_only=False) if args.anomaly else default_anomalies(results)
     keep = {args.anomaly} if args.anomaly else found
     if not keep or not keep <= found:
+        wanted = f"anomaly {args.anomaly!r}" if args.anomaly else "error or warning"
         raise ConfigError(
-            f"{run.path}: no {'anomaly ' + repr(args.anomaly) if args.anomaly else 'error'} "
-            f"to keep (found: {', '.join(sorted(found)) or 'none'})"
+            f"{run.path}: no {wanted} to keep (found: {', '.join(sorted(found)) or 'none'})"
         )
+    if not args.anomaly and not anomalies(results):
+        print(f"no error found: keeping the run's warnings ({', '.join(sorted(keep))}); "
+              "--anomaly NAME keeps one", flush=True)  # fmt: skip
     options = build_spec(config, debug_overrides(args)).to_dict()
     if args.cluster_name:
         options["cluster"]["name"] = args.cluster_name

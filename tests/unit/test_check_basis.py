@@ -43,6 +43,8 @@ SPECS: dict[str, CheckedSpec] = {
     "acks=0": _spec(producer={"acks": "0", "enable_idempotence": False}),
     "acks=1": _spec(producer={"acks": "1", "enable_idempotence": False}),
     "idempotence off": _spec(producer={"enable_idempotence": False}),
+    "java producer": _spec(producer={"client": "java"}),
+    "unclean election": _spec(topic={"unclean_leader_election": True}),
     "txn ctp": _spec(workload="txn", txn={"mode": "ctp"}),
     "read_uncommitted": _spec(workload="txn", txn={"isolation_level": "read_uncommitted"}),
     "no ww edges": _spec(workload="txn", checker={"ww_deps": False}),

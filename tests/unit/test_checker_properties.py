@@ -155,6 +155,17 @@ class Model:
         self.b.complete_send(pid, v, "ok", TOPIC, p, o)
         self.expect("duplicate", (v, ((TOPIC, p, o - 1), (TOPIC, p, o))))
 
+    def produce_unacked_duplicate(self) -> None:
+        """A send whose outcome stayed unknown, written twice: only reads place it."""
+        v = self.value
+        self.value += 1
+        pid, p = self.rnd.choice(self.producers), self.rnd.randrange(self.partitions)
+        self.b.invoke_send(pid, v, TOPIC)
+        self.log[p] += [v, v]
+        o = len(self.log[p]) - 1
+        self.b.complete_send(pid, v, "info", TOPIC)
+        self.expect("duplicate-unacked", (v, ((TOPIC, p, o - 1), (TOPIC, p, o))))
+
     def produce_reordered_pair(self) -> None:
         """Two sends of one producer land in the opposite order of their acks."""
         pid, p = self.rnd.choice(self.producers), self.rnd.randrange(self.partitions)
@@ -404,6 +415,7 @@ class Model:
 
 GENERATION_INJECTIONS = {
     "duplicate": Model.produce_retry_duplicate,
+    "duplicate-unacked": Model.produce_unacked_duplicate,
     "nonmonotonic-send": Model.produce_reordered_pair,
     "group-double-ownership": Model.double_own,
     "group-unowned": Model.leave_unowned,

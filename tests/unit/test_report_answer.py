@@ -29,6 +29,19 @@ def test_the_banner_states_every_figure_even_zero() -> None:
     assert answer({}) is None  # results from before the summary existed
 
 
+def test_a_loss_the_settings_allow_still_leads_the_banner() -> None:
+    """Under unclean election (or acks=1) acked-lost is a warning and the verdict valid:
+    the banner still says how many were lost, and that the settings allow it."""
+    summary = {"acked": 100, "acked_lost": 40, "duplicated": 0, "reordered": 0}
+    warned = {"summary": summary, "checks": {"acked-lost": {"count": 40, "severity": "warning"}}}
+    assert answer(warned) == (
+        "Kafka lost 40 of 100 acknowledged messages, as this run's settings allow (a warning). "
+        "0 were duplicated; 0 were read out of order."
+    )
+    broken = {"summary": summary, "checks": {"acked-lost": {"count": 40, "severity": "error"}}}
+    assert answer(broken).startswith("Kafka lost 40 of 100 acknowledged messages. 0 were")
+
+
 def ex(p: int, o: int, **extra) -> dict:
     return {"topic": "t", "partition": p, "offset": o, **extra}
 
@@ -113,4 +126,22 @@ def test_values_stored_twice_are_said_with_their_writers(tmp_path: Path) -> None
         "sent again by the same producer under a bumped epoch (its client gave up on a request "
         "and started its sequences over, so the broker could not recognise the retry), e.g. "
         "value 5392 at offsets 289 (producer 1001, epoch 0) and 7738 (producer 1001, epoch 26)."
+    )
+
+
+def test_a_valid_verdict_names_the_warnings_beside_it() -> None:
+    from reports.inputs import Input
+    from reports.render import verdict_of
+
+    checks = {
+        "acked-lost": {"count": 40, "severity": "warning", "valid": False},
+        "lost-write": {"count": 0, "severity": "warning", "valid": True},
+        "duplicate": {"count": 3, "severity": "info", "valid": False},
+    }
+    verdict, reason = verdict_of(Input({"verdict": "valid", "checks": checks}))
+    assert verdict == "valid"
+    assert reason.endswith("warnings, shapes this run's settings allow, were found (acked-lost).")
+    quiet = {"acked-lost": {"count": 0, "severity": "warning", "valid": True}}
+    assert verdict_of(Input({"verdict": "valid", "checks": quiet}))[1] == (
+        "No anomaly of error severity was found."
     )

@@ -166,3 +166,15 @@ def test_hints_follow_the_run_config() -> None:
     assert any("Idempotence was disabled" in h for h in hints("duplicate", cfg))
     assert hints("poll-skip", cfg) == []
     assert hints("lost-write", {"producer": {"acks": "all"}}) == []
+    # The setting that allows a loss is named, as the checks read it (topic.config wins).
+    unclean = {"topic": {"config": {"unclean.leader.election.enable": "true"}}}
+    for check in ("lost-write", "unseen", "acked-lost", "inconsistent-offsets"):
+        assert any(
+            h.startswith("Allowed by unclean.leader.election.enable=true")
+            for h in hints(check, unclean)
+        ), check
+    java = {"producer": {"client": "java"}}
+    assert any(
+        h.startswith("Allowed by the Java producer") for h in hints("duplicate-unacked", java)
+    )
+    assert hints("duplicate-unacked", {"producer": {"client": "librdkafka"}}) == []

@@ -59,6 +59,20 @@ def test_anomalies_are_the_error_checks_that_fired(tmp_path):
     assert _anomalies(recorded_run(tmp_path, {"ops": []}, results)) == {"lost-write"}
 
 
+def test_a_run_with_only_warnings_is_reproduced_by_its_warnings(tmp_path):
+    """An unclean election's loss is a warning: reproducing that run means seeing the
+    loss again, not merely another valid verdict."""
+    results = {
+        "checks": {
+            "acked-lost": {"count": 3, "severity": "warning"},
+            "duplicate": {"count": 9, "severity": "info"},
+        }
+    }
+    run = recorded_run(tmp_path, {"ops": []}, results)
+    assert _anomalies(run) == {"acked-lost"}
+    assert _anomalies(run, every=True) == {"acked-lost", "duplicate"}
+
+
 @pytest.mark.parametrize(
     "verdict, interrupted, code",
     [

@@ -144,6 +144,21 @@ def test_the_budget_reads_as_a_duration_or_is_one_line() -> None:
     assert anomalies(results, errors_only=False) == {"acked-lost", "duplicate"}
 
 
+def test_a_run_with_only_warnings_keeps_its_warnings_by_default() -> None:
+    """An unclean election's loss is a warning (its doc allows it): a shrink of such a
+    run keeps the warnings, never the info findings; errors win when there are any."""
+    from kafka_chaos.shrink.cli import default_anomalies
+
+    warned = {"checks": {"acked-lost": {"count": 3, "severity": "warning"},
+                         "lost-write": {"count": 1, "severity": "warning"},
+                         "duplicate": {"count": 2, "severity": "info"},
+                         "unseen": {"count": 0, "severity": "warning"}}}  # fmt: skip
+    assert default_anomalies(warned) == {"acked-lost", "lost-write"}
+    failed = {"checks": {**warned["checks"], "poll-skip": {"count": 1, "severity": "error"}}}
+    assert default_anomalies(failed) == {"poll-skip"}
+    assert default_anomalies({"checks": {"duplicate": {"count": 2, "severity": "info"}}}) == set()
+
+
 def test_only_the_chosen_kinds_of_cut_are_tried() -> None:
     import pytest
 

@@ -70,7 +70,8 @@ EXAMPLES = int(os.environ.get("TXN_PROPERTY_EXAMPLES", "150"))
 # The checks the reference implements: the new transactional checks have
 # property tests of their own.
 EXISTING = (
-    "lost-write", "unseen", "duplicate", "inconsistent-offsets", "failed-write-read",
+    "lost-write", "unseen", "duplicate", "duplicate-unacked", "inconsistent-offsets",
+    "failed-write-read",
     "nonmonotonic-send", "nonmonotonic-poll", "poll-skip", "group-double-ownership",
     "group-unowned", "group-commit-past-unread",
 )  # fmt: skip

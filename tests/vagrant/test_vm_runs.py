@@ -99,10 +99,12 @@ def test_unclean_leader_election_loses_acknowledged_writes_on_vms(
         vm_cluster, tmp_path, "--scenario", "unclean-leader-election",
         "--fault-duration", f"{duration:.0f}", "--time-limit", f"{duration + 35:.0f}",
     )  # fmt: skip
-    assert code == 1 and "expectation held" in out, out
+    # Valid as expected: unclean election's doc allows the loss, reported as warnings.
+    assert code == 0 and "expectation held" in out, out
     results = json.loads((run / "results.json").read_text())
     acked_lost = results["checks"]["acked-lost"]
     assert acked_lost["count"] > 0 and acked_lost["valid"] is False
+    assert acked_lost["severity"] == "warning"
     assert 0 < results["summary"]["acked_lost"] < results["summary"]["acked"]
 
 
