@@ -462,7 +462,8 @@ def analyze(a, admin) -> int:
     summary = {
         "topic": topic,
         "librdkafka": __import__("confluent_kafka").libversion()[0],
-        "confluent_kafka": __import__("confluent_kafka").version()[0],
+        # version() is a string in confluent-kafka 2.16 (a tuple in older releases).
+        "confluent_kafka": _text_version(__import__("confluent_kafka").version()),
         "t0_wall": t0,
         "t_end": t_end,
         "faults": events,
@@ -502,6 +503,11 @@ def analyze(a, admin) -> int:
         return EXIT_ERROR
     print("no acknowledged value stored twice")
     return EXIT_CLEAN
+
+
+def _text_version(v: object) -> str:
+    """The version string, whether the binding returns a string or a (string, int) tuple."""
+    return v if isinstance(v, str) else str(v[0])  # type: ignore[index]
 
 
 if __name__ == "__main__":
