@@ -601,14 +601,17 @@ SHARE_LOST = Check(
     explanation=(
         "The broker acknowledged these sends, yet no member of the share group ever had an accept "
         "or reject of them committed, though their delivery count stayed below the limit and the "
-        "group's share drain went quiet: the queue dropped them. Values whose accept or reject has"
-        " an unknown outcome are counted apart (undecided)."
+        "group's share drain completed (it went quiet, and outlasted every crashed member's "
+        "session): the queue dropped them. Values whose accept or reject has an unknown outcome "
+        "are counted apart (undecided)."
     ),
     finds=(
         "An acknowledged send whose record no member ever had an accept or reject of committed, "
-        "although its delivery count stayed below the limit and the group's share drain went "
-        "quiet. The queue dropped it. Values with an accept or reject of unknown outcome are "
-        "counted as `undecided`, and records the broker archived at the limit as "
+        "although its delivery count stayed below the limit and the group's share drain completed:"
+        " it went quiet for longer than a lock, and lasted until every crashed member's session "
+        "had expired, so no member the coordinator still counted could be holding the record or "
+        "its partition. The queue dropped it. Values with an accept or reject of unknown outcome "
+        "are counted as `undecided`, and records the broker archived at the limit as "
         "`at_delivery_limit`: neither is lost. A leader change excuses nothing here: whatever the "
         "new leader forgot, it must deliver the record again."
     ),
@@ -616,7 +619,8 @@ SHARE_LOST = Check(
     meaning=(
         "The broker acknowledged this message, but no member of the share group ever had an accept"
         " or reject of it committed, although it was delivered fewer times than the group's "
-        "delivery limit and the share drain went quiet: the queue dropped it."
+        "delivery limit and the share drain completed (quiet, and past every crashed member's "
+        "session): the queue dropped it."
     ),
     causes=(
         "Share-partition state lost or rolled back when its leader moved (a broker kill), "
@@ -855,18 +859,20 @@ SHARE_MISSING_REDELIVERY = Check(
     explanation=(
         "A record released by a member, or held by one that crashed or never acknowledged it, was "
         "never delivered again although its delivery limit was not reached and the share drain "
-        "went quiet."
+        "completed (quiet, and past every crashed member's session)."
     ),
     finds=(
         "The record's last delivery ended without a committed accept or reject: its holder "
         "committed a release, crashed, closed without acking it, or let its lock lapse. Its count "
-        "was below the limit, and nobody ever got it again. A leader change excuses nothing here."
+        "was below the limit, and nobody ever got it again, through a share drain that completed "
+        "(quiet for longer than a lock, and past every crashed member's session). A leader change "
+        "excuses nothing here."
     ),
     severity_doc="error",
     meaning=(
         "A member released this record, or held it and crashed or never acknowledged it, and no "
         "member ever got it again, although its delivery limit was not reached and the share drain"
-        " waited longer than a lock for it."
+        " waited longer than a lock for it, and until every crashed member's session had expired."
     ),
     causes=(
         "Acquisition locks that never expire, or released records lost from the share-partition's "

@@ -87,6 +87,35 @@ def broker_ids(bootstrap: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> list[int
     return sorted(_metadata(bootstrap, timeout_s).brokers)
 
 
+def broker_config(bootstrap: str, key: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> dict[int, str]:
+    """``key``'s value in force on each broker that answered, all within ``timeout_s``.
+
+    What the brokers run with, not what the harness would render: a reused
+    cluster keeps the config it started with (kafka_db.start_cluster).  One
+    DescribeConfigs per broker: librdkafka takes one BROKER resource per call."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import ConfigResource, ResourceType
+
+    deadline = time.monotonic() + timeout_s
+    ids = broker_ids(bootstrap, timeout_s)
+    client = _client(bootstrap, max(1.0, deadline - time.monotonic()))
+    out: dict[int, str] = {}
+    for b in ids:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        resource = ConfigResource(ResourceType.BROKER, str(b))
+        try:
+            [fut] = client.describe_configs([resource], request_timeout=left).values()
+            entries = fut.result(timeout=left + 1)
+        except (KafkaException, TimeoutError) as e:
+            log.info("describe configs of broker %s: %s", b, e)
+            continue
+        if key in entries and entries[key].value is not None:
+            out[b] = entries[key].value
+    return out
+
+
 def controller_id(bootstrap: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> int | None:
     """The controller id in the metadata (see the module note for KRaft)."""
     cid = _metadata(bootstrap, timeout_s).controller_id

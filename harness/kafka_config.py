@@ -94,6 +94,37 @@ def scaled_for_guest_speed(props: dict[str, object], scale: float) -> dict[str, 
     }
 
 
+# Share groups (KIP-932) keep their members' session on the broker too, with
+# Kafka's default of 45 s (and a 45 s minimum): a share member that crashed and
+# whose leave was lost keeps its partitions, and nobody else gets their records,
+# for that long.  These match the classic consumers' 10 s session, as the
+# KIP-848 settings below do, so a share drain can wait out a crashed member's
+# session (workloads/share_consumer.py).  Names and bounds: apache/kafka's
+# GroupCoordinatorConfig (``group.share.session.timeout.ms``, its ``min``/``max``
+# 45000/60000, ``group.share.heartbeat.interval.ms`` and its ``min``/``max``
+# 5000/15000; the heartbeat must be below the session), present with the same
+# names in the 3.9.2 and 4.4.0 jars.  Set only where the harness runs share
+# groups (SHARE_GROUPS_SINCE, as ``consumer.mode: share`` requires).
+SHARE_GROUPS_SINCE = (4, 2)
+SHARE_SESSION_TIMEOUT_MS = 10000
+SHARE_GROUP_PROPS: dict[str, object] = {
+    "group.share.min.session.timeout.ms": 6000,
+    "group.share.session.timeout.ms": SHARE_SESSION_TIMEOUT_MS,
+    "group.share.min.heartbeat.interval.ms": 1000,
+    "group.share.heartbeat.interval.ms": 3000,
+}
+
+
+def has_share_groups(version: str | None) -> bool:
+    """Whether brokers of ``version`` get the share-group settings (None: unknown, no)."""
+    if version is None:
+        return False
+    parts = version.split(".")
+    if len(parts) < 2 or not (parts[0].isdigit() and parts[1].isdigit()):
+        return False
+    return (int(parts[0]), int(parts[1])) >= SHARE_GROUPS_SINCE
+
+
 def _common_broker_props(node: Node, n_nodes: int) -> dict[str, object]:
     rf = min(3, n_nodes)
     return {
@@ -131,8 +162,10 @@ def kraft_server_properties(
     nodes: Sequence[Node],
     overrides: Mapping[str, str] | None = None,
     scale: float = 1.0,
+    version: str | None = None,
 ) -> str:
-    """Combined broker+controller node with a static quorum of all nodes."""
+    """Combined broker+controller node with a static quorum of all nodes; with
+    ``version`` a share-group release, the share-group session settings too."""
     voters = ",".join(f"{n.node_id}@{n.address}:{CONTROLLER_PORT}" for n in nodes)
     props: dict[str, object] = {
         "process.roles": "broker,controller",
@@ -153,6 +186,7 @@ def kraft_server_properties(
         "controller.quorum.fetch.timeout.ms": 2000,
         "controller.quorum.request.timeout.ms": 2000,
         "initial.broker.registration.timeout.ms": 60000,
+        **(SHARE_GROUP_PROPS if has_share_groups(version) else {}),
     }
     props = scaled_for_guest_speed(props, scale)
     props.update(overrides or {})

@@ -409,7 +409,7 @@ def node_files(
         )
     else:
         files[f"{cfg}/server.properties"] = kc.kraft_server_properties(
-            node, nodes, spec.broker_config, scale
+            node, nodes, spec.broker_config, scale, version
         )
     kafka_cmd = kc.java_command(
         node.root_dir,

@@ -145,12 +145,18 @@ class QueueWorkload(Lifecycle[WorkloadSummary]):
         """Read every partition from the beginning to its high watermark (fresh consumer).
 
         Share groups first get their own drain: fresh members accept what is
-        still deliverable until the groups go quiet (workloads.share_consumer).
+        still deliverable until the groups go quiet and the last crashed
+        member's session has surely expired (workloads.share_consumer).
         """
         if self.share:
+            crashes = [
+                c.last_crash_at for c in self.consumers
+                if isinstance(c, ShareWorker) and c.last_crash_at is not None
+            ]  # fmt: skip
             for r in share_drain(
                 self.spec, self.bootstrap, self.history, self.processes,
                 self._share_groups(), timeout_s, self._share_worker(),
+                last_crash_at=max(crashes, default=None),
             ):  # fmt: skip
                 (self.log.info if r.complete else self.log.warning)("%s", r)
         return self.drain_topics(timeout_s)[0]

@@ -13,7 +13,8 @@ exist to survive: a consumer that dies holding work.
 
 The share drain (``share_drain``) runs after the workload: fresh members
 accept everything until nothing has been delivered for longer than a lock
-duration, so every record still deliverable has had its chance.
+duration, and until every member that crashed has surely been fenced
+(``DrainRule``), so every record still deliverable has had its chance.
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ from typing import Any
 
 from confluent_kafka import AcknowledgeType, KafkaException, ShareConsumer
 
+from harness import admin
+from harness.errors import HarnessError
+from harness.kafka_config import SHARE_SESSION_TIMEOUT_MS
 from harness.spec import TestSpec
 from workloads import client_logs
 from workloads.consumer import (
@@ -54,6 +58,13 @@ ACK_TYPES = {
 }
 CRASH_HOLD_MARGIN_S = 2.0  # a crashed member holds its records this long past their lock
 DRAIN_QUIET_MARGIN_S = 3.0
+# After a crashed member's session could have expired: the coordinator's expiry
+# timer, the new assignment reaching a drain member (its heartbeat, 3 s, and the
+# group's assignment interval, 1 s) and that member's first fetch.
+FENCE_MARGIN_S = 5.0
+SESSION_KEY = "group.share.session.timeout.ms"
+KAFKA_DEFAULT_SESSION_MS = 45000  # Kafka's own default, assumed when the brokers cannot say
+SESSION_ASK_TIMEOUT_S = 10.0
 
 
 def share_group_name(spec: TestSpec, k: int) -> str:
@@ -154,6 +165,7 @@ class ShareWorker(ClientSlot):
         self.policy = policy
         self.extra = {"final": True} if final else {}
         self.topic = spec.topic.name
+        self.last_crash_at: float | None = None  # time.monotonic() of this slot's last crash
 
     # -- the client: every call that touches librdkafka (workloads/java/share_consumer.py
     # overrides these for Kafka's Java client) --------------------------------
@@ -298,6 +310,12 @@ class ShareWorker(ClientSlot):
         close_quietly(consumer, f"close share member {self.process}")
         self.history.append(self.process, "ok", "share-close", {"group": self.group})
 
+    def _record_crash(self, reason: str) -> None:
+        """Every crash, the workload's own and a failed incarnation's (closed at once, its
+        leave as losable): the share drain waits until the last one's session has expired."""
+        self.last_crash_at = time.monotonic()
+        super()._record_crash(reason)
+
     def _crash(self, consumer: Any, reason: str) -> None:
         """Stop acting while holding the last poll's records, past their lock, then vanish."""
         self._record_crash(reason)
@@ -314,15 +332,94 @@ def _error_text(e: Exception) -> str:
     return str(e) if isinstance(e, ClientCallFailed) else f"{type(e).__name__}: {e}"
 
 
+def crashed_members_fenced_at(
+    last_crash_at: float | None, lock_ms: int, session_s: float
+) -> float | None:
+    """When (``time.monotonic()``) every share member that crashed has surely been fenced
+    by the group coordinator, even if its leave was lost; None when none crashed.
+
+    Why: a crashed member keeps its partitions assigned to itself alone until it
+    leaves or the coordinator fences it.  Its leave can be lost (a fault on the
+    coordinator); then the coordinator last heard from it at the end of its close,
+    at most its hold (lock + CRASH_HOLD_MARGIN_S) and a bounded close
+    (CLOSE_TIMEOUT_S) after the crash, and fences it one session timeout later.
+    FENCE_MARGIN_S then lets its partitions reach a drain member.  Before that, a
+    quiet drain proves nothing about those partitions: nobody could fetch them
+    (evidence/share-partitions-stuck-after-leader-blackhole-4.4.0).
+    """
+    if last_crash_at is None:
+        return None
+    hold_s = lock_ms / 1000 + CRASH_HOLD_MARGIN_S
+    return last_crash_at + hold_s + CLOSE_TIMEOUT_S + session_s + FENCE_MARGIN_S
+
+
+@dataclass(frozen=True)
+class DrainRule:
+    """When a share drain may call itself complete: pure timing, so it is testable.
+
+    Complete means both: no delivery for ``quiet_s`` (longer than a lock, so an
+    expired lock has redelivered), and ``fenced_at`` passed (every crashed
+    member's session has expired, so its partitions went to a live member).
+    The drain's own bound (``deadline``) cuts both; then it is not complete.
+    """
+
+    start: float
+    deadline: float
+    quiet_s: float
+    fenced_at: float | None = None
+
+    def done(self, now: float, quiet_for: float) -> bool:
+        return quiet_for >= self.quiet_s and (self.fenced_at is None or now >= self.fenced_at)
+
+    def sessions_expire_s(self) -> float:
+        """Seconds from the drain's start it waited (or had to wait) for crashed
+        members' sessions to expire; 0 when none crashed or they expired before."""
+        if self.fenced_at is None:
+            return 0.0
+        return round(max(0.0, self.fenced_at - self.start), 1)
+
+    def why_incomplete(self, now: float, quiet_for: float) -> str | None:
+        """None if complete at ``now``, else why not, in one line."""
+        if self.done(now, quiet_for):
+            return None
+        bound = round(self.deadline - self.start, 1)
+        if self.fenced_at is not None and now < self.fenced_at:
+            return (
+                f"its {bound} s bound came before a crashed member's session could expire "
+                f"(+{self.sessions_expire_s()} s): records it held or its partitions may "
+                "never have been offered to a drain member"
+            )
+        return f"a delivery came within {self.quiet_s} s of its {bound} s bound"
+
+
+def share_session_timeout_s(bootstrap: str) -> tuple[float, str]:
+    """(the share-group session timeout the brokers run with, in seconds; where it came from).
+
+    Asked, not assumed: a reused cluster keeps the config it started with, which
+    may predate harness.kafka_config's 10 s.  The longest any broker reports (the
+    coordinator may move).  When none answers, Kafka's default 45 s or the
+    harness's value, whichever is longer, so the drain errs towards waiting."""
+    try:
+        values = admin.broker_config(bootstrap, SESSION_KEY, SESSION_ASK_TIMEOUT_S)
+    except HarnessError as e:
+        log.warning("share drain: the brokers' %s unknown (%s)", SESSION_KEY, e)
+        values = {}
+    numbers = [int(v) for v in values.values() if v.isdigit()]
+    if numbers:
+        return max(numbers) / 1000, "brokers"
+    return max(KAFKA_DEFAULT_SESSION_MS, SHARE_SESSION_TIMEOUT_MS) / 1000, "assumed"
+
+
 @dataclass
 class ShareDrainResult:
     group: str
     complete: bool
     quiet_s: float
     delivered: int
+    reason: str | None = None
 
     def __str__(self) -> str:
-        state = "complete" if self.complete else "cut short"
+        state = "complete" if self.complete else f"cut short: {self.reason}"
         return f"share drain of {self.group}: {state}, {self.delivered} deliveries"
 
 
@@ -334,14 +431,24 @@ def share_drain(
     groups: list[str],
     timeout_s: float,
     make_worker: Callable[..., ShareWorker] = ShareWorker,
+    last_crash_at: float | None = None,
+    session: tuple[float, str] | None = None,
 ) -> list[ShareDrainResult]:
-    """Fresh members accept everything until no group has had a delivery for ``quiet_s``.
+    """Fresh members accept everything until no group has had a delivery for ``quiet_s``
+    and every crashed member (``last_crash_at``, monotonic) has surely been fenced.
 
     ``quiet_s`` exceeds the lock duration: a record held by a member that
-    stopped comes back within one lock, and is then delivered again.  One
-    ``share-drain`` line per group says whether it went quiet in time.
+    stopped comes back within one lock, and is then delivered again.  But a
+    crashed member whose leave was lost keeps its partitions until its session
+    expires, so the drain also waits for that (``DrainRule``).  ``session``:
+    (seconds, source) of the share session timeout; asked of the brokers when
+    None, and only if a member crashed.  One ``share-drain`` line per group says
+    whether it completed in time, and what it waited for.
     """
     quiet_s = spec.consumer.share_lock_ms / 1000 + DRAIN_QUIET_MARGIN_S
+    if session is None:
+        session = share_session_timeout_s(bootstrap) if last_crash_at is not None else (0.0, "")
+    session_s, session_source = session
     progress = GroupProgress()
     stop = threading.Event()
     workers = [
@@ -353,21 +460,26 @@ def share_drain(
         for _ in range(max(1, spec.consumer.workers_per_group))
     ]  # fmt: skip
     start = time.monotonic()
+    rule = DrainRule(
+        start, start + timeout_s, quiet_s,
+        crashed_members_fenced_at(last_crash_at, spec.consumer.share_lock_ms, session_s),
+    )  # fmt: skip
     for w in workers:
         w.start()
-    deadline = start + timeout_s
-    quiet = {g: False for g in groups}
-    while time.monotonic() < deadline:
-        quiet = {g: progress.quiet_for(g, start) >= quiet_s for g in groups}
-        if all(quiet.values()):
+    why: dict[str, str | None] = {g: "it never looked" for g in groups}
+    while True:
+        now = time.monotonic()
+        why = {g: rule.why_incomplete(now, progress.quiet_for(g, start)) for g in groups}
+        if all(w is None for w in why.values()) or now >= rule.deadline:
             break
         time.sleep(0.5)
+    duration_s = round(time.monotonic() - start, 1)
     stop.set()
     for w in workers:
         w.join(COMMIT_TIMEOUT_S + CLOSE_TIMEOUT_S + 2)
     results = []
     for g in groups:
-        result = ShareDrainResult(g, quiet[g], quiet_s, progress.delivered.get(g, 0))
+        result = ShareDrainResult(g, why[g] is None, quiet_s, progress.delivered.get(g, 0), why[g])
         history.append(
             processes.next(),
             "ok",
@@ -377,6 +489,11 @@ def share_drain(
                 "final": True,
                 "complete": result.complete,
                 "quiet_s": quiet_s,
+                "sessions_expire_s": rule.sessions_expire_s(),
+                "session_timeout_s": session_s if last_crash_at is not None else None,
+                "session_timeout_source": session_source or None,
+                "duration_s": duration_s,
+                "reason": result.reason,
                 "delivered": result.delivered,
             },
         )
