@@ -18,7 +18,14 @@ Two kinds of recipe:
 a reproducer outside the harness, one run per invocation, ``{version}``
 replaced by each version (``env KAFKA_VERSION={version} ...`` sets a
 variable): exit 1 is the anomaly, 0 none, anything else "could not run",
-counted apart and not as a run;
+counted apart and not as a run.  With ``--venv-package confluent-kafka``
+each version's run goes through a virtual environment of its own holding
+``confluent-kafka==VERSION`` (the same cached venvs as ``--run`` below):
+``{python}`` in the command is that venv's interpreter and its bin directory
+is first on PATH, so a reproducer written against the client library is
+replayed on old clients without installing over the released one; a version
+whose wheel will not install is "could not run", in one line.  Without it,
+``{python}`` is this interpreter;
 
     python bench/versions.py --run evidence/NAME --kafka 3.9.2,4.4.0 \\
         [--confluent-kafka 2.12.0,2.16.1] --runs 5
@@ -64,6 +71,9 @@ TABLE = "table.md"
 ANOMALY, NONE, COULD_NOT_RUN = "anomaly", "none", "could not run"
 RESULT_TAG = "KC-VERSIONS-RESULT "  # the child's last line in --run mode
 VERSION_RE = re.compile(r"^[0-9]+(\.[0-9]+){1,3}([.-][A-Za-z0-9]+)?$")
+# A PyPI project name (PEP 508): it goes into a pip requirement and a directory name,
+# so "x==1", "x; sys_platform..." or "../y" must not get through.
+PACKAGE_RE = re.compile(r"^([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9])$")
 ALPHA = 0.05
 
 
@@ -336,16 +346,59 @@ def relative_paths(text: str) -> str:
     return text.replace(str(Path.cwd()) + os.sep, "")
 
 
-def command_runner(template: str, timeout_s: float) -> Any:
-    """One invocation of the reproducer per run, its output kept in the run's log."""
+def package_arg(name: str) -> str:
+    """A ``--venv-package`` name, refused unless it is a bare PyPI project name: the
+    version is the grid's to pin, and the name also names the venv's directory."""
+    if not PACKAGE_RE.match(name):
+        raise Refused(f"{name!r} is not a package name (like confluent-kafka; no version)")
+    return name
+
+
+def command_argv(template: str, version: str, python: Path) -> list[str]:
+    """The reproducer's argv for one version: ``{version}`` and ``{python}`` filled in.
+
+    The interpreter's path is quoted before splitting, so a cache directory
+    with a space in it stays one word; the version needs no quoting, as
+    versions_arg let through only dots, digits and letters.
+    """
+    text = template.replace("{version}", version).replace("{python}", shlex.quote(str(python)))
+    return shlex.split(text)
+
+
+def command_env(python: Path) -> dict[str, str]:
+    """This environment with the interpreter's bin directory first on PATH: a
+    reproducer that calls ``python3`` (or a tool the package installs) without
+    ``{python}`` still gets the cell's client, not the system's."""
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(python.parent), env.get("PATH", "")])
+    return env
+
+
+def command_runner(template: str, timeout_s: float, package: str | None = None) -> Any:
+    """One invocation of the reproducer per run, its output kept in the run's log.
+
+    With ``package``, the run's interpreter is the version's venv (made on the
+    first run of the cell); a venv that cannot be made is that run's "could
+    not run", so run_grid's give-up skips a version whose wheel does not
+    install after two tries instead of failing the grid.
+    """
 
     def one_run(cell: Cell, log: Path) -> tuple[str, int | None, str]:
-        argv = shlex.split(template.replace("{version}", cell.axes["version"]))
+        version = cell.axes["version"]
+        if package:
+            try:
+                python = venv_python(version, package)
+            except Refused as e:
+                log.write_text(str(e) + "\n")
+                return COULD_NOT_RUN, None, str(e)
+        else:
+            python = Path(sys.executable)
+        argv = command_argv(template, version, python)
         with open(log, "wb") as f:
             try:
                 proc = subprocess.run(
                     argv, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                    timeout=timeout_s, check=False,
+                    timeout=timeout_s, check=False, env=command_env(python),
                 )  # fmt: skip
             except FileNotFoundError:
                 return COULD_NOT_RUN, None, f"no such program: {argv[0]}"
@@ -364,36 +417,40 @@ def command_runner(template: str, timeout_s: float) -> Any:
 # ---- --run: the harness recipe
 
 
-def venv_python(version: str) -> Path:
-    """confluent-kafka ``version`` in a virtual environment of its own, made once.
+def venv_python(version: str, package: str = "confluent-kafka") -> Path:
+    """``package`` at ``version`` in a virtual environment of its own, made once.
 
     ``--system-site-packages`` so the harness, scipy, Spark and the rest come
     from the system site: only the client differs between cells.  The venv's
-    own site-packages comes first on its path, so its confluent-kafka wins.
+    own site-packages comes first on its path, so its package wins.  The
+    check reads the installed distribution's metadata rather than the
+    module's own version call, which is a string in confluent-kafka 2.16 and
+    a (string, int) tuple in older releases.
     """
     from harness.distribution import cache_root
 
-    root = cache_root().parent / "venvs" / f"confluent-kafka-{version}"  # beside dist/
+    package = package_arg(package)
+    root = cache_root().parent / "venvs" / f"{package}-{version}"  # beside dist/
     python = root / "bin" / "python"
     ready = root / ".kc-ready"
     if ready.exists():
         return python
-    print(f"making a venv for confluent-kafka {version} in {root}", flush=True)
+    print(f"making a venv for {package} {version} in {root}", flush=True)
     steps = [
         [sys.executable, "-m", "venv", "--system-site-packages", str(root)],
-        [str(python), "-m", "pip", "install", "--quiet", f"confluent-kafka=={version}"],
+        [str(python), "-m", "pip", "install", "--quiet", f"{package}=={version}"],
     ]
     for argv in steps:
         proc = subprocess.run(argv, capture_output=True, text=True, check=False)
         if proc.returncode:
             tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["?"]
-            raise Refused(f"confluent-kafka {version}: {' '.join(argv[-2:])} failed: {tail[0]}")
+            raise Refused(f"{package} {version}: {' '.join(argv[-2:])} failed: {tail[0]}")
     got = subprocess.run(
-        [str(python), "-c", "import confluent_kafka; print(confluent_kafka.version())"],
-        capture_output=True, text=True, check=False,
+        [str(python), "-c", "import importlib.metadata as m, sys; print(m.version(sys.argv[1]))",
+         package], capture_output=True, text=True, check=False,
     ).stdout.strip()  # fmt: skip
     if got != version:
-        raise Refused(f"the venv for confluent-kafka {version} imports {got or 'nothing'}")
+        raise Refused(f"the venv for {package} {version} holds {got or 'nothing'}")
     ready.write_text(version + "\n")
     return python
 
@@ -524,6 +581,9 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     what.add_argument("--table", type=Path, metavar="OUT", help="print the table of a record")
     what.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--versions", help="--command: versions, oldest first (comma-separated)")
+    p.add_argument(
+        "--venv-package", help="--command: run each version in a venv with PACKAGE==version"
+    )
     p.add_argument("--kafka", help="--run: Kafka versions, oldest first")
     p.add_argument("--confluent-kafka", help="--run, librdkafka: confluent-kafka versions")
     p.add_argument("--client", choices=("java", "librdkafka"), help="--run: the finding's own")
@@ -559,9 +619,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.kafka or args.confluent_kafka:
             raise Refused("--kafka and --confluent-kafka go with --run; --command takes --versions")
         grid = [Cell(v, {"version": v}) for v in versions_arg(args.versions)]
+        package = package_arg(args.venv_package) if args.venv_package else None
         recipe = {"kind": "command", "command": args.command}
+        if package:
+            recipe["venv_package"] = package  # another client per cell: another recipe
         out = args.out or default_out(command_name(args.command))
-        one_run = command_runner(args.command, args.timeout)
+        one_run = command_runner(args.command, args.timeout, package)
     else:
         run_dir = args.run
         for f in ("config.json", "schedule.json", "results.json"):
@@ -569,6 +632,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise Refused(f"{run_dir}: no {f} (a run or evidence directory is needed)")
         if not args.kafka:
             raise Refused("--run needs --kafka")
+        if args.venv_package:
+            raise Refused("--venv-package goes with --command; --run takes --confluent-kafka")
         config = json.loads((run_dir / "config.json").read_text())
         client = args.client or config.get("producer", {}).get("client", "librdkafka")
         if args.confluent_kafka and client != "librdkafka":

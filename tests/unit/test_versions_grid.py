@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+import bench.versions as versions
 from bench.versions import (
     ANOMALY,
     COULD_NOT_RUN,
@@ -25,9 +26,12 @@ from bench.versions import (
     Refused,
     adjacent_pairs,
     check_recipe,
+    command_argv,
+    command_env,
     command_runner,
     load_record,
     outcome_of_exit,
+    package_arg,
     rate_cell,
     readings,
     run_grid,
@@ -221,3 +225,99 @@ def test_bad_input_is_one_line(tmp_path: Path) -> None:
         got = run_cli(*args, cwd=tmp_path)
         assert got.returncode == 2
         assert got.stderr.startswith("versions: ") and got.stderr.count("\n") == 1, got.stderr
+
+
+# ---- --venv-package: one client per version, never over the released one
+
+
+def test_python_and_version_are_substituted_and_the_path_stays_one_word() -> None:
+    python = Path("/cache dir/venvs/confluent-kafka-2.6.1/bin/python")
+    argv = command_argv("env PYTHON={python} repro/run --out o/{version} -v {version}",
+                        "2.6.1", python)  # fmt: skip
+    assert argv == ["env", f"PYTHON={python}", "repro/run", "--out", "o/2.6.1", "-v", "2.6.1"]
+    assert command_argv("{python} r.py", "1.0", python)[0] == str(python)
+
+
+def test_the_venvs_bin_directory_comes_first_on_path() -> None:
+    env = command_env(Path("/v/bin/python"))
+    assert env["PATH"].split(":")[0] == "/v/bin"
+    assert env["PATH"].split(":")[1:] != []  # the rest of PATH is kept, not replaced
+
+
+def test_bad_package_names_are_refused() -> None:
+    assert package_arg("confluent-kafka") == "confluent-kafka"
+    assert package_arg("kafka_python") == "kafka_python"
+    # a pinned or marked requirement, a path, an option: the grid pins the version itself
+    for bad in ("confluent-kafka==2.6.1", "x; sys_platform=='linux'", "../x", "-e", "", "a b"):
+        with pytest.raises(Refused, match="not a package name"):
+            package_arg(bad)
+    with pytest.raises(Refused, match="not a package name"):
+        versions.venv_python("2.6.1", "confluent-kafka>=2")  # refused before any venv is made
+
+
+def fake_venv(tmp_path: Path, broken: set[str]) -> tuple[object, Path]:
+    """venv_python's stand-in: per version a bin directory whose python and python3
+    say which venv they are, or the one-line refusal of a wheel that will not install."""
+    made: list[tuple[str, str]] = []
+
+    def venv_python(version: str, package: str = "confluent-kafka") -> Path:
+        made.append((version, package))
+        if version in broken:
+            raise Refused(f"{package} {version}: install {package}=={version} failed: no wheel")
+        bindir = tmp_path / f"{package}-{version}" / "bin"
+        bindir.mkdir(parents=True, exist_ok=True)
+        for name in ("python", "python3"):
+            exe = bindir / name
+            exe.write_text(f'#!/bin/sh\necho "{name} of {version}"; exit 1\n')
+            exe.chmod(0o755)
+        return bindir / "python"
+
+    venv_python.made = made  # type: ignore[attr-defined]
+    return venv_python, tmp_path
+
+
+def test_each_version_runs_in_its_venv_and_a_bad_wheel_could_not_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stand_in, _ = fake_venv(tmp_path / "venvs", broken={"2.0"})
+    monkeypatch.setattr(versions, "venv_python", stand_in)
+    out = tmp_path / "grid"
+    # {python} for one call, plain python3 (found through PATH) for the other
+    command = "sh -c '{python}; python3' {version}"
+    got = versions.main(["--command", command, "--versions", "1.0,2.0", "--runs", "2",
+                         "--venv-package", "confluent-kafka", "--out", str(out)])  # fmt: skip
+    assert got == 0
+    entries = load_record(out / "record.jsonl")
+    assert {json.dumps(e["recipe"], sort_keys=True) for e in entries} == {json.dumps(
+        {"command": command, "kind": "command", "venv_package": "confluent-kafka"},
+        sort_keys=True)}  # fmt: skip
+    ran = [e for e in entries if e["cell"] == "1.0"]
+    assert [e["outcome"] for e in ran] == [ANOMALY, ANOMALY]
+    assert (out / ran[0]["log"]).read_text() == "python of 1.0\npython3 of 1.0\n"
+    broken = [e for e in entries if e["cell"] == "2.0"]
+    assert [e["outcome"] for e in broken] == [COULD_NOT_RUN, COULD_NOT_RUN]  # give-up 2
+    assert broken[0]["detail"] == (
+        "confluent-kafka 2.0: install confluent-kafka==2.0 failed: no wheel"
+    )
+    assert "\n" not in broken[0]["detail"]
+    assert ("1.0", "confluent-kafka") in stand_in.made  # type: ignore[attr-defined]
+    # The same record without --venv-package is another recipe: refused, not mixed.
+    with pytest.raises(Refused, match="another recipe"):
+        versions.main(["--command", command, "--versions", "1.0", "--out", str(out)])
+
+
+def test_venv_package_is_refused_where_it_does_not_belong(tmp_path: Path) -> None:
+    for args in (
+        ["--command", "x {version}", "--versions", "1.0", "--venv-package", "ck==1.0"],
+        ["--command", "x {version}", "--versions", "1.0", "--venv-package", "../up"],
+    ):
+        got = run_cli(*args, cwd=tmp_path)
+        assert got.returncode == 2
+        assert got.stderr.startswith("versions: ") and got.stderr.count("\n") == 1, got.stderr
+        assert "not a package name" in got.stderr
+    (tmp_path / "r").mkdir()
+    for f in ("config.json", "schedule.json", "results.json"):
+        (tmp_path / "r" / f).write_text("{}")
+    got = run_cli("--run", str(tmp_path / "r"), "--kafka", "4.4.0", "--venv-package", "ck",
+                  cwd=tmp_path)  # fmt: skip
+    assert got.returncode == 2 and "goes with --command" in got.stderr, got.stderr
