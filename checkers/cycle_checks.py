@@ -172,6 +172,15 @@ def g1c_severity(spec: CheckedSpec) -> str:
     return "info" if spec.ww_deps or not spec.read_committed else "error"
 
 
+# The promise every G0 check enforces, and what the source allows: one record.
+G0_BASIS = Basis(
+    promise=sources.JEPSEN_G0,
+    source=sources.JEPSEN_SOURCE + ": information only, Kafka does not isolate writes",
+    url=sources.JEPSEN_KAFKA_URL,
+    allows=("every cycle of ww edges: Kafka orders writes per partition only",),
+)
+
+
 G0 = Check(
     name="G0",
     family="cycles",
@@ -191,13 +200,24 @@ G0 = Check(
     causes="Concurrent transactional producers writing the same partitions.",
     # Kafka orders writes per partition only: ww cycles are legal.
     severity=always("info"),
-    basis=Basis(
-        promise=sources.JEPSEN_G0,
-        source=sources.JEPSEN_SOURCE + ": information only, Kafka does not isolate writes",
-        url=sources.JEPSEN_KAFKA_URL,
-        allows=("every cycle of ww edges: Kafka orders writes per partition only",),
+    basis=G0_BASIS,
+)
+
+# The promise every G1c check that rests on reads alone enforces: one record.
+G1C_BASIS = Basis(
+    promise=sources.READ_COMMITTED,
+    source=(
+        sources.ISOLATION_SOURCE + "; G1c as Adya defines it and Jepsen's Kafka checker "
+        "judges it (a cycle of reads needs a read of uncommitted data)"
+    ),
+    url=sources.CONSUMER_CONFIG_URL,
+    allows=(
+        "cycles through ww edges inferred from offsets (`checker.ww_deps`, the default): "
+        "Kafka does not isolate writes (info)",
+        "every such cycle under read_uncommitted (info)",
     ),
 )
+
 
 G1C = Check(
     name="G1c",
@@ -221,19 +241,7 @@ G1C = Check(
     ),
     causes="Concurrent transactions interleaving in partitions while reading each other's data.",
     severity=g1c_severity,
-    basis=Basis(
-        promise=sources.READ_COMMITTED,
-        source=(
-            sources.ISOLATION_SOURCE + "; G1c as Adya defines it and Jepsen's Kafka checker "
-            "judges it (a cycle of reads needs a read of uncommitted data)"
-        ),
-        url=sources.CONSUMER_CONFIG_URL,
-        allows=(
-            "cycles through ww edges inferred from offsets (`checker.ww_deps`, the default): "
-            "Kafka does not isolate writes (info)",
-            "every such cycle under read_uncommitted (info)",
-        ),
-    ),
+    basis=G1C_BASIS,
 )
 
 G0_PROCESS = Check(
@@ -247,12 +255,7 @@ G0_PROCESS = Check(
     causes="Concurrent producers; a process's later transaction ordered before its earlier one.",
     # Kafka orders writes per partition only: ww cycles are legal.
     severity=always("info"),
-    basis=Basis(
-        promise=sources.JEPSEN_G0,
-        source=sources.JEPSEN_SOURCE + ": information only, Kafka does not isolate writes",
-        url=sources.JEPSEN_KAFKA_URL,
-        allows=("every cycle of ww edges: Kafka orders writes per partition only",),
-    ),
+    basis=G0_BASIS,
 )
 
 G1C_PROCESS = Check(
@@ -274,19 +277,7 @@ G1C_PROCESS = Check(
     meaning="A G1c cycle that also needs one process's own order of transactions.",
     causes="A consumer returning data that depends on its own process's later writes.",
     severity=g1c_severity,
-    basis=Basis(
-        promise=sources.READ_COMMITTED,
-        source=(
-            sources.ISOLATION_SOURCE + "; G1c as Adya defines it and Jepsen's Kafka checker "
-            "judges it (a cycle of reads needs a read of uncommitted data)"
-        ),
-        url=sources.CONSUMER_CONFIG_URL,
-        allows=(
-            "cycles through ww edges inferred from offsets (`checker.ww_deps`, the default): "
-            "Kafka does not isolate writes (info)",
-            "every such cycle under read_uncommitted (info)",
-        ),
-    ),
+    basis=G1C_BASIS,
 )
 
 G0_REALTIME = Check(
@@ -309,12 +300,7 @@ G0_REALTIME = Check(
     ),
     # Kafka orders writes per partition only: ww cycles are legal.
     severity=always("info"),
-    basis=Basis(
-        promise=sources.JEPSEN_G0,
-        source=sources.JEPSEN_SOURCE + ": information only, Kafka does not isolate writes",
-        url=sources.JEPSEN_KAFKA_URL,
-        allows=("every cycle of ww edges: Kafka orders writes per partition only",),
-    ),
+    basis=G0_BASIS,
 )
 
 G1C_REALTIME = Check(
@@ -336,19 +322,7 @@ G1C_REALTIME = Check(
     ),
     causes="Stale or future reads across a leader change; delayed writes (KAFKA-17754).",
     severity=g1c_severity,
-    basis=Basis(
-        promise=sources.READ_COMMITTED,
-        source=(
-            sources.ISOLATION_SOURCE + "; G1c as Adya defines it and Jepsen's Kafka checker "
-            "judges it (a cycle of reads needs a read of uncommitted data)"
-        ),
-        url=sources.CONSUMER_CONFIG_URL,
-        allows=(
-            "cycles through ww edges inferred from offsets (`checker.ww_deps`, the default): "
-            "Kafka does not isolate writes (info)",
-            "every such cycle under read_uncommitted (info)",
-        ),
-    ),
+    basis=G1C_BASIS,
 )
 
 G1C_WR = Check(
