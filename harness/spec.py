@@ -84,8 +84,10 @@ class ConsumerSpec:
     share_lock_ms: int = 15000
     share_delivery_limit: int = 5
     # While a share-group run lasts, probe a share-partition that stops delivering
-    # (workloads/share_watch.py): free until a stall, then one bounded probe.
-    share_probe: bool = True
+    # (workloads/share_watch.py).  Off unless asked (--share-probe, the share hunt):
+    # the probe is a member of the group under test, so it can end or start the
+    # stall it looks at, and its idle JVM shares the cores with the brokers.
+    share_probe: bool = False
     # Whose client reads: librdkafka (confluent-kafka) or Kafka's own Java client
     # of the cluster's version, through JPype (docs/java-client.md).  The final
     # drain reads with librdkafka either way: it measures the log, not a client.

@@ -138,6 +138,12 @@ OPTIONS: tuple[Option, ...] = (
         "share: deliveries of a record before the broker archives it",
     ),
     Option(
+        "--share-probe",
+        "consumer.share_probe",
+        _bool,
+        "share: probe a share-partition that stops delivering, while it lasts (true/false)",
+    ),
+    Option(
         "--consumer-crash-interval",
         "consumer.crash_interval_s",
         float,

@@ -298,7 +298,8 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "time_limit_s": 60.0,
         "topic": SEED_LAB_TOPIC,
         "producer": SHARE_PRODUCER,
-        "consumer": {**SHARE_CONSUMER, "crash_interval_s": 15.0},
+        # The stall probe (docs/coordinators.md) is on where stalls are hunted.
+        "consumer": {**SHARE_CONSUMER, "crash_interval_s": 15.0, "share_probe": True},
         "nemesis": {
             "faults": ["kill", "blackhole"],
             "targets": "share-coordinator",
