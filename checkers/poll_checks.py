@@ -31,6 +31,7 @@ from pyspark.sql import functions as F
 
 from checkers import examples, sources
 from checkers.check import Basis, Check
+from checkers.spec_view import CheckedSpec
 from checkers.tables import POLL, TP, Tables, anomaly, is_read, is_send
 
 STREAM = ["hid", "process", "topic", "partition"]
@@ -243,6 +244,27 @@ def poll_checks(t: Tables, pairs: DataFrame) -> list[DataFrame]:
     ]
 
 
+def unless_unclean(spec: CheckedSpec) -> str:
+    """A warning where unclean election may move the log under a consumer.
+
+    Why: an out-of-sync replica elected leader truncates what consumers already
+    read, and their positions past its log end are reset by ``auto.offset.reset``:
+    the next read can go back, or jump.  Kafka's topic config says such an
+    election "may result in data loss", so the order a consumer sees is not
+    promised there either (seen in the unclean preset: one backwards read)."""
+    return "warning" if spec.unclean else "error"
+
+
+POLL_SEVERITY_DOC = "error; warning with unclean leader election on"
+
+# What unclean election's doc allows a consumer's reads to do.
+UNCLEAN_POLL_ALLOWS = (
+    "with unclean.leader.election.enable=true, reads that go back or jump after the "
+    "log was truncated under the consumer and its position reset, as the setting's doc "
+    f"allows: \u201c{sources.UNCLEAN}\u201d (warning)",
+)
+
+
 NONMONOTONIC_POLL = Check(
     name="nonmonotonic-poll",
     family="queue",
@@ -255,7 +277,7 @@ NONMONOTONIC_POLL = Check(
         "one consumer process, same partition: a read at an offset <= its previous read, with no "
         "reset in between; right after a seek to o, a read below o"
     ),
-    severity_doc="error",
+    severity_doc=POLL_SEVERITY_DOC,
     meaning="A consumer read offsets of a partition that went backwards or repeated.",
     causes=(
         "Expected across rebalances in subscribe mode (the new owner restarts from the committed "
@@ -268,8 +290,10 @@ NONMONOTONIC_POLL = Check(
         allows=(
             "a re-read after a reset of the partition (subscribe, assign, a rebalance naming it)",
             "a re-read from the offset a seek named",
+            *UNCLEAN_POLL_ALLOWS,
         ),
     ),
+    severity=unless_unclean,
 )
 
 POLL_SKIP = Check(
@@ -285,7 +309,7 @@ POLL_SKIP = Check(
         "read, with no reset in between; right after a seek to o, a read past such an offset at or"
         " above o"
     ),
-    severity_doc="error",
+    severity_doc=POLL_SEVERITY_DOC,
     meaning="A consumer jumped over offsets of a partition that held messages it never read.",
     causes=(
         "Offsets committed past unread data, a seek after a rebalance, or truncation; expected in "
@@ -299,6 +323,8 @@ POLL_SKIP = Check(
         allows=(
             "a jump over transaction markers, and under read_committed over aborted records",
             "a jump after a reset of the partition (subscribe, assign, a rebalance naming it)",
+            *UNCLEAN_POLL_ALLOWS,
         ),
     ),
+    severity=unless_unclean,
 )

@@ -58,8 +58,15 @@ def test_unclean_election_allows_loss_whichever_way_it_is_set():
     ):
         sev = severities({"topic": topic})
         assert {sev[n] for n in LOSS} == {"warning"}, topic
-        # Only loss is allowed: the rest of the promises stand.
-        assert sev["duplicate"] == sev["failed-write-read"] == sev["poll-skip"] == "error"
+        # Loss, and reads that go back or jump once the log was truncated under a
+        # consumer (its position reset): the rest of the promises stand.
+        assert sev["nonmonotonic-poll"] == sev["poll-skip"] == "warning", topic
+        assert (
+            sev["duplicate"]
+            == sev["failed-write-read"]
+            == sev["group-commit-past-unread"]
+            == "error"
+        )
     # topic.config wins over the field, as harness.admin.topic_config applies it.
     off = severities(
         {
@@ -70,6 +77,7 @@ def test_unclean_election_allows_loss_whichever_way_it_is_set():
         }
     )
     assert {off[n] for n in LOSS} == {"error"}
+    assert off["nonmonotonic-poll"] == off["poll-skip"] == "error"
 
 
 def test_a_duplicate_of_an_unacknowledged_send_breaks_only_librdkafkas_promise():
