@@ -203,13 +203,16 @@ G0 = Check(
     basis=G0_BASIS,
 )
 
+# Where G1c's rule comes from: read_committed, and the anomaly as Adya and Jepsen define it.
+G1C_SOURCE = (
+    sources.ISOLATION_SOURCE + "; G1c as Adya defines it and Jepsen's Kafka checker "
+    "judges it (a cycle of reads needs a read of uncommitted data)"
+)
+
 # The promise every G1c check that rests on reads alone enforces: one record.
 G1C_BASIS = Basis(
     promise=sources.READ_COMMITTED,
-    source=(
-        sources.ISOLATION_SOURCE + "; G1c as Adya defines it and Jepsen's Kafka checker "
-        "judges it (a cycle of reads needs a read of uncommitted data)"
-    ),
+    source=G1C_SOURCE,
     url=sources.CONSUMER_CONFIG_URL,
     allows=(
         "cycles through ww edges inferred from offsets (`checker.ww_deps`, the default): "
@@ -358,10 +361,7 @@ G1C_WR = Check(
     applies=lambda spec: spec.ww_deps,
     basis=Basis(
         promise=sources.READ_COMMITTED,
-        source=(
-            sources.ISOLATION_SOURCE + "; G1c as Adya defines it and Jepsen's Kafka checker "
-            "judges it (a cycle of reads needs a read of uncommitted data)"
-        ),
+        source=G1C_SOURCE,
         url=sources.CONSUMER_CONFIG_URL,
         allows=("every such cycle under read_uncommitted (info)",),
     ),
