@@ -87,6 +87,66 @@ def stages(event_log: Path) -> list[Stage]:
     return out
 
 
+@dataclass
+class Job:
+    id: int
+    phase: str  # checkers.phases' label, without "kc:"; "" if none
+    start_ms: int
+    end_ms: int
+    stage_ids: list[int]
+
+
+def jobs(event_log: Path) -> tuple[list[Job], int | None, int | None]:
+    """The finished jobs of an event log, and the application's start and end times."""
+    started: dict[int, Job] = {}
+    done: list[Job] = []
+    app_start = app_end = None
+    with event_log.open() as fh:
+        for line in fh:
+            event = json.loads(line)
+            kind = event["Event"]
+            if kind == "SparkListenerJobStart":
+                label = (event.get("Properties") or {}).get("spark.job.description") or ""
+                started[event["Job ID"]] = Job(
+                    event["Job ID"],
+                    label.removeprefix("kc:"),
+                    event["Submission Time"],
+                    event["Submission Time"],
+                    event.get("Stage IDs", []),
+                )
+            elif kind == "SparkListenerJobEnd" and event["Job ID"] in started:
+                job = started.pop(event["Job ID"])
+                job.end_ms = event["Completion Time"]
+                done.append(job)
+            elif kind == "SparkListenerApplicationStart":
+                app_start = event["Timestamp"]
+            elif kind == "SparkListenerApplicationEnd":
+                app_end = event["Timestamp"]
+    return sorted(done, key=lambda j: j.start_ms), app_start, app_end
+
+
+def by_phase(
+    found_jobs: list[Job], found_stages: list[Stage]
+) -> list[tuple[str, int, int, float, float]]:
+    """Per phase, in order of first job: (phase, jobs, stages run, task s, wall s).
+
+    A job's wall time runs from the previous job's end (the driver plans it in
+    between) to its own end, so the phases' walls add up to the Spark part.
+    """
+    task = {s.id: s.task_s for s in found_stages}
+    rows: dict[str, list] = {}
+    previous_end = found_jobs[0].start_ms if found_jobs else 0
+    for job in found_jobs:
+        row = rows.setdefault(job.phase or "(none)", [0, 0, 0.0, 0.0])
+        row[0] += 1
+        ran = [sid for sid in job.stage_ids if sid in task]
+        row[1] += len(ran)
+        row[2] += sum(task[sid] for sid in ran)
+        row[3] += max(job.end_ms - previous_end, 0) / 1000
+        previous_end = max(previous_end, job.end_ms)
+    return [(name, *values) for name, values in rows.items()]
+
+
 def _scope(rdd: dict) -> str:
     """The Spark operator that made an RDD ("Exchange", "Window", ...)."""
     try:
@@ -108,6 +168,7 @@ def main() -> int:
         took, results = timed_check(args.history, spark_conf=conf, config=args.config)
         logs = [p for p in Path(tmp).rglob("*") if p.is_file() and not p.name.startswith(".")]
         found = [s for log in logs if log.stat().st_size for s in stages(log)]
+        found_jobs, app_start, app_end = jobs(logs[0]) if logs else ([], None, None)
     if not found:
         raise SystemExit("no completed stage in the event log")
     cores = os.cpu_count() or 1
@@ -118,6 +179,15 @@ def main() -> int:
         f"Spark: {wall:.1f} s from the first stage to the last, {len(found)} stages, "
         f"task time {busy:.1f} s: {100 * busy / (wall * cores):.0f} % of {cores} cores"
     )
+    if found_jobs and app_start and app_end:
+        first, last = found_jobs[0].start_ms, max(j.end_ms for j in found_jobs)
+        print(
+            f"session start to first job {(first - app_start) / 1000:.1f} s (rows read, "
+            f"plans made), last job to session end {(app_end - last) / 1000:.1f} s"
+        )
+    print(f"{'phase':<24} {'jobs':>5} {'stages':>7} {'task s':>7} {'wall s':>7}")
+    for name, n_jobs, n_stages, task_s, wall_s in by_phase(found_jobs, found):
+        print(f"{name:<24} {n_jobs:>5} {n_stages:>7} {task_s:>7.1f} {wall_s:>7.1f}")
     print(f"the {args.top} stages with the most task time:")
     for s in sorted(found, key=lambda s: -s.task_s)[: args.top]:
         print(f"{s.task_s:7.1f} s task {s.wall_s:7.1f} s wall {s.tasks:4d} tasks  stage {s.id}")

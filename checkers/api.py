@@ -23,6 +23,7 @@ from checkers.history_workload import config_for
 from checkers.lag import realtime_lag
 from checkers.load import expected_ops, read_rows, rows_dir
 from checkers.loss_checks import drain_proven
+from checkers.phases import phase
 from checkers.ranges import offset_ranges
 from checkers.results import build_checks, summary, unknown_reasons, verdict, write_results
 from checkers.session import get_spark
@@ -64,25 +65,35 @@ def analyse(
 
 
 def _analyse(ctx: Context, stats: bool) -> dict[int, dict[str, Any]]:
+    spark = ctx.spark
     families = catalog.families_for(ctx.spec)
     checks = catalog.checks_for(ctx.spec)
-    frames = [f for family in families for f in family.frames(ctx)]
-    frames += [f for c in checks if c.frames is not None for f in c.frames(ctx)]
-    found = collect_anomalies(frames, ctx.examples)
+    with phase(spark, "frames"):
+        frames = [f for family in families for f in family.frames(ctx)]
+        frames += [f for c in checks if c.frames is not None for f in c.frames(ctx)]
+    with phase(spark, "collect"):
+        found = collect_anomalies(frames, ctx.examples)
     counts = {h: {c: v[0] for c, v in per.items()} for h, per in found.items()}
-    ranges = offset_ranges(frames, counts, ctx.t.topic_names)
-    for enrich in dict.fromkeys(c.enrich for c in checks if c.enrich is not None):
-        enrich(ctx.spark, ctx.t, found)
-    name_topics(found, ctx.t.topic_names)
-    ctx.meta = history_meta(ctx.t) or {0: dict(NO_LINES)}
-    findings = [family.findings(ctx, found) for family in families]
+    with phase(spark, "ranges"):
+        ranges = offset_ranges(frames, counts, ctx.t.topic_names)
+    with phase(spark, "enrich"):
+        for enrich in dict.fromkeys(c.enrich for c in checks if c.enrich is not None):
+            enrich(ctx.spark, ctx.t, found)
+        name_topics(found, ctx.t.topic_names)
+    with phase(spark, "meta"):
+        ctx.meta = history_meta(ctx.t) or {0: dict(NO_LINES)}
+    findings = []
+    for family in families:
+        with phase(spark, f"findings:{family.name}"):
+            findings.append(family.findings(ctx, found))
     for more in findings:
         for hid, by_name in more.found.items():
             found.setdefault(hid, {}).update(by_name)
     results = {}
     for hid, m in ctx.meta.items():
         final = bool(m["final"])
-        proven = drain_proven(ctx, hid, final)
+        with phase(spark, "drain-proven"):
+            proven = drain_proven(ctx, hid, final)
         results[hid] = {
             "verdict": None,
             "summary": None,
@@ -122,8 +133,10 @@ def _of(per_history: dict[int | None, dict[str, Any]], hid: int) -> dict[str, An
 def add_statistics(ctx: Context, results: dict[int, dict[str, Any]]) -> None:
     """Availability and realtime-lag statistics of every history, in place (a few
     Spark jobs for all histories together), and the faults that ran off plan."""
-    avail = availability.stats(ctx)
-    lag = realtime_lag(ctx.t, list(ctx.meta))
+    with phase(ctx.spark, "stats:availability"):
+        avail = availability.stats(ctx)
+    with phase(ctx.spark, "stats:lag"):
+        lag = realtime_lag(ctx.t, list(ctx.meta))
     for hid, res in results.items():
         res["stats"] = {"availability": avail[hid], "realtime_lag": lag[hid]}
         res["faults_off_plan"] = fault_plan.summary(avail[hid]["faults"])
@@ -152,7 +165,8 @@ def check_history(
         rows = rows_dir(history)
         config = config_for(rows, history, config, from_lines)
         spark = starting.result()
-    ops = read_rows(spark, rows)
+    with phase(spark, "read"):
+        ops = read_rows(spark, rows)
     results = analyse(spark, ops, config, examples=int(checker.examples), history=history)
     res = results.get(0) or next(iter(results.values()))
     res["history"] = history.name
