@@ -50,9 +50,10 @@ from __future__ import annotations
 import os
 import shutil
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 
 import orjson
@@ -74,6 +75,7 @@ from workloads.history import NEMESIS, TYPES
 
 FORMAT = "rows-18"  # bump when the rows table changes shape: older caches are rebuilt
 FORMAT_FILE = "_KAFKA_CHAOS_FORMAT"
+COVERS_FILE = "_KAFKA_CHAOS_COVERS"  # see Covers
 CHUNK_BYTES = 32 << 20
 IN_FLIGHT = 3  # chunks parsed ahead of the writer: bounds memory
 # Columns that differ on nearly every row: a Parquet dictionary of them only
@@ -175,41 +177,80 @@ def convert(history: Path, parquet: Path) -> None:
     history, parquet = Path(history), Path(parquet)
     if not history.is_file():
         raise HistoryError(f"{history}: no such history file")
-    tmp = parquet.with_name(f".{parquet.name}.{os.getpid()}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
+    out = RowsDir(parquet, parquet.with_name(f".{parquet.name}.{os.getpid()}.tmp"))
     try:
-        writers = {}
+        source = _Source(history)
+        for tables in _tables(source):
+            out.write(tables)
+        out.finish(source.covers)
+    finally:
+        out.abort()  # nothing left to remove once finished
+
+
+@dataclass(frozen=True)
+class Covers:
+    """How much of its history a rows directory holds: the bytes and lines of
+    the JSON it was made from.  A history is append-only, so rows that cover
+    as many bytes as the history has (and were finished after its last write)
+    are its rows; fewer is a history that grew, or rows cut short."""
+
+    bytes: int
+    lines: int
+
+
+class RowsDir:
+    """A rows directory being written in ``tmp``, chunk by chunk, and renamed
+    to ``parquet`` when finished: ``convert`` writes one from a whole history,
+    ``checkers.recorded_rows`` one while the history is recorded.  Both write
+    it through this class, so their rows are the same."""
+
+    def __init__(self, parquet: Path, tmp: Path) -> None:
+        self.parquet, self.tmp = Path(parquet), Path(tmp)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        self.writers: dict[str, _Writer] = {}
+        self.topics, self.ack_order = TopicIds(), AckOrder()
         for kind in (*KINDS, "poll", "topic"):
-            (tmp / f"kind={kind}").mkdir(parents=True)
-            path = tmp / f"kind={kind}" / "part-0.parquet"
+            (self.tmp / f"kind={kind}").mkdir(parents=True)
+            path = self.tmp / f"kind={kind}" / "part-0.parquet"
             schema = _written_schema(kind)
-            writers[kind] = _Writer(
+            self.writers[kind] = _Writer(
                 path,
                 schema,
                 compression="snappy",
                 use_dictionary=[n for n in schema.names if n not in _UNIQUE_PER_ROW],
             )
-        try:
-            topics, ack_order = TopicIds(), AckOrder()
-            for tables in _tables(history):
-                for kind, table in tables.items():
-                    stored = topics.stored(table)
-                    if kind == "line":
-                        stored = ack_order.annotate(stored)
-                    elif kind == "record":
-                        stored, polls = link_and_summarise(stored)
-                        writers["poll"].write_table(polls)
-                    writers[kind].write_table(stored)
-            writers["topic"].write_table(topics.table())
-        finally:
-            for writer in writers.values():
-                writer.close()
-        (tmp / FORMAT_FILE).write_text(FORMAT + "\n")
-        (tmp / "_SUCCESS").touch()
-        shutil.rmtree(parquet, ignore_errors=True)
-        tmp.rename(parquet)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+
+    def write(self, tables: Tables) -> None:
+        """Store one chunk's rows (chunks in file order)."""
+        for kind, table in tables.items():
+            stored = self.topics.stored(table)
+            if kind == "line":
+                stored = self.ack_order.annotate(stored)
+            elif kind == "record":
+                stored, polls = link_and_summarise(stored)
+                self.writers["poll"].write_table(polls)
+            self.writers[kind].write_table(stored)
+
+    def finish(self, covers: Covers) -> None:
+        """Close the files, mark the directory with its format and what it
+        covers, and put it in place (replacing an older one)."""
+        self.writers["topic"].write_table(self.topics.table())
+        self._close()
+        (self.tmp / FORMAT_FILE).write_text(FORMAT + "\n")
+        (self.tmp / COVERS_FILE).write_text(orjson.dumps(asdict(covers)).decode() + "\n")
+        (self.tmp / "_SUCCESS").touch()
+        shutil.rmtree(self.parquet, ignore_errors=True)
+        self.tmp.rename(self.parquet)
+
+    def abort(self) -> None:
+        """Drop what was written (nothing once ``finish`` has renamed it)."""
+        self._close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def _close(self) -> None:
+        writers, self.writers = self.writers, {}
+        for writer in writers.values():
+            writer.close()
 
 
 def _written_schema(kind: str) -> pa.Schema:
@@ -238,10 +279,22 @@ def is_current(parquet: Path) -> bool:
     return mark.exists() and mark.read_text().strip() == FORMAT
 
 
+def covers(parquet: Path) -> Covers | None:
+    """What the finished rows directory ``parquet`` covers of its history (None
+    if it is unfinished, or was made before the mark existed)."""
+    mark = Path(parquet) / COVERS_FILE
+    if not (Path(parquet) / "_SUCCESS").exists():
+        return None
+    try:
+        return Covers(**orjson.loads(mark.read_bytes()))
+    except (OSError, orjson.JSONDecodeError, TypeError):
+        return None
+
+
 def scan_for_bad_line(history: Path) -> None:
     """Validate ``history`` line by line in Python; raise HistoryError at the first problem."""
     numbering, pairing = _Numbering(Path(history)), TxnPairing(Path(history))
-    for start, chunk in _chunks(Path(history)):
+    for start, chunk in _Source(Path(history)).chunks():
         _slow_rows(chunk, start, numbering, pairing)
     numbering.finish()
 
@@ -249,27 +302,46 @@ def scan_for_bad_line(history: Path) -> None:
 Tables = dict[str, pa.Table]  # rows of one chunk, by kind
 
 
-def _tables(history: Path) -> Iterator[Tables]:
+class ChunkRows:
+    """Chunks of whole lines of ``history``, handed over in file order, into
+    their rows; the numbering and the open transactions carry from chunk to
+    chunk.  ``finish`` after the last chunk reports a gap in the numbering."""
+
+    def __init__(self, history: Path) -> None:
+        self.numbering, self.pairing = _Numbering(history), TxnPairing(history)
+
+    def rows(self, start: int, chunk: bytes, parsed: Callable[[], _Parsed] | None = None) -> Tables:
+        """The rows of ``chunk``, which starts at byte ``start`` of the history
+        (the slow path counts lines up to it to name a bad one); ``parsed``:
+        its fast-path parse, if already under way."""
+        return _in_order(start, chunk, parsed or partial(_fast_rows, chunk), self)
+
+    def finish(self) -> None:
+        self.numbering.finish()
+
+
+def _tables(source: _Source) -> Iterator[Tables]:
     """The rows of each chunk in file order; chunks are parsed two at a time."""
-    numbering, pairing = _Numbering(history), TxnPairing(history)
+    rows = ChunkRows(source.path)
     with ThreadPoolExecutor(max_workers=2) as pool:
         pending: deque[tuple[int, bytes, Future]] = deque()
-        for start, chunk in _chunks(history):
+        for start, chunk in source.chunks():
             pending.append((start, chunk, pool.submit(_fast_rows, chunk)))
             if len(pending) >= IN_FLIGHT:
-                yield _in_order(*pending.popleft(), numbering, pairing)
+                start, chunk, parsed = pending.popleft()
+                yield rows.rows(start, chunk, parsed.result)
         while pending:
-            yield _in_order(*pending.popleft(), numbering, pairing)
-    numbering.finish()
+            start, chunk, parsed = pending.popleft()
+            yield rows.rows(start, chunk, parsed.result)
+    rows.finish()
 
 
-def _in_order(
-    start: int, chunk: bytes, parsed: Future, numbering: _Numbering, pairing: TxnPairing
-) -> Tables:
+def _in_order(start: int, chunk: bytes, parsed: Callable[[], _Parsed], rows: ChunkRows) -> Tables:
     """A chunk's rows once its numbering is checked and its transactions are
     paired: in file order, so neither can run ahead."""
+    numbering, pairing = rows.numbering, rows.pairing
     try:
-        fast = parsed.result()
+        fast = parsed()
         tables, still_open = pairing.pair(fast.tables)
         if numbering.check_chunk(fast.hid, fast.index):
             pairing.advance(still_open)
@@ -279,30 +351,39 @@ def _in_order(
     return _slow_rows(chunk, start, numbering, pairing)
 
 
-def _chunks(history: Path) -> Iterator[tuple[int, bytes]]:
-    """(byte offset, whole lines) of about CHUNK_BYTES each.
+class _Source:
+    """A history file read in chunks, counting what was read (``covers``)."""
 
-    A final line without its newline is a write cut short by a crash: it is
-    dropped if it does not parse (the prefix before it is still valid), as
-    ``workloads.history.read_history`` does.
-    """
-    offset, rest = 0, b""
-    with open(history, "rb") as fh:
-        while block := fh.read(CHUNK_BYTES):
-            cut = block.rfind(b"\n") + 1
-            if not cut:
-                rest += block
-                continue
-            chunk = rest + memoryview(block)[:cut]
-            yield offset, chunk
-            offset += len(chunk)
-            rest = block[cut:]
-    if rest.strip():
-        try:
-            orjson.loads(rest)
-        except orjson.JSONDecodeError:
-            return
-        yield offset, rest + b"\n"
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.covers = Covers(0, 0)
+
+    def chunks(self) -> Iterator[tuple[int, bytes]]:
+        """(byte offset, whole lines) of about CHUNK_BYTES each.
+
+        A final line without its newline is a write cut short by a crash: it is
+        dropped if it does not parse (the prefix before it is still valid), as
+        ``workloads.history.read_history`` does.
+        """
+        offset, rest, size, lines = 0, b"", 0, 0
+        with open(self.path, "rb") as fh:
+            while block := fh.read(CHUNK_BYTES):
+                size, lines = size + len(block), lines + block.count(b"\n")
+                cut = block.rfind(b"\n") + 1
+                if not cut:
+                    rest += block
+                    continue
+                chunk = rest + memoryview(block)[:cut]
+                yield offset, chunk
+                offset += len(chunk)
+                rest = block[cut:]
+        self.covers = Covers(size, lines)
+        if rest.strip():
+            try:
+                orjson.loads(rest)
+            except orjson.JSONDecodeError:
+                return
+            yield offset, rest + b"\n"
 
 
 def _line_number(history: Path, offset: int) -> int:

@@ -2,13 +2,16 @@
 
 ``checkers/ingest.py`` turns ``history.jsonl`` into the rows table once and
 caches it as ``history.parquet`` beside the history, so a re-check (or the
-report) skips the parse.  The cache is rebuilt when the history is newer or
-the cache was made by a version with another row shape.
+report) skips the parse; a run writes it while it records, so its first
+check skips the parse too.  The cache is rebuilt when it does not cover the
+whole history or was made by a version with another row shape.
 """
 
 from __future__ import annotations
 
 import atexit
+import logging
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -18,6 +21,8 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from checkers import ingest
 from harness.errors import HistoryError
+
+log = logging.getLogger(__name__)
 
 PARQUET_NAME = "history.parquet"
 # Sizes on disk per operation, for a guess made before anything is read
@@ -64,16 +69,24 @@ def rows_dir(history: Path) -> Path:
 def rows_cache(history: Path) -> Path:
     """An up-to-date Parquet rows directory for ``history``, made if needed.
 
-    It goes beside the history; when that directory is read-only, into a
-    temporary directory removed when the process exits.
+    A run writes it while it records (``checkers.recorded_rows``), and so
+    does a check that made it before; either way it is used when it covers
+    the whole history (``ingest.Covers``) and was finished after the
+    history's last write.  Otherwise (no rows, a run killed before it
+    finished them, a history that grew, another version's rows) it is
+    rebuilt from the history, which is always the truth, and the log says
+    why.  It goes beside the history; when that directory is read-only,
+    into a temporary directory removed when the process exits.
     """
     parquet = history.with_suffix(".parquet")
-    marker = parquet / "_SUCCESS"
     if not history.is_file():
         raise HistoryError(f"{history}: no such history file")
-    if marker.exists() and marker.stat().st_mtime >= history.stat().st_mtime:
-        if ingest.is_current(parquet):
-            return parquet
+    stale = why_stale(history, parquet)
+    if stale is None:
+        log.debug("%s covers %s: checking from it", parquet.name, history.name)
+        return parquet
+    log.info("%s %s: building it from %s", parquet.name, stale, history.name)
+    _remove_orphans(parquet)
     try:
         ingest.convert(history, parquet)
     except PermissionError:
@@ -82,3 +95,39 @@ def rows_cache(history: Path) -> Path:
         parquet = scratch / PARQUET_NAME
         ingest.convert(history, parquet)
     return parquet
+
+
+def why_stale(history: Path, parquet: Path) -> str | None:
+    """Why the rows directory ``parquet`` is not ``history``'s rows (None if it is)."""
+    if not parquet.is_dir():
+        return "is missing"
+    covers = ingest.covers(parquet)
+    if covers is None:
+        return "is unfinished (no mark of what it covers)"
+    if not ingest.is_current(parquet):
+        return f"was made by another version (not {ingest.FORMAT})"
+    size = history.stat().st_size
+    if covers.bytes != size:
+        return f"covers {covers.bytes} of the history's {size} bytes"
+    if (parquet / "_SUCCESS").stat().st_mtime < history.stat().st_mtime:
+        return "is older than the history"
+    return None
+
+
+def _remove_orphans(parquet: Path) -> None:
+    """Remove rows directories left half-written by a process that no longer
+    runs (``.NAME.PID.tmp``: a run or a check killed while writing)."""
+    for tmp in parquet.parent.glob(f".{parquet.name}.*.tmp"):
+        pid = tmp.name.removeprefix(f".{parquet.name}.").removesuffix(".tmp")
+        if pid.isdigit() and not _running(int(pid)):
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from checkers.recorded_rows import RowsRecorder
 from harness import admin, broker_debug, distribution, kafka_db
 from harness import store as store_mod
 from harness.backends import create_cluster, destroy_cluster, load_cluster, why_not_reusable
@@ -249,6 +250,13 @@ def _record_features(cluster: Cluster, run: RunDir) -> None:
     log.info("finalized features: %s", ", ".join(f"{k}={v}" for k, v in sorted(features.items())))
 
 
+def _history_writer(run: RunDir) -> HistoryWriter:
+    """history.jsonl, with its Parquet rows written beside it as the run goes,
+    so the check starts from them (checkers/recorded_rows.py)."""
+    path = run.file(store_mod.HISTORY)
+    return HistoryWriter(path, mirror=RowsRecorder(path))
+
+
 def _execute(spec: TestSpec, run: RunDir) -> bool:
     """Steps 1-6. Returns True when interrupted by a signal."""
     stop = threading.Event()
@@ -264,7 +272,7 @@ def _execute(spec: TestSpec, run: RunDir) -> bool:
                 _record_features(cluster, run)
             with (
                 mirrored(cluster, spec, run) as pair,
-                HistoryWriter(run.file(store_mod.HISTORY)) as history,
+                _history_writer(run) as history,
                 client_logs.kept(run.path, spec.debug),
             ):
                 nemesis = Nemeses(

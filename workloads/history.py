@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -22,6 +22,18 @@ from harness.errors import HistoryError
 
 TYPES = ("invoke", "ok", "fail", "info")
 NEMESIS = "nemesis"
+
+
+class LineMirror(Protocol):
+    """Something fed every line the writer writes, in order, after the write
+    (``checkers.recorded_rows.RowsRecorder``: the Parquet rows, as the run goes).
+    ``feed`` must not block; a mirror that fails drops itself, never a line."""
+
+    def feed(self, data: bytes) -> None: ...
+
+    def drop(self, why: str) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class HistoryWriter:
@@ -37,14 +49,23 @@ class HistoryWriter:
     ``os.write`` (a producer's burst of invokes, or the completions of one
     ``poll()``): at a hundred thousand sends per second a system call per
     line was most of the recorder's cost.
+
+    ``mirror`` gets each write's bytes once they are in the file, and is
+    closed after it: it can only mirror a history it saw from its first
+    line, so it is dropped when ``path`` already holds lines.
     """
 
-    def __init__(self, path: Path, start_ns: int | None = None) -> None:
+    def __init__(
+        self, path: Path, start_ns: int | None = None, mirror: LineMirror | None = None
+    ) -> None:
         self.path = Path(path)
         self.start_ns = time.monotonic_ns() if start_ns is None else start_ns
         self._lock = threading.Lock()
         self._index = _next_index(self.path)
         self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._mirror = mirror
+        if mirror is not None and os.fstat(self._fd).st_size:
+            mirror.drop(f"{self.path.name} already held lines")
 
     def append(self, process: int | str, type_: str, f: str, value: Any) -> dict[str, Any]:
         """Record one operation and return it as written."""
@@ -78,9 +99,21 @@ class HistoryWriter:
                 parts = [b""] * (2 * n)  # head, tail, head, tail, ...: joined without copies
                 parts[0::2] = [head % i for i in range(first, first + n)]
                 parts[1::2] = tails
-                _write_all(self._fd, b"".join(parts))
+                data = b"".join(parts)
+                _write_all(self._fd, data)
                 self._index += n
+                if self._mirror is not None:
+                    self._feed_mirror(data)
         return first, stamp
+
+    def _feed_mirror(self, data: bytes) -> None:
+        """The line is written already: a mirror that fails is dropped, never the write."""
+        try:
+            self._mirror.feed(data)
+        except Exception as e:  # noqa: BLE001 - the JSON lines are the truth
+            mirror, self._mirror = self._mirror, None
+            mirror.drop(f"{type(e).__name__}: {e}")
+            mirror.close()
 
     def elapsed_ns(self) -> int:
         return time.monotonic_ns() - self.start_ns
@@ -90,6 +123,9 @@ class HistoryWriter:
             if self._fd is not None:
                 os.close(self._fd)
                 self._fd = None
+            mirror, self._mirror = self._mirror, None
+        if mirror is not None:
+            mirror.close()
 
     def __enter__(self) -> HistoryWriter:
         return self
