@@ -18,7 +18,8 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 
-APT_PACKAGES=(openssh-server iptables iproute2 procps libfaketime chromium default-jdk-headless maven)
+APT_PACKAGES=(openssh-server iptables iproute2 procps libfaketime chromium default-jdk-headless maven
+  fuse3 libfuse3-dev libtoml11-dev libspdlog-dev cmake g++)
 if [ "$with_vagrant" -eq 1 ]; then
   APT_PACKAGES+=(vagrant vagrant-libvirt libvirt-daemon-system libvirt-clients qemu-system-x86
     qemu-utils dnsmasq-base debootstrap extlinux)
@@ -50,6 +51,14 @@ kafka-chaos dist fetch 4.4.0 3.9.2
 # warning, not a failed setup.
 if ! kafka-chaos elle fetch; then
   echo "setup.sh: warning: Elle is unavailable; cycle checks (G0, G1c) will not run" >&2
+fi
+
+# lazyfs (broker data that loses unsynced writes on power loss: --disk lazyfs),
+# built once from its public source into the cache (harness/lazyfs_build.py;
+# the source tarball is taken from ../shared/sources when there). Only power-loss
+# runs need it, so a machine that cannot build it gets a warning.
+if ! python3 -m harness.lazyfs_build >/dev/null; then
+  echo "setup.sh: warning: lazyfs is unavailable; --disk lazyfs and power-loss will not run" >&2
 fi
 
 # Archive the JVM classes a check loads, once, so every later check's JVM
