@@ -31,7 +31,10 @@ The histories:
   Elle must report, judged with the cycle search on.
 
 All are written once, by the AFTER tree's code (``--cases-from`` another), and
-the same files go to both sides.  Prints one line per history and, for a
+the same files go to both sides.  ``--record``: the AFTER side gets each
+history's Parquet rows as a run writes them while recording
+(checkers/recorded_rows.py), and its check starts from them.
+Prints one line per history and, for a
 difference, the differing paths; exit code 1 if any history differs.  A
 difference is either a regression or run-to-run noise: judge that history
 again with the same revision on both sides (``--filter``) to tell them apart.
@@ -74,6 +77,7 @@ class Tree:
     label: str
     path: Path
     cli: str
+    record: bool = False  # check from Parquet rows recorded as a run writes them (--record)
 
 
 @dataclass
@@ -146,6 +150,10 @@ def cli_args(tree: Tree, history: History, work: Path) -> list[str]:
     """``check HISTORY --json`` on a private copy of the history, for ``tree``."""
     run_dir = work / re.sub(r"\W", "_", tree.label) / history.name
     shutil.copytree(history.dir, run_dir)
+    if tree.record:
+        record = python(tree, ["-m", "checkers.recorded_rows", str(run_dir / "history.jsonl")])
+        if record.returncode:
+            raise SystemExit(f"{tree.label}: recording the rows failed:\n{record.stderr[-3000:]}")
     argv = ["check", str(run_dir / "history.jsonl"), "--json"]
     if (run_dir / "config.json").is_file():
         argv += ["--config", str(run_dir / "config.json")]
@@ -168,6 +176,8 @@ def check(tree: Tree, history: History, work: Path, timeout: float) -> Outcome:
     proc = python(tree, ["-m", tree.cli, *argv], timeout)
     took = time.monotonic() - t0
     shutil.rmtree(Path(argv[1]).parent)  # the Parquet rows of a 1e6-op history: hundreds of MB
+    if tree.record and ": building it from" in proc.stderr:  # checkers/load.py rebuilt them
+        print(f"    {tree.label} did not check from the recorded rows: {proc.stderr[-500:]}")
     return outcome(proc.returncode, proc.stdout, proc.stderr, took)
 
 
@@ -377,12 +387,18 @@ def main() -> int:
         "--batch", action="store_true", help="one process per side, not one per history"
     )
     parser.add_argument("--keep", action="store_true", help="keep the temp dir (outputs, trees)")
+    parser.add_argument(
+        "--record",
+        action="store_true",
+        help="AFTER checks from Parquet rows recorded as a run writes them, not from the JSON",
+    )
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="kc-check-diff-"))
     try:
         before = export(args.before, work / "before")
         after = export(args.after, work / "after")
+        after.record = args.record
         source = after
         if args.cases_from:
             source = export(args.cases_from, work / "source")
