@@ -5,7 +5,10 @@ then run one check on a standalone Spark cluster (master + worker on 127.0.0.1).
 
 Each size is checked in a fresh `kafka-chaos check` process (JVM start
 included), from JSONL (Parquet conversion included) and then again from the
-Parquet cache.  Histories are generated once and reused.
+Parquet cache.  Histories are generated once and reused.  Each size is also
+judged by DuckDB (bench/check_reference.py, when ``.[bench]`` is installed)
+on the same file in the same run: its time, the cold check's ratio to it, and
+whether the four core queue checks' counts agree.
 """
 
 from __future__ import annotations
@@ -25,6 +28,9 @@ import pyspark
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # testkit is not installed
 from testkit.synthetic import generate  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from check_reference import agreement, duckdb_counts, read_committed_of  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 
@@ -55,7 +61,8 @@ def scale(sizes: list[float], where: Path) -> None:
     where.mkdir(parents=True, exist_ok=True)
     previous = None
     print(
-        f"{'ops':>10} {'from jsonl s':>13} {'ops/s':>12} {'parquet s':>10} {'growth':>8}  verdict"
+        f"{'ops':>10} {'from jsonl s':>13} {'ops/s':>12} {'parquet s':>10} {'growth':>8} "
+        f"{'duckdb s':>9} {'cold/duckdb':>11}  verdict; the four core checks"
     )
     for size in sizes:
         history = where / f"h{size:.0e}.jsonl".replace("+", "")
@@ -67,11 +74,22 @@ def scale(sizes: list[float], where: Path) -> None:
         growth = f"{cold / previous:.2f}x" if previous else "-"
         previous = cold
         ops = results["ops"]
+        duck_s, agreed = reference(history, results)
+        ratio = f"{cold / duck_s:.1f}x" if duck_s else "-"
         print(
-            f"{ops:>10} {cold:>13.1f} {ops / cold:>12,.0f} {warm:>10.1f} {growth:>8}  "
-            f"{results['verdict']}",
+            f"{ops:>10} {cold:>13.1f} {ops / cold:>12,.0f} {warm:>10.1f} {growth:>8} "
+            f"{duck_s or float('nan'):>9.1f} {ratio:>11}  {results['verdict']}; {agreed}",
             flush=True,
         )
+
+
+def reference(history: Path, results: dict) -> tuple[float | None, str]:
+    """DuckDB's seconds on ``history`` and whether its counts agree with ``results``."""
+    try:
+        took, counts = duckdb_counts(history, read_committed_of(None))
+    except ImportError:
+        return None, "no DuckDB reference (pip install -e '.[bench]')"
+    return took, agreement(results, counts)[1]
 
 
 def _free_port() -> int:
