@@ -9,10 +9,11 @@ each repetition:
 
 * recording: the lines/s a HistoryWriter sustains replaying ``--record-ops``
   lines as fast as it can in bursts of ``--burst`` (one ``append_encoded``
-  each), without and with the RowsRecorder (checkers/recorded_rows.py), and
-  the time ``close`` then waits for the recorder's last rows; and that wait
-  after ``--paced-s`` seconds at the default run's pace (2,000 lines/s), as
-  at the end of a run;
+  each), without and with the RowsRecorder (checkers/recorded_rows.py), the
+  time until the recorder's last rows are in place after ``close``, and the
+  process's CPU seconds (wall times drift with the machine's load; CPU
+  seconds much less); and that time after ``--paced-s`` seconds at the
+  default run's pace (2,000 lines/s), as at the end of a run;
 * the rows: ``checkers.load.rows_cache`` on the history without rows (the
   JSON parsed, as before) and with the recorded rows (only validated);
 * the check: ``kafka-chaos check HISTORY --json`` in a fresh process (Spark
@@ -55,29 +56,36 @@ def tails(source: Path) -> list[bytes]:
     return out
 
 
-def record(path: Path, lines: list[bytes], burst: int, mirror: bool) -> tuple[float, float]:
-    """(seconds writing every line, seconds ``close`` took) for one recording."""
+def record(path: Path, lines: list[bytes], burst: int, mirror: bool) -> tuple[float, float, float]:
+    """(wall seconds writing every line, wall seconds until the rows were in
+    place after ``close``, CPU seconds of the process for both) for one recording."""
     path.unlink(missing_ok=True)
     shutil.rmtree(path.with_suffix(".parquet"), ignore_errors=True)
-    writer = HistoryWriter(path, mirror=RowsRecorder(path) if mirror else None)
-    t0 = time.perf_counter()
+    recorder = RowsRecorder(path) if mirror else None
+    writer = HistoryWriter(path, mirror=recorder)
+    cpu, t0 = time.process_time(), time.perf_counter()
     for at in range(0, len(lines), burst):
         writer.append_encoded(lines[at : at + burst])
     t1 = time.perf_counter()
     writer.close()
-    return t1 - t0, time.perf_counter() - t1
+    if recorder is not None:
+        recorder.wait()
+    return t1 - t0, time.perf_counter() - t1, time.process_time() - cpu
 
 
 def paced(path: Path, lines: list[bytes], seconds: float, rate: float = 2000) -> float:
-    """Seconds ``close`` waits after ``seconds`` of lines at ``rate`` lines/s."""
+    """Seconds from ``close`` until the rows are in place, after ``seconds`` of
+    lines at ``rate`` lines/s (what a run's check may wait for)."""
     path.unlink(missing_ok=True)
-    writer = HistoryWriter(path, mirror=RowsRecorder(path))
+    recorder = RowsRecorder(path)
+    writer = HistoryWriter(path, mirror=recorder)
     start, burst = time.perf_counter(), 20
     for i, at in enumerate(range(0, min(len(lines), int(seconds * rate)), burst)):
         writer.append_encoded(lines[at : at + burst])
         time.sleep(max(0.0, start + (i + 1) * burst / rate - time.perf_counter()))
     t0 = time.perf_counter()
     writer.close()
+    recorder.wait()
     return time.perf_counter() - t0
 
 
@@ -110,21 +118,21 @@ def main() -> None:
         (work / "big.jsonl").unlink()
         mb = sum(map(len, big)) / 1e6
         print(f"# recording {len(big)} lines (~{mb:.0f} MB), bursts of {a.burst}, {a.reps} reps")
-        rec: dict[str, list[tuple[float, float]]] = {"json only": [], "json + parquet": []}
+        rec: dict[str, list[tuple[float, float, float]]] = {"json only": [], "json + parquet": []}
         for _ in range(a.reps):
             for name, mirror in (("json only", False), ("json + parquet", True)):
                 rec[name].append(record(history, big, a.burst, mirror))
-        print("recording                 lines/s (median)   writing s   close s")
+        print("recording          lines/s (median)  writing s  rows done s  CPU s  lines/CPU-s")
         for name, runs in rec.items():
-            write_s = statistics.median(w for w, _ in runs)
-            close_s = statistics.median(c for _, c in runs)
-            print(f"  {name:22}  {len(big) / write_s:15,.0f}   {write_s:9.2f}   {close_s:7.2f}")
-        base = statistics.median(w for w, _ in rec["json only"])
-        ratio = statistics.median(w for w, _ in rec["json + parquet"]) / base
+            write_s, done_s, cpu_s = (statistics.median(r[i] for r in runs) for i in range(3))
+            print(f"  {name:16} {len(big) / write_s:15,.0f}  {write_s:9.2f}  {done_s:11.2f}"
+                  f"  {cpu_s:5.2f}  {len(big) / cpu_s:11,.0f}")  # fmt: skip
+        base = statistics.median(r[0] for r in rec["json only"])
+        ratio = statistics.median(r[0] for r in rec["json + parquet"]) / base
         print(f"  writing time with the Parquet writer / without: {ratio:.2f}x")
         if a.paced_s:
             waited = paced(history, big, a.paced_s)
-            print(f"  close after {a.paced_s:.0f} s at 2,000 lines/s waited {waited:.2f} s")
+            print(f"  rows in place {waited:.2f} s after close, {a.paced_s:.0f} s at 2,000 lines/s")
         del big
 
         n = generate(a.ops, work / "source.jsonl", 1)

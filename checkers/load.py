@@ -19,7 +19,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from checkers import ingest
+from checkers import ingest, recorded_rows
 from harness.errors import HistoryError
 
 log = logging.getLogger(__name__)
@@ -81,6 +81,7 @@ def rows_cache(history: Path) -> Path:
     parquet = history.with_suffix(".parquet")
     if not history.is_file():
         raise HistoryError(f"{history}: no such history file")
+    recorded_rows.wait_until_written(parquet)  # a run's check: its recorder may be finishing
     stale = why_stale(history, parquet)
     if stale is None:
         log.debug("%s covers %s: checking from it", parquet.name, history.name)

@@ -7,9 +7,12 @@ Parquet.  A background thread takes what is queued every ``FLUSH_S``
 seconds (sooner once ``BATCH_BYTES`` are waiting), turns the lines into rows
 with the same code as the check's own conversion (``ingest.ChunkRows`` and
 ``ingest.RowsDir``), and appends them to the Parquet files as row groups.
-``close`` converts the rest and puts ``history.parquet`` in place, marked
-with the bytes and lines of JSON it covers (``ingest.Covers``), so the
-check starts from it instead of parsing the JSON (``checkers.load``).
+``close`` has the thread convert the rest and put ``history.parquet`` in
+place, marked with the bytes and lines of JSON it covers (``ingest.Covers``),
+so the check starts from it instead of parsing the JSON (``checkers.load``).
+``close`` does not wait for that: the check of the same process does
+(``wait_until_written``), while its Spark starts, and so does the process's
+exit.
 
 history.jsonl stays the truth.  Any failure here (a line the rows cannot
 take, a full disk, a writer left too far behind) is logged once and the
@@ -23,6 +26,7 @@ the check ignores and removes.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import sys
@@ -79,10 +83,19 @@ class RowsRecorder:
         self._fail(why)
 
     def close(self) -> None:
-        """Convert what is left and put the rows in place (unless dropped)."""
+        """Have the rest converted and the rows put in place (unless dropped);
+        returns at once (``wait``)."""
+        with _FINISHING_LOCK:
+            _FINISHING[self.parquet.resolve()] = self
         self._closing = True
         self._wake.set()
+
+    def wait(self) -> None:
+        """Wait until the rows are in place, or dropped."""
         self._thread.join()
+        with _FINISHING_LOCK:
+            if _FINISHING.get(self.parquet.resolve()) is self:
+                del _FINISHING[self.parquet.resolve()]
 
     def _fail(self, why: str) -> None:
         if self.failed is None:
@@ -134,6 +147,28 @@ class RowsRecorder:
             self._lines += chunk.count(b"\n")
 
 
+_FINISHING: dict[Path, RowsRecorder] = {}  # closed, maybe still converting
+_FINISHING_LOCK = threading.Lock()
+
+
+def wait_until_written(parquet: Path) -> None:
+    """Wait for this process's recorder of ``parquet`` to finish, if it has one."""
+    with _FINISHING_LOCK:
+        recorder = _FINISHING.get(Path(parquet).resolve())
+    if recorder is not None:
+        recorder.wait()
+
+
+@atexit.register
+def _finish_all() -> None:
+    """Closed recorders finish before the process exits (their thread is a daemon,
+    so that a writer never closed cannot hold the exit up)."""
+    with _FINISHING_LOCK:
+        recorders = list(_FINISHING.values())
+    for recorder in recorders:
+        recorder.wait()
+
+
 def record_file(history: Path, burst_bytes: int = 64 << 10) -> None:
     """Feed a finished ``history`` to a recorder in bursts of whole lines, as a
     run's writer would (bench/check_diff.py --record: the check then starts
@@ -151,6 +186,7 @@ def record_file(history: Path, burst_bytes: int = 64 << 10) -> None:
     if rest:
         recorder.drop("the history ends in a line cut short")
     recorder.close()
+    recorder.wait()
 
 
 if __name__ == "__main__":

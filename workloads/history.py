@@ -51,8 +51,9 @@ class HistoryWriter:
     line was most of the recorder's cost.
 
     ``mirror`` gets each write's bytes once they are in the file, and is
-    closed after it: it can only mirror a history it saw from its first
-    line, so it is dropped when ``path`` already holds lines.
+    closed after it (without waiting for it to finish): it can only mirror
+    a history it saw from its first line, so it is dropped when ``path``
+    already holds lines.
     """
 
     def __init__(
