@@ -166,8 +166,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="kc-stages-") as tmp:
         conf = f"spark.eventLog.enabled=true,spark.eventLog.compress=false,spark.eventLog.dir=file://{tmp}"
         took, results = timed_check(args.history, spark_conf=conf, config=args.config)
-        logs = [p for p in Path(tmp).rglob("*") if p.is_file() and not p.name.startswith(".")]
-        found = [s for log in logs if log.stat().st_size for s in stages(log)]
+        logs = [p for p in Path(tmp).rglob("events_*") if p.is_file() and p.stat().st_size]
+        logs += [p for p in Path(tmp).glob("*") if p.is_file() and not p.name.startswith(".")]
+        found = [s for log in logs for s in stages(log)]
         found_jobs, app_start, app_end = jobs(logs[0]) if logs else ([], None, None)
     if not found:
         raise SystemExit("no completed stage in the event log")
