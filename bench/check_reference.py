@@ -185,7 +185,8 @@ def duckdb_counts(history: Path, read_committed: bool = True) -> tuple[float, di
     import duckdb  # bench-only: pip install -e '.[bench]'
 
     t0 = time.monotonic()
-    con = duckdb.connect()
+    # The memory Spark's driver gets (checkers/session.py): the machine is shared.
+    con = duckdb.connect(config={"memory_limit": "4GB"})
     con.execute(LINES, [str(history)])
     txn = con.execute("SELECT count(*) FROM lines WHERE f IN ('txn', 'share-poll')").fetchone()
     if txn and txn[0]:
