@@ -245,6 +245,11 @@ class TestSpec:
         return asdict(self)
 
     @property
+    # Kafka's Java client only: this kafka-clients jar instead of the released one
+    # of cluster.kafka_version, to run a patched client side by side with the
+    # release (evidence/*/fix/).  One JVM per process, so every Java client of
+    # the run loads it; never installed over the cached distribution.
+    client_jar: str | None = None
     def java_client(self) -> bool:
         """Whether any of the run's clients is Kafka's Java client (a JVM in the process)."""
         return "java" in (self.producer.client, self.consumer.client)

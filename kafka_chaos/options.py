@@ -125,6 +125,13 @@ OPTIONS: tuple[Option, ...] = (
         "share: chance a member releases a record instead of accepting it",
     ),
     Option(
+        "--client-jar",
+        "client_jar",
+        str,
+        "Java client: this kafka-clients jar instead of the released one (a patched client)",
+        metavar="JAR",
+    ),
+    Option(
         "--share-reject-probability",
         "consumer.share_reject_probability",
         float,
@@ -494,6 +501,12 @@ def _validate_share(spec: TestSpec) -> None:
     if c.group_protocol != "classic":
         raise ConfigError(
             "consumer.group_protocol applies to consumer groups; share groups have their own"
+    if spec.client_jar is not None:
+        jar = Path(spec.client_jar)
+        if not spec.java_client:
+            raise ConfigError("client_jar replaces Kafka's Java client: set --client java")
+        if jar.suffix != ".jar" or not jar.is_file():
+            raise ConfigError(f"client_jar {spec.client_jar}: no such jar file")
         )
     odds = (c.share_release_probability, c.share_reject_probability)
     if min(odds) < 0 or sum(odds) > 1:

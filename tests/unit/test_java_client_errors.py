@@ -125,6 +125,16 @@ def test_missing_client_jar_is_one_line(tmp_path: Path) -> None:
         jvm.client_jars("4.4.0", tmp_path)
 
 
+def test_a_patched_client_jar_takes_the_released_clients_place(tmp_path: Path) -> None:
+    for name in ("kafka-clients-4.4.0.jar", "slf4j-api-1.7.36.jar"):
+        (tmp_path / name).write_bytes(b"")
+    patched = tmp_path / "patched" / "kafka-clients-4.4.0-callback-order.jar"
+    patched.parent.mkdir()
+    patched.write_bytes(b"")
+    jars = jvm.client_jars("4.4.0", tmp_path, client_jar=str(patched))
+    assert jars == [patched, tmp_path / "slf4j-api-1.7.36.jar"]
+
+
 def test_an_uncached_version_is_one_line_naming_the_fix() -> None:
     done = python("-m", "workloads.java.errors", "--json", "--kafka", "0.0.1")
     assert done.returncode == 2

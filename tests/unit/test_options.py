@@ -62,6 +62,17 @@ def test_contradictions_are_rejected(layer, message):
         build_spec(layer)
 
 
+def test_a_client_jar_needs_the_java_client_and_a_jar(tmp_path):
+    jar = tmp_path / "kafka-clients-4.4.0-patched.jar"
+    jar.write_bytes(b"")
+    with pytest.raises(ConfigError, match="replaces Kafka's Java client: set --client java"):
+        build_spec({"client_jar": str(jar)})
+    with pytest.raises(ConfigError, match="no such jar file"):
+        build_spec({"client_jar": str(tmp_path / "missing.jar"), "producer": {"client": "java"}})
+    spec = build_spec(cli_overrides(parse(["--client", "java", "--client-jar", str(jar)])))
+    assert spec.client_jar == str(jar)
+
+
 def test_every_scenario_builds_and_declares_an_expectation():
     for name in SCENARIOS:
         spec = build_spec(scenario_layer(name))

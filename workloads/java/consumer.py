@@ -96,7 +96,12 @@ class JavaConsumerWorker(ConsumerWorker):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # Here, in the constructor, so a bad jar stops the run before it starts.
-        jvm.start(self.spec.cluster.kafka_version, self.history.path.parent, self.spec.debug)
+        jvm.start(
+            self.spec.cluster.kafka_version,
+            self.history.path.parent,
+            self.spec.debug,
+            self.spec.client_jar,
+        )
         self._consumer: Any = None
         self._leaving = False  # close() revokes: its commit was made just before
 

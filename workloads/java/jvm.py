@@ -68,8 +68,11 @@ DEBUG_SEGMENTS = 5  # the active file and 4 rolled ones: the newest stretch of t
 _debug_log: Path | None = None
 
 
-def client_jars(version: str, libs: Path | None = None) -> list[Path]:
-    """The jars the Java client of ``version`` needs, from its cached distribution."""
+def client_jars(
+    version: str, libs: Path | None = None, client_jar: str | None = None
+) -> list[Path]:
+    """The jars the Java client of ``version`` needs, from its cached distribution;
+    ``client_jar`` (a patched kafka-clients) takes the released client's place."""
     if libs is None:
         dist = distribution.load_cached(version)
         if dist is None:
@@ -84,25 +87,39 @@ def client_jars(version: str, libs: Path | None = None) -> list[Path]:
         raise ConfigError(
             f"the Java client needs kafka-clients-{version}.jar in {libs} (found: {found})"
         )
+    if client_jar is not None:
+        released = f"kafka-clients-{version}.jar"
+        jars = [Path(client_jar).resolve() if p.name == released else p for p in jars]
     return jars
 
 
-def start(version: str, log_dir: Path, debug: DebugSpec | None = None) -> None:
+def _sha256_prefix(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+def start(
+    version: str,
+    log_dir: Path,
+    debug: DebugSpec | None = None,
+    client_jar: str | None = None,
+) -> None:
     """Start this process's JVM with the Java client of ``version`` (once), its
     log in ``log_dir``/java-client.log; with ``debug.client`` set, the loggers
     of ``debug.java_loggers`` at DEBUG in ``log_dir``/client-logs/java-client.log.
+    ``client_jar``: a patched kafka-clients jar in place of the released one.
 
-    A second call for the same version does nothing; for another version it
-    is refused, since the classpath cannot change.
+    A second call for the same client does nothing; for another one it is
+    refused, since the classpath cannot change.
     """
     global _started
+    wanted = version if client_jar is None else f"{version} ({client_jar})"
     with _lock:
-        if _started == version:
+        if _started == wanted:
             return
         if _started is not None:
             raise HarnessError(
                 f"this process already holds Kafka {_started}'s Java client; "
-                f"one process runs one client version (asked for {version})"
+                f"one process runs one client (asked for {wanted})"
             )
         import jpype  # only a run that uses the Java client pays for loading JPype
 
@@ -111,14 +128,21 @@ def start(version: str, log_dir: Path, debug: DebugSpec | None = None) -> None:
                 "a JVM without Kafka's client is already running in this process "
                 "(Elle's?); start the Java client before anything else uses JPype"
             )
-        jars = client_jars(version)
+        jars = client_jars(version, client_jar=client_jar)
+        if client_jar is not None:
+            log.info(
+                "the Java client is %s (sha256 %s), not the released kafka-clients-%s.jar",
+                client_jar,
+                _sha256_prefix(Path(client_jar)),
+                version,
+            )
         classpath = [str(helper_classes(jars)), *map(str, jars)]
         log_file = f"-Dkafka.chaos.client.log={log_dir / CLIENT_LOG}"
         settings = LOG_SETTINGS
         if debug is not None and debug.client is not None:
             settings = _debug_settings(version, Path(log_dir) / "client-logs", debug)
         jpype.startJVM(HEAP, log_file, *settings, classpath=classpath, convertStrings=False)
-        _started = version
+        _started = wanted
         log.info("started the JVM with Kafka %s's Java client (%d jars)", version, len(jars))
 
 

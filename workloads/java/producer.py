@@ -83,7 +83,12 @@ class JavaProducerWorker(ProducerWorker):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # Here, in the constructor, so a bad jar stops the run before it starts.
-        jvm.start(self.spec.cluster.kafka_version, self.history.path.parent, self.spec.debug)
+        jvm.start(
+            self.spec.cluster.kafka_version,
+            self.history.path.parent,
+            self.spec.debug,
+            self.spec.client_jar,
+        )
         self._fatal_reason: str | None = None
 
     def _incarnation(self, pacer: Pacer) -> None:

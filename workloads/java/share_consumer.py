@@ -50,7 +50,12 @@ class JavaShareWorker(ShareWorker):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # Here, in the constructor, so a bad jar stops the run before it starts.
-        jvm.start(self.spec.cluster.kafka_version, self.history.path.parent, self.spec.debug)
+        jvm.start(
+            self.spec.cluster.kafka_version,
+            self.history.path.parent,
+            self.spec.debug,
+            self.spec.client_jar,
+        )
 
     def _new_consumer(self) -> Any:
         import jpype

@@ -114,7 +114,12 @@ class JavaTxnClient(TxnClient):
     def _create_clients(self, bootstrap: str) -> None:
         import jpype
 
-        jvm.start(self.spec.cluster.kafka_version, self.history.path.parent, self.spec.debug)
+        jvm.start(
+            self.spec.cluster.kafka_version,
+            self.history.path.parent,
+            self.spec.debug,
+            self.spec.client_jar,
+        )
         producer_props = java_txn_producer_properties(self.spec, bootstrap, self.process, self.slot)
         consumer_props = java_consumer_properties(
             self.spec, bootstrap, txn_group(self.spec), f"{self.spec.name}-t{self.process}"
