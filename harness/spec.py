@@ -240,16 +240,16 @@ class TestSpec:
     mirror: MirrorSpec = field(default_factory=MirrorSpec)
     checker: CheckerSpec = field(default_factory=CheckerSpec)
     debug: DebugSpec = field(default_factory=DebugSpec)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @property
     # Kafka's Java client only: this kafka-clients jar instead of the released one
     # of cluster.kafka_version, to run a patched client side by side with the
     # release (evidence/*/fix/).  One JVM per process, so every Java client of
     # the run loads it; never installed over the cached distribution.
     client_jar: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
     def java_client(self) -> bool:
         """Whether any of the run's clients is Kafka's Java client (a JVM in the process)."""
         return "java" in (self.producer.client, self.consumer.client)

@@ -107,6 +107,13 @@ OPTIONS: tuple[Option, ...] = (
         ("librdkafka", "java", "both"),
         also=("consumer.client",),
     ),
+    Option(
+        "--client-jar",
+        "client_jar",
+        str,
+        "Java client: this kafka-clients jar instead of the released one (a patched client)",
+        metavar="JAR",
+    ),
     Option("--groups", "consumer.groups", int, "consumer groups"),
     Option("--consumers-per-group", "consumer.workers_per_group", int, "consumers per group"),
     Option("--consumer-mode", "consumer.mode", str, "group mode", ("subscribe", "assign", "share")),
@@ -123,13 +130,6 @@ OPTIONS: tuple[Option, ...] = (
         "consumer.share_release_probability",
         float,
         "share: chance a member releases a record instead of accepting it",
-    ),
-    Option(
-        "--client-jar",
-        "client_jar",
-        str,
-        "Java client: this kafka-clients jar instead of the released one (a patched client)",
-        metavar="JAR",
     ),
     Option(
         "--share-reject-probability",
@@ -474,6 +474,12 @@ def _validate_client(spec: TestSpec) -> None:
             raise ConfigError(
                 f"{role}.client java runs the queue and txn workloads, not {spec.workload}'s"
             )
+    if spec.client_jar is not None:
+        jar = Path(spec.client_jar)
+        if not spec.java_client:
+            raise ConfigError("client_jar replaces Kafka's Java client: set --client java")
+        if jar.suffix != ".jar" or not jar.is_file():
+            raise ConfigError(f"client_jar {spec.client_jar}: no such jar file")
     if spec.workload == "txn" and spec.producer.client != spec.consumer.client:
         raise ConfigError(
             "a txn process owns one producer and one consumer of one client: "
@@ -501,12 +507,6 @@ def _validate_share(spec: TestSpec) -> None:
     if c.group_protocol != "classic":
         raise ConfigError(
             "consumer.group_protocol applies to consumer groups; share groups have their own"
-    if spec.client_jar is not None:
-        jar = Path(spec.client_jar)
-        if not spec.java_client:
-            raise ConfigError("client_jar replaces Kafka's Java client: set --client java")
-        if jar.suffix != ".jar" or not jar.is_file():
-            raise ConfigError(f"client_jar {spec.client_jar}: no such jar file")
         )
     odds = (c.share_release_probability, c.share_reject_probability)
     if min(odds) < 0 or sum(odds) > 1:
