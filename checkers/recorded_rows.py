@@ -4,7 +4,8 @@ The history writer (``workloads.history.HistoryWriter``) hands this recorder
 each burst of lines right after writing them to history.jsonl.  ``feed``
 only appends the bytes to a queue: the recording path never waits for
 Parquet.  A background thread takes what is queued every ``FLUSH_S``
-seconds (sooner once ``BATCH_BYTES`` are waiting), turns the lines into rows
+seconds (sooner once ``BATCH_BYTES`` are waiting, later while less than
+``MIN_BATCH_BYTES`` are), turns the lines into rows
 with the same code as the check's own conversion (``ingest.ChunkRows`` and
 ``ingest.RowsDir``), and appends them to the Parquet files as row groups.
 ``close`` has the thread convert the rest and put ``history.parquet`` in
@@ -38,8 +39,9 @@ from checkers import ingest
 
 log = logging.getLogger(__name__)
 
-FLUSH_S = 5.0  # rows reach the Parquet files at least this often
+FLUSH_S = 5.0  # rows reach the Parquet files this often...
 BATCH_BYTES = 8 << 20  # ...or as soon as this much JSON waits
+MIN_BATCH_BYTES = 1 << 20  # ...but a slow run's rows wait for this much: no tiny row groups
 MAX_PENDING_BYTES = 512 << 20  # a writer this far behind gives up rather than hold more
 
 
@@ -118,7 +120,9 @@ class RowsRecorder:
                 self._wake.wait(self.flush_s)
                 self._wake.clear()
                 closing = self._closing
-                self._convert_queued()
+                waiting = self._fed - self._taken
+                if closing or waiting >= min(MIN_BATCH_BYTES, self.batch_bytes):
+                    self._convert_queued()
                 if closing:
                     break
             if self.failed is None:
