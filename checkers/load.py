@@ -102,11 +102,11 @@ def why_stale(history: Path, parquet: Path) -> str | None:
     """Why the rows directory ``parquet`` is not ``history``'s rows (None if it is)."""
     if not parquet.is_dir():
         return "is missing"
+    if not ingest.is_current(parquet):
+        return f"was made by another version (not {ingest.FORMAT})"
     covers = ingest.covers(parquet)
     if covers is None:
         return "is unfinished (no mark of what it covers)"
-    if not ingest.is_current(parquet):
-        return f"was made by another version (not {ingest.FORMAT})"
     size = history.stat().st_size
     if covers.bytes != size:
         return f"covers {covers.bytes} of the history's {size} bytes"
