@@ -25,10 +25,10 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from harness import admin, fan_out
+from harness import admin, fan_out, lazyfs
 from harness import kafka_config as kc
 from harness.cluster import ZOOKEEPER_PORT, Cluster
 from harness.distribution import Distribution, for_spec, major
@@ -320,8 +320,11 @@ def wipe(node: Node) -> None:
     for service in (KAFKA, ZOOKEEPER):
         if _running(service, node):
             raise HarnessError(f"{node.name}: stop {service.name} before wiping its data")
+    kafka_dir = quote(node.path("data", "kafka"))
     node.run(
-        f"rm -rf {quote(node.path('data', 'kafka'))} {quote(node.path('data', 'zookeeper'))}",
+        # on lazyfs the directory is a mount point: empty it, keep it
+        f"if mountpoint -q {kafka_dir}; then find {kafka_dir} -mindepth 1 -delete; "
+        f"else rm -rf {kafka_dir}; fi; rm -rf {quote(node.path('data', 'zookeeper'))}",
         timeout=60,
     )
 
@@ -387,6 +390,8 @@ def node_files(
         f"{cfg}/kafka-log.properties": kc.logging_config(version, node.path("logs", "server.log")),
     }
     scale = cluster.time_scale  # slow guests: Kafka's failure detection waits longer
+    if cluster.backend_state.get("disk") == "lazyfs":  # the run's own settings win
+        spec = replace(spec, broker_config={**lazyfs.BROKER_CONFIG, **spec.broker_config})
     if cluster.mode == "zk":
         files[f"{cfg}/server.properties"] = kc.zk_server_properties(
             node, nodes, spec.broker_config, scale

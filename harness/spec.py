@@ -37,6 +37,9 @@ class ClusterSpec:
     kafka_tarball: str | None = None  # use an official tarball instead of Maven Central
     broker_heap_mb: int = 512
     broker_config: dict[str, str] = field(default_factory=dict)  # extra server.properties
+    # Where each node's Kafka log directory lives: plain (the host's disk) or lazyfs
+    # (a FUSE mount that drops unsynced writes on power-loss; local backend only).
+    disk: str = "plain"
 
 
 @dataclass
@@ -157,6 +160,8 @@ class MirrorSpec:
 @dataclass
 class CheckerSpec:
     spark_master: str = "local[*]"
+    # sc://HOST:PORT: check on this running Spark Connect server instead (checkers/remote.py)
+    spark_remote: str | None = None
     examples: int = 10  # examples kept per anomaly
     availability_min_rate: float | None = None  # msg/s that must hold during faults
     ownership_grace_s: float = 10.0  # double ownership tolerated this long (rebalances)

@@ -48,6 +48,13 @@ def add_commands(subparsers: Any) -> None:
     up.add_argument("--vagrant-dir", help="vagrant backend: directory holding the Vagrantfile")
     up.add_argument("--kafka-tarball", help="an official Kafka .tgz instead of Maven Central")
     up.add_argument(
+        "--disk",
+        choices=("plain", "lazyfs"),
+        default="plain",
+        help="broker data on the host disk (default), or on lazyfs: power-loss drops "
+        "its unsynced writes (local backend only)",
+    )
+    up.add_argument(
         "--no-kafka", action="store_true", help="provision the nodes only, do not start Kafka"
     )
     up.add_argument(
@@ -85,11 +92,14 @@ def spec_from_args(args: argparse.Namespace) -> ClusterSpec:
         inventory=args.inventory,
         vagrant_dir=args.vagrant_dir,
         kafka_tarball=args.kafka_tarball,
+        disk=args.disk,
     )
 
 
 def cmd_up(args: argparse.Namespace) -> int:
     spec = spec_from_args(args)
+    if spec.disk == "lazyfs" and spec.backend != "local":
+        raise HarnessError(f"--disk lazyfs needs the local backend, not {spec.backend}")
     console = Console()
     kafka_config = None if args.no_kafka else _optional("harness.kafka_config")
     if kafka_config is not None:  # reject an impossible shape before provisioning anything
@@ -180,9 +190,19 @@ def cmd_down(args: argparse.Namespace) -> int:
                 console.print(f"  {item}")
         elif name not in pair:
             console.print(f"cluster [bold]{name}[/]: nothing to remove")
+    _reap_engines(console)
     if errors:
         raise HarnessError("; ".join(errors))
     return 0
+
+
+def _reap_engines(console: Console) -> None:
+    """Stop the Spark Connect servers whose owner was killed (checkers/connect_server.py):
+    only those, matched by their record's pid and command line, never by name."""
+    from checkers import connect_server
+
+    for pid in connect_server.reap():
+        console.print(f"Spark Connect server pid {pid}: its owner was gone; stopped")
 
 
 def _pair_names(name: str) -> list[str]:

@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from checkers.remote import address
 from harness.errors import ConfigError
 from harness.spec import LIBRDKAFKA_DEBUG_CONTEXTS, TestSpec
 from nemeses import registry
@@ -34,6 +35,15 @@ def _bool(text: str) -> bool:
 
 def _faults(text: str) -> list[str]:
     return [] if text in ("", "none") else [f.strip() for f in text.split(",") if f.strip()]
+
+
+def _spark_remote(text: str) -> str:
+    """An ``sc://HOST:PORT`` URL, refused at parse time rather than after the run."""
+    try:
+        address(text)
+    except ConfigError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
 
 
 def _names(text: str) -> list[str]:
@@ -67,6 +77,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("--inventory", "cluster.inventory", str, "ssh backend: TOML/YAML host inventory"),
     Option("--vagrant-dir", "cluster.vagrant_dir", str, "vagrant backend: Vagrantfile dir"),
     Option("--kafka-tarball", "cluster.kafka_tarball", str, "official Kafka tarball to use"),
+    Option(
+        "--disk",
+        "cluster.disk",
+        str,
+        "broker data on the host disk, or on lazyfs (drops unsynced writes on power-loss)",
+        ("plain", "lazyfs"),
+    ),
     Option("--partitions", "topic.partitions", int, "topic partitions"),
     Option("--replication-factor", "topic.replication_factor", int, "topic replication"),
     Option("--min-insync-replicas", "topic.min_insync_replicas", int, "min.insync.replicas"),
@@ -187,6 +204,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("--mirror-faults", "mirror.faults", _faults, "mirror: MirrorMaker faults, or none"),
     Option("--dc2-faults", "mirror.dc2_faults", _faults, "mirror: faults inside dc2, or none"),
     Option("--spark-master", "checker.spark_master", str, "Spark master for the checkers"),
+    Option(
+        "--spark-remote",
+        "checker.spark_remote",
+        _spark_remote,
+        "sc://HOST:PORT: check on this running Spark Connect server, not a Spark of its own",
+    ),
     Option(
         "--ww-deps",
         "checker.ww_deps",
@@ -379,6 +402,12 @@ def validate(spec: TestSpec) -> None:
         raise ConfigError(f"ZooKeeper mode needs Kafka 3.x; {c.kafka_version} is KRaft-only")
     if c.backend == "ssh" and not c.inventory:
         raise ConfigError("the ssh backend needs --inventory FILE")
+    if spec.checker.spark_remote:
+        address(spec.checker.spark_remote)  # a config file's, refused before the run too
+    if c.disk not in ("plain", "lazyfs"):
+        raise ConfigError(f"cluster.disk must be plain or lazyfs, not {c.disk!r}")
+    if c.disk == "lazyfs" and c.backend != "local":
+        raise ConfigError(f"--disk lazyfs needs the local backend, not {c.backend}")
     t = spec.topic
     if t.replication_factor > c.nodes:
         raise ConfigError(

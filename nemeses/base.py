@@ -21,7 +21,24 @@ TARGET_MODES = (
     "coordinator",  # of the run's first transactional.id
     "group-coordinator",  # of the run's first consumer or share group
     "share-coordinator",  # of the run's first share group's state for one partition
+    "minority",  # a group of nodes, drawn when the schedule is made (GROUP_TARGETS)
+    "all",
 )
+# Target modes that name a group of nodes, not one resolved node: drawn with
+# the schedule's rng, like random targets, for kinds that take several
+# targets at once (``FaultKind.groupable``).
+GROUP_TARGETS = ("minority", "all")
+
+
+def group_size(group: str, nodes: int) -> int:
+    """How many of ``nodes`` a target group takes: ``all`` of them, or a
+    ``minority`` (fewer than half; at least one, so two nodes lose one)."""
+    if group == "all":
+        return nodes
+    if group == "minority":
+        return max(1, (nodes - 1) // 2)
+    raise ConfigError(f"unknown target group {group!r} (known: {', '.join(GROUP_TARGETS)})")
+
 
 # Fields a run adds to an op while executing it; they are not part of what
 # to do, so replay and comparisons ignore them.

@@ -120,6 +120,7 @@ class FaultKind(ABC):
     name: ClassVar[str]
     shape: ClassVar[Shape] = "node"
     targetable: ClassVar[bool] = False  # may hit the resolved leader/controller/coordinator
+    groupable: ClassVar[bool] = False  # may hit a group of nodes at once (base.GROUP_TARGETS)
     sweeps: ClassVar[tuple[Sweep, ...]] = ()
 
     # --- params -----------------------------------------------------------------

@@ -177,6 +177,7 @@ class Kill(ProcessFault):
 
     name, flag, sweeps = "kill", "down", (STOPPED_SWEEP,)
     act, undo = staticmethod(kill), staticmethod(ensure_running)
+    groupable = True  # a minority or all at once: the crash without the power cut
 
 
 class Pause(ProcessFault):
@@ -195,6 +196,7 @@ class KillAll(Kill):
     name = "kill-all"
     shape = "every-node"
     targetable = False
+    groupable = False  # every node already
 
 
 class Restart(Kill):

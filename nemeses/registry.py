@@ -16,8 +16,18 @@ from __future__ import annotations
 from typing import Any
 
 from harness.errors import ConfigError
-from nemeses import blackhole, clock, mirror_maker, netem, netsplit, partition, process, unclean
-from nemeses.base import TARGET_MODES, FaultOp
+from nemeses import (
+    blackhole,
+    clock,
+    mirror_maker,
+    netem,
+    netsplit,
+    partition,
+    power_loss,
+    process,
+    unclean,
+)
+from nemeses.base import GROUP_TARGETS, TARGET_MODES, FaultOp
 from nemeses.kinds import FaultKind, Sweep
 
 BUILTIN: tuple[FaultKind, ...] = (
@@ -37,6 +47,7 @@ BUILTIN: tuple[FaultKind, ...] = (
     process.KillAll(),
     mirror_maker.MirrorKill(),
     mirror_maker.MirrorPause(),
+    power_loss.PowerLoss(),
 )
 
 _kinds: dict[str, FaultKind] = {}
@@ -110,8 +121,10 @@ def validate_op(op: FaultOp, where: str) -> dict[str, Any]:
         raise ConfigError(f"{where}: targets must be a list of node names")
     if not isinstance(op.params, dict):
         raise ConfigError(f"{where}: params must be a mapping")
-    if not op.targets and op.target == "random":
+    if not op.targets and op.target in ("random", *GROUP_TARGETS):
         raise ConfigError(f"{where}: fault {op.id} has no targets and no leader/controller target")
+    if op.target in GROUP_TARGETS and not found.groupable:
+        raise ConfigError(f"{where}: fault {op.f!r} cannot target a group of nodes ({op.target})")
     if op.target != "random" and not found.targetable:
         raise ConfigError(f"{where}: fault {op.f!r} cannot target the {op.target}")
     return found.params(op.params, where)

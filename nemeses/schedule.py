@@ -25,7 +25,7 @@ from harness.errors import ConfigError
 from harness.jsonfile import load_json
 from harness.spec import NemesisSpec
 from nemeses import partition, registry
-from nemeses.base import REALISED_FIELDS, TARGET_MODES, FaultOp
+from nemeses.base import GROUP_TARGETS, REALISED_FIELDS, TARGET_MODES, FaultOp, group_size
 from nemeses.kinds import Ctx, Draft
 
 SCHEDULE_FORMAT = 1
@@ -53,6 +53,14 @@ def fault(kind: str) -> Source:
 def draft(kind: str, rng: random.Random, ctx: Ctx) -> Draft:
     """One fault of ``kind``: the nemesis options decide the targeting, the kind the rest."""
     k = registry.kind(kind)
+    if ctx.targets in GROUP_TARGETS:
+        if not k.groupable:  # one node at a time, as with random targets
+            targets, params = k.draw(rng, ctx)
+            return Draft(kind, targets, params=params)
+        nodes = list(ctx.nodes)
+        rng.shuffle(nodes)
+        targets = sorted(nodes[: group_size(ctx.targets, len(nodes))])
+        return Draft(kind, targets, ctx.targets, dict(k.draw_params(rng, ctx)))
     if ctx.targets != "random" and k.targetable:
         # No params.topic: the fault acts on whichever run replays it (``replay_of``).
         params = dict(k.targeted_params(rng, ctx))

@@ -72,6 +72,16 @@ def why_not_reusable(cluster: Cluster, spec: ClusterSpec) -> str | None:
     have = (cluster.backend, len(cluster.nodes), cluster.kafka_version, cluster.mode)
     if wanted != have:
         return f"it is {have}, not {wanted} (backend, nodes, Kafka version, mode)"
+    disk = cluster.backend_state.get("disk", "plain")
+    if disk != spec.disk:
+        return f"its broker data is on a {disk} disk, not {spec.disk}"
+    if disk == "lazyfs":
+        from harness import lazyfs
+
+        mounts = lazyfs.records(cluster.backend_state)
+        dead = [name for name, rec in mounts.items() if not lazyfs.alive(rec)]
+        if dead:
+            return f"the lazyfs mounts of {', '.join(dead)} are gone"
     down = [name for name, up in probe_nodes(cluster).items() if not up]
     if down:
         return f"nodes {', '.join(down)} do not answer over SSH"

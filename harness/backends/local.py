@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from harness import lazyfs
 from harness.backends import guard_routes
 from harness.backends import local_net as net
 from harness.backends.hostcmd import host_run
@@ -94,9 +95,10 @@ def create(spec: ClusterSpec) -> Cluster:
     check_prerequisites()
     if not 1 <= spec.nodes <= MAX_NODES:
         raise HarnessError(f"the local backend supports 1..{MAX_NODES} nodes, not {spec.nodes}")
+    binary = _lazyfs_binary() if spec.disk == "lazyfs" else None
     cluster, plan = _claim_slot(spec)
     try:
-        _build(cluster, plan)
+        _build(cluster, plan, binary)
         wait_reachable(cluster, SSH_READY_TIMEOUT_S)
         _ensure_mesh(cluster, plan)
     except BaseException:
@@ -109,6 +111,17 @@ def create(spec: ClusterSpec) -> Cluster:
         raise
     _record(cluster, "ready")
     return cluster
+
+
+def _lazyfs_binary() -> Path:
+    """The lazyfs binary, or one line saying why broker data cannot go on lazyfs here."""
+    from harness.lazyfs_build import binary
+
+    if not Path("/dev/fuse").exists():
+        raise HarnessError("--disk lazyfs needs /dev/fuse (FUSE), which this machine lacks")
+    if shutil.which("fusermount3") is None:
+        raise HarnessError("--disk lazyfs needs fusermount3: apt-get install fuse3")
+    return binary()
 
 
 def _claim_slot(spec: ClusterSpec) -> tuple[Cluster, LocalPlan]:
@@ -144,6 +157,9 @@ def _claim_slot(spec: ClusterSpec) -> tuple[Cluster, LocalPlan]:
             mode=spec.mode,
             backend_state={"slot": slot, "plan": plan.to_state(), "progress": []},
         )
+        cluster.backend_state["disk"] = spec.disk
+        if spec.disk == "lazyfs":  # recorded before any mount is made
+            cluster.backend_state["lazyfs"] = {n.name: lazyfs.record(n.root_dir) for n in nodes}
         _record(cluster, "planned")
         guard_routes.add(plan.subnet)
         _record(cluster, "guard-route")
@@ -203,7 +219,7 @@ def _record(cluster: Cluster, step: str) -> None:
     cluster.save()
 
 
-def _build(cluster: Cluster, plan: LocalPlan) -> None:
+def _build(cluster: Cluster, plan: LocalPlan, lazyfs_binary: Path | None = None) -> None:
     net.add_bridge(plan)
     _record(cluster, "bridge")
     for node in plan.nodes:
@@ -220,6 +236,12 @@ def _build(cluster: Cluster, plan: LocalPlan) -> None:
         config_path(node).write_text(render_sshd_config(node, str(authorized)))
         entries.append(known_hosts_line(node.address, 22, public_key(host_key)))
     write_known_hosts(cluster.state_dir / "known_hosts", entries)
+    # Before the sshds: the host's mounts are private, a namespace sees only
+    # those that existed when it was made.
+    for name, rec in lazyfs.records(cluster.backend_state).items():
+        if lazyfs_binary is not None:
+            lazyfs.mount(rec, lazyfs_binary)
+            _record(cluster, f"lazyfs:{name}")
     for node in plan.nodes:
         start_sshd(node)
         _record(cluster, f"sshd:{node.name}")
@@ -320,6 +342,9 @@ def _teardown(plan: LocalPlan, state_dir: Path) -> list[str]:
             removed.append(what)
 
     step("processes", lambda: _stop_processes(plan))
+    # lazyfs's own process ended above (its pid file is in run/); a mount it
+    # left (SIGKILLed: "transport endpoint is not connected") goes here.
+    step("lazyfs mounts", lambda: lazyfs.unmount_below(plan.cluster_root))
     for node in plan.nodes:
         step(f"namespace {node.namespace}", lambda ns=node.namespace: net.delete_namespace(ns))
     for node in plan.nodes:

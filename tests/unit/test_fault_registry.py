@@ -25,6 +25,7 @@ TODAY = (
     "kill-all",
     "mirror-kill",
     "mirror-pause",
+    "power-loss",
 )
 
 
@@ -39,7 +40,7 @@ def _having(predicate) -> list[str]:
 
 def test_each_kind_declares_its_shape_and_targeting():
     assert _having(lambda k: k.shape == "node") == [
-        *TODAY[:8], "blackhole", "mirror-kill", "mirror-pause",
+        *TODAY[:8], "blackhole", "mirror-kill", "mirror-pause", "power-loss",
     ]  # fmt: skip
     assert _having(lambda k: k.shape == "every-node") == [
         "rolling-restart", "hard-rolling-restart", "netsplit", "kill-all",
@@ -55,7 +56,9 @@ def test_each_kind_declares_its_shape_and_targeting():
         "clock-strobe",
         "partition",
         "blackhole",
+        "power-loss",
     ]
+    assert _having(lambda k: k.groupable) == ["kill", "restart", "power-loss"]
 
 
 def test_the_sweep_after_a_crash_undoes_each_thing_once_network_first():
