@@ -361,6 +361,8 @@ def build_spec(*layers: dict[str, Any]) -> TestSpec:
         data = merge(data, layer)
     if not any("backend" in (layer.get("cluster") or {}) for layer in layers):
         data = merge(data, existing_cluster_layer(data["cluster"]["name"]))
+    if not any("disk" in (layer.get("cluster") or {}) for layer in layers):
+        data = merge(data, existing_disk_layer(data["cluster"]["name"]))
     if not any("name" in layer for layer in layers):
         data["name"] = data["workload"]  # runs are stored by name: txn runs apart from queue
     spec = TestSpec.from_dict(data)
@@ -391,6 +393,19 @@ def existing_cluster_layer(name: str) -> dict[str, Any]:
     return {"cluster": layer}
 
 
+def existing_disk_layer(name: str) -> dict[str, Any]:
+    """The disk of the existing cluster ``name`` (lazyfs), for runs that name none:
+    ``run --cluster-name NAME --faults power-loss`` after ``cluster up --disk lazyfs``."""
+    from harness.cluster import cluster_dir
+
+    try:
+        saved = json.loads((cluster_dir(name) / "cluster.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    disk = (saved.get("backend_state") or {}).get("disk")
+    return {"cluster": {"disk": disk}} if disk in ("plain", "lazyfs") else {}
+
+
 def validate(spec: TestSpec) -> None:
     """Reject contradictory settings before any node is touched."""
     c = spec.cluster
@@ -408,6 +423,12 @@ def validate(spec: TestSpec) -> None:
         raise ConfigError(f"cluster.disk must be plain or lazyfs, not {c.disk!r}")
     if c.disk == "lazyfs" and c.backend != "local":
         raise ConfigError(f"--disk lazyfs needs the local backend, not {c.backend}")
+    scheduled = [op.get("f") for op in spec.nemesis.schedule or [] if isinstance(op, dict)]
+    if c.disk != "lazyfs" and "power-loss" in (*spec.nemesis.faults, *scheduled):
+        raise ConfigError(
+            "power-loss needs broker data on lazyfs: add --disk lazyfs (a plain disk keeps "
+            "unsynced writes in the page cache, so nothing would be lost)"
+        )
     t = spec.topic
     if t.replication_factor > c.nodes:
         raise ConfigError(

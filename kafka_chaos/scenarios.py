@@ -77,6 +77,20 @@ MIRROR_KILLS: dict[str, Any] = {"faults": [], "interval_s": 8.0, "duration_s": 2
 # dc2's one broker killed for 3 s about every 8 s (its restart takes a few seconds more).
 DC2_KILLS: dict[str, Any] = {"faults": [], "interval_s": 8.0, "duration_s": 3.0}
 
+
+# Power loss (nemeses/power_loss.py): broker data on lazyfs, every broker (or a
+# minority) SIGKILLed with the writes it never fsynced dropped, twice a run.
+def power_loss(targets: str) -> dict[str, Any]:
+    return {"faults": ["power-loss"], "targets": targets, "interval_s": 8.0, "duration_s": 8.0}
+
+
+LAZYFS_CLUSTER: dict[str, Any] = {"disk": "lazyfs"}
+# Broker-wide, so __consumer_offsets and the producer state fsync as well as the topic.
+FLUSH_EACH: dict[str, Any] = {
+    "disk": "lazyfs",
+    "broker_config": {"log.flush.interval.messages": "1"},
+}
+
 SCENARIOS: dict[str, dict[str, Any]] = {
     "broker-failover": {
         "description": "Kill the leader of a partition; leadership moves, nothing acked is lost.",
@@ -188,6 +202,38 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "producer": UNCLEAN_PRODUCER,
         "consumer": UNCLEAN_CONSUMER,
         "nemesis": UNCLEAN_FAULTS,
+    },
+    "power-loss-all": {
+        "description": "Every broker loses power at once (lazyfs drops what it never fsynced) "
+        "with Kafka's defaults: it never fsyncs (log.flush.interval.messages unbounded), so "
+        "acknowledged writes are lost at any replication factor.",
+        "expected_verdict": "invalid",
+        "time_limit_s": 40.0,
+        "cluster": LAZYFS_CLUSTER,
+        "topic": SEED_LAB_TOPIC,
+        "consumer": UNCLEAN_CONSUMER,
+        "nemesis": power_loss("all"),
+    },
+    "power-loss-all-flush": {
+        "description": "The same power losses with log.flush.interval.messages=1: every message "
+        "is fsynced before it is acknowledged, so none may be lost.",
+        "expected_verdict": "valid",
+        "time_limit_s": 40.0,
+        "cluster": FLUSH_EACH,
+        "topic": SEED_LAB_TOPIC,
+        "consumer": UNCLEAN_CONSUMER,
+        "nemesis": power_loss("all"),
+    },
+    "power-loss-minority": {
+        "description": "A minority of brokers loses power, Kafka's defaults and "
+        "min.insync.replicas=2: every acknowledged write is in memory on a broker that "
+        "stays up, so none may be lost.",
+        "expected_verdict": "valid",
+        "time_limit_s": 40.0,
+        "cluster": LAZYFS_CLUSTER,
+        "topic": SEED_LAB_TOPIC,
+        "consumer": UNCLEAN_CONSUMER,
+        "nemesis": power_loss("minority"),
     },
     "txn-clean": {
         "description": "Transactions of 1-4 sends and polls, some aborted, clients crashing "

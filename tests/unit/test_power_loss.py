@@ -1,0 +1,115 @@
+"""power-loss and target groups without a cluster: what is drawn, what is refused.
+
+The fault itself runs on a real lazyfs cluster in tests/integration/test_power_loss.py.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from harness import lazyfs
+from harness.cluster import Cluster
+from harness.errors import ConfigError
+from harness.spec import NemesisSpec
+from kafka_chaos.options import build_spec
+from nemeses import registry
+from nemeses.base import group_size
+from nemeses.power_loss import PowerLoss
+from nemeses.schedule import generate
+
+
+@pytest.mark.parametrize(
+    ("group", "sizes"), [("all", [1, 2, 3, 4, 5]), ("minority", [1, 1, 1, 1, 2])]
+)
+def test_group_sizes(group: str, sizes: list[int]) -> None:
+    assert [group_size(group, n) for n in range(1, 6)] == sizes
+
+
+def test_an_unknown_group_is_one_line() -> None:
+    known = r"\(known: minority, all\)$"
+    with pytest.raises(ConfigError, match=r"^unknown target group 'half' " + known):
+        group_size("half", 3)
+
+
+@pytest.mark.parametrize(("group", "nodes", "hit"), [("all", 3, 3), ("minority", 5, 2)])
+def test_generated_power_losses_hit_the_group(group: str, nodes: int, hit: int) -> None:
+    names = [f"n{i}" for i in range(1, nodes + 1)]
+    spec = NemesisSpec(faults=["power-loss", "pause"], targets=group, interval_s=2, duration_s=2)
+    ops = generate(spec, names, 120.0, seed=7).ops
+    losses = [op for op in ops if op.f == "power-loss"]
+    assert losses and all(len(op.targets) == hit and op.target == group for op in losses)
+    assert len({tuple(op.targets) for op in losses}) > 1 or group == "all"  # drawn, not fixed
+    # pause takes no group: one random node each, as without --targets
+    pauses = [op for op in ops if op.f == "pause"]
+    assert pauses and all(len(op.targets) == 1 and op.target == "random" for op in pauses)
+
+
+def test_a_group_target_on_a_kind_without_groups_is_refused() -> None:
+    op = {"id": 0, "f": "pause", "at_s": 1, "duration_s": 1, "targets": ["n1", "n2"],
+          "target": "all"}  # fmt: skip
+    with pytest.raises(ConfigError, match=r"fault 'pause' cannot target a group of nodes \(all\)"):
+        registry.op_from_dict(op, "schedule[0]")
+
+
+def test_power_loss_on_a_plain_disk_is_refused_before_anything_runs() -> None:
+    with pytest.raises(ConfigError, match=r"^power-loss needs broker data on lazyfs: add --disk"):
+        build_spec({"cluster": {"name": "no-such-cluster"}, "nemesis": {"faults": ["power-loss"]}})
+    spec = build_spec(
+        {"cluster": {"name": "no-such-cluster", "disk": "lazyfs"},
+         "nemesis": {"faults": ["power-loss"], "targets": "all"}}
+    )  # fmt: skip
+    assert (spec.cluster.disk, spec.nemesis.targets) == ("lazyfs", "all")
+
+
+def test_lazyfs_needs_the_local_backend() -> None:
+    with pytest.raises(ConfigError, match=r"^--disk lazyfs needs the local backend, not ssh$"):
+        build_spec({"cluster": {"backend": "ssh", "inventory": "x.toml", "disk": "lazyfs"}})
+
+
+def test_the_fault_refuses_a_cluster_on_a_plain_disk() -> None:
+    cluster = Cluster("c1", "local", [], "4.4.0", "kraft", {"disk": "plain"})
+    with pytest.raises(ConfigError, match=r"^power-loss needs broker data on lazyfs: cluster 'c1'"):
+        PowerLoss().check_cluster(cluster)
+
+
+def test_config_names_the_fifo_and_keeps_unsynced_writes_in_cache(tmp_path: Path) -> None:
+    rec = lazyfs.record(str(tmp_path / "n1"))
+    text = lazyfs.config_text(rec)
+    assert f'fifo_path="{tmp_path}/n1/run/lazyfs.fifo"' in text
+    assert "apply_eviction=false" in text
+    assert rec["mount"] == f"{tmp_path}/n1/data/kafka"
+
+
+def _clear(rec: dict[str, str], timeout_s: float) -> int:
+    script = lazyfs.clear_cache_script(rec, timeout_s)
+    return subprocess.run(["bash", "-c", script], timeout=30).returncode
+
+
+def test_clear_cache_waits_for_lazyfs_to_confirm(tmp_path: Path) -> None:
+    rec = lazyfs.record(str(tmp_path))
+    Path(rec["fifo"]).parent.mkdir(parents=True)
+    Path(rec["log"]).parent.mkdir(parents=True)
+    os.mkfifo(rec["fifo"])
+    Path(rec["log"]).write_text("[lazyfs.cmds]: cache is cleared.\n")  # an earlier clear
+
+    def lazyfs_reads(confirm: bool) -> None:  # what lazyfs's fault worker does
+        with open(rec["fifo"]) as fifo:
+            assert fifo.read().strip() == "lazyfs::clear-cache"
+        if confirm:
+            with open(rec["log"], "a") as log:
+                log.write("[lazyfs.cmds]: cache is cleared.\n")
+
+    reader = threading.Thread(target=lazyfs_reads, args=(True,))
+    reader.start()
+    assert _clear(rec, 2.0) == 0
+    reader.join()
+    reader = threading.Thread(target=lazyfs_reads, args=(False,))
+    reader.start()
+    assert _clear(rec, 1.0) == 4  # read, never confirmed: the earlier line does not count
+    reader.join()
+    assert _clear(rec, 1.0) == 5  # nobody reads the FIFO (lazyfs dead)
