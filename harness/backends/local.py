@@ -238,10 +238,10 @@ def _build(cluster: Cluster, plan: LocalPlan, lazyfs_binary: Path | None = None)
     write_known_hosts(cluster.state_dir / "known_hosts", entries)
     # Before the sshds: the host's mounts are private, a namespace sees only
     # those that existed when it was made.
-    for name, rec in lazyfs.records(cluster.backend_state).items():
-        if lazyfs_binary is not None:
-            lazyfs.mount(rec, lazyfs_binary)
-            _record(cluster, f"lazyfs:{name}")
+    mounts = lazyfs.records(cluster.backend_state)
+    if mounts and lazyfs_binary is not None:
+        lazyfs.mount_all(list(mounts.values()), lazyfs_binary)
+        _record(cluster, "lazyfs")
     for node in plan.nodes:
         start_sshd(node)
         _record(cluster, f"sshd:{node.name}")
