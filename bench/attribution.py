@@ -29,6 +29,7 @@ from harness.backends import destroy_cluster
 from harness.errors import HarnessError
 from harness.rates import comparison_text, wilson
 from kafka_chaos.child_run import needs_own_process, run_in_child
+from kafka_chaos.engine import shared_engine
 from kafka_chaos.options import add_debug_options, build_spec, debug_overrides
 from kafka_chaos.run import run_test
 
@@ -76,15 +77,16 @@ def main() -> None:
     clients = args.clients.split(",")
     table = []
     try:
-        for evidence in args.evidence:
-            layer, failed = finding(evidence, debug_overrides(args))
-            for client in clients:
-                outcomes = []
-                for i in range(args.runs):
-                    got = run_once(layer, client, args.store, f"attr-{evidence.name}-{client}")
-                    outcomes.append(got)
-                    print(f"{evidence.name} {client} run {i + 1}: {got}", flush=True)
-                table.append((evidence.name, client, failed, outcomes))
+        with shared_engine():  # every replay's check on one warm Spark
+            for evidence in args.evidence:
+                layer, failed = finding(evidence, debug_overrides(args))
+                for client in clients:
+                    outcomes = []
+                    for i in range(args.runs):
+                        got = run_once(layer, client, args.store, f"attr-{evidence.name}-{client}")
+                        outcomes.append(got)
+                        print(f"{evidence.name} {client} run {i + 1}: {got}", flush=True)
+                    table.append((evidence.name, client, failed, outcomes))
     finally:
         destroy_cluster(CLUSTER)
     print()

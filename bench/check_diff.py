@@ -78,6 +78,7 @@ class Tree:
     path: Path
     cli: str
     record: bool = False  # check from Parquet rows recorded as a run writes them (--record)
+    remote: str | None = None  # sc://HOST:PORT: check on that Spark Connect server
 
 
 @dataclass
@@ -155,6 +156,8 @@ def cli_args(tree: Tree, history: History, work: Path) -> list[str]:
         if record.returncode:
             raise SystemExit(f"{tree.label}: recording the rows failed:\n{record.stderr[-3000:]}")
     argv = ["check", str(run_dir / "history.jsonl"), "--json"]
+    if tree.remote:
+        argv += ["--spark-remote", tree.remote]
     if (run_dir / "config.json").is_file():
         argv += ["--config", str(run_dir / "config.json")]
     return argv
@@ -386,6 +389,11 @@ def main() -> int:
     parser.add_argument(
         "--batch", action="store_true", help="one process per side, not one per history"
     )
+    parser.add_argument(
+        "--after-remote",
+        metavar="sc://HOST:PORT",
+        help="AFTER checks on this Spark Connect server (bench/warm_engine.py starts one)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temp dir (outputs, trees)")
     parser.add_argument(
         "--record",
@@ -399,6 +407,7 @@ def main() -> int:
         before = export(args.before, work / "before")
         after = export(args.after, work / "after")
         after.record = args.record
+        after.remote = args.after_remote
         source = after
         if args.cases_from:
             source = export(args.cases_from, work / "source")

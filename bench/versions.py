@@ -49,6 +49,7 @@ record.  ``--table OUT`` prints the table from the record alone.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -652,8 +653,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             run_dir, client, args.cluster_name, args.store or out / "runs", out, args.timeout
         )
     out.mkdir(parents=True, exist_ok=True)
+    from kafka_chaos.engine import shared_engine
+
     try:
-        cells = run_grid(out, recipe, grid, args.runs, one_run, args.give_up)
+        # --run: every cell's check on one warm Spark, in whatever interpreter the cell runs
+        with shared_engine() if args.run else contextlib.nullcontext():
+            cells = run_grid(out, recipe, grid, args.runs, one_run, args.give_up)
     except KeyboardInterrupt:
         print(f"\nstopped; finished runs are in {out / RECORD}: the same command resumes")
         return 130

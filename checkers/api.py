@@ -25,6 +25,7 @@ from checkers.load import expected_ops, read_rows, rows_dir
 from checkers.loss_checks import drain_proven
 from checkers.phases import phase
 from checkers.ranges import offset_ranges
+from checkers.remote import probe
 from checkers.results import build_checks, summary, unknown_reasons, verdict, write_results
 from checkers.session import get_spark
 from checkers.spec_view import CheckedSpec
@@ -148,20 +149,26 @@ def check_history(
     out: Path | None = None,
     spark_master: str | None = None,
     from_lines: bool = False,
+    spark_remote: str | None = None,
 ) -> dict[str, Any]:
     """Judge ``history`` under run ``config``; write results.json to ``out`` when given.
 
     ``from_lines``: ``config`` is only defaults (no run config was found), so
     the workload is the one the lines show; otherwise lines that contradict
     the config's workload are refused (checkers/history_workload.py).
+    ``spark_remote`` (else the config's, else ``KC_SPARK_REMOTE``): attach to
+    that Spark Connect server instead of a Spark of this process.
     """
     history = Path(history)
     checker = CheckedSpec.of(config).spec.checker
     # Spark starts while the history converts: the JVM's start-up (about 5 s)
     # overlaps the Arrow parse instead of coming before it.
+    remote = spark_remote or checker.spark_remote
+    if remote:
+        probe(remote)  # a dead server is one line before any work, not after the parse
     with ThreadPoolExecutor(1) as pool:
         master = spark_master or checker.spark_master
-        starting = pool.submit(get_spark, master, expected_ops(history))
+        starting = pool.submit(get_spark, master, expected_ops(history), remote)
         rows = rows_dir(history)
         config = config_for(rows, history, config, from_lines)
         spark = starting.result()

@@ -21,6 +21,11 @@ def add_commands(subparsers: Any) -> None:
     p = subparsers.add_parser("check", help="judge a history with the Spark checkers")
     p.add_argument("target", type=Path, help="a run directory or a history.jsonl file")
     p.add_argument("--spark-master", help="Spark master URL (default: config, else local[*])")
+    p.add_argument(
+        "--spark-remote",
+        metavar="sc://HOST:PORT",
+        help="check on this running Spark Connect server instead of a Spark of its own",
+    )
     p.add_argument("--json", action="store_true", help="print the results JSON instead of a table")
     p.add_argument("--examples", type=int, help="examples kept per anomaly")
     p.add_argument("--config", type=Path, help="run config (default: RUN_DIR/config.json)")
@@ -63,7 +68,14 @@ def run_check(args: argparse.Namespace) -> int:
         config.setdefault("checker", {})["examples"] = args.examples
     if args.no_ww_deps:
         config.setdefault("checker", {})["ww_deps"] = False
-    results = check_history(history, config, out, args.spark_master, from_lines=from_lines)
+    results = check_history(
+        history,
+        config,
+        out,
+        args.spark_master,
+        from_lines=from_lines,
+        spark_remote=args.spark_remote,
+    )
     if args.json:
         print(json.dumps(results, indent=2))
     else:

@@ -25,9 +25,14 @@ import os
 import threading
 from collections.abc import Iterator
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from checkers import class_archive
+from checkers.remote import LOCAL_HERE_ENV, REMOTE_ENV, connect
+from harness.errors import HarnessError
+
+log = logging.getLogger(__name__)
 
 DEFAULT_MASTER = "local[*]"
 THROUGHPUT_GC = "-XX:+UseParallelGC"
@@ -70,40 +75,75 @@ def _java_options(expected_ops: int) -> list[str]:
     return [THROUGHPUT_GC, JVM_LOG_TO_STDERR, *jit]
 
 
-def get_spark(master: str | None = None, expected_ops: int = 0) -> SparkSession:
+def settings(expected_ops: int = 0) -> dict[str, str]:
+    """The Spark settings of a check's engine: a local session's, and a Connect
+    server's that the harness starts (checkers/connect_server.py), alike."""
+    jvm = _java_options(expected_ops)
+    conf = {
+        "spark.driver.memory": "4g",
+        "spark.executor.memory": "1g",
+        "spark.driver.extraJavaOptions": " ".join(jvm + class_archive.java_options()),
+        "spark.executor.extraJavaOptions": " ".join(jvm),
+        "spark.sql.inMemoryColumnarStorage.compressed": "false",
+        "spark.sql.shuffle.partitions": str(os.cpu_count() or 2),
+        "spark.sql.adaptive.enabled": "false",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.sql.parquet.compression.codec": "snappy",
+    }
+    return {**conf, **_overrides()}
+
+
+def get_spark(
+    master: str | None = None, expected_ops: int = 0, remote: str | None = None
+) -> SparkSession:
     """Return the process-wide session, creating it for ``master`` on first use.
 
     ``expected_ops`` (about how many operations it will judge) picks the JIT
     compilers.  Spark allows one active session per JVM; a later call with
     another master gets the existing session (the CLI runs in its own
     process, so this only matters inside tests, whose histories are small).
+    ``remote`` (else ``KC_SPARK_REMOTE``), ``sc://HOST:PORT``: attach to that
+    Spark Connect server instead (checkers/remote.py), starting nothing here.
     """
-    jvm = _java_options(expected_ops)
+    if remote:
+        return connect(remote)
+    shared = shared_remote(master)
+    if shared:
+        try:
+            return connect(shared)
+        except HarnessError as e:  # the check still runs, on a Spark of its own
+            log.warning("shared Spark engine gone (%s): starting a local one", e)
     os.environ.setdefault("PYSPARK_PYTHON", "python3")
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # never bind beyond this machine
-    builder = (
-        SparkSession.builder.master(master or DEFAULT_MASTER)
-        .appName("kafka-chaos-check")
-        .config("spark.driver.memory", "4g")
-        .config("spark.executor.memory", "1g")
-        .config("spark.driver.extraJavaOptions", " ".join(jvm + class_archive.java_options()))
-        .config("spark.executor.extraJavaOptions", " ".join(jvm))
-        .config("spark.sql.inMemoryColumnarStorage.compressed", "false")
-        .config("spark.sql.shuffle.partitions", str(os.cpu_count() or 2))
-        .config("spark.sql.adaptive.enabled", "false")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.parquet.compression.codec", "snappy")
-    )
-    for key, value in _overrides().items():
+    builder = SparkSession.builder.master(master or DEFAULT_MASTER).appName("kafka-chaos-check")
+    for key, value in settings(expected_ops).items():
         builder = builder.config(key, value)
     with _jvm_output_to_log():
+        fresh = SparkContext._active_spark_context is None
         spark = builder.getOrCreate()
+    if fresh:
+        log.info("engine start: local Spark session (%s)", master or DEFAULT_MASTER)
     spark.sparkContext.setLogLevel("WARN")
     return spark
+
+
+def shared_remote(master: str | None) -> str | None:
+    """The shared engine (``KC_SPARK_REMOTE``) a check without a remote of its own attaches to.
+
+    None for a check given a Spark master of its own (it runs there), in a
+    process that already runs a local session (one engine per process), and
+    in the one that keeps its local session for itself (``KC_SPARK_LOCAL_PID``).
+    """
+    url = os.environ.get(REMOTE_ENV)
+    if not url or not (master or DEFAULT_MASTER).startswith("local"):
+        return None
+    if SparkContext._active_spark_context is not None:
+        return None
+    return None if os.environ.get(LOCAL_HERE_ENV) == str(os.getpid()) else url
 
 
 @contextlib.contextmanager

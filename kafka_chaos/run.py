@@ -405,6 +405,7 @@ def _check(run: RunDir, spec: TestSpec) -> dict[str, Any]:
         config,
         out=run.file(store_mod.RESULTS),
         spark_master=spec.checker.spark_master,
+        spark_remote=spec.checker.spark_remote,
     )
 
 

@@ -21,13 +21,16 @@ from __future__ import annotations
 import logging
 import time
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness import store as store_mod
 from harness.errors import ConfigError, HarnessError
+from harness.spec import TestSpec
 from kafka_chaos.child_run import needs_own_process, run_in_child
+from kafka_chaos.engine import shared_engine
 from kafka_chaos.options import build_spec, load_mapping
 from kafka_chaos.run import RunOutcome, run_test
 from kafka_chaos.scenarios import scenario_layer
@@ -92,19 +95,40 @@ def load_suite(path: Path) -> tuple[str, Path | None, list[SuiteEntry]]:
     return name, store, entries
 
 
-def run_suite(path: Path, store: Path | None = None, junit: Path | None = None) -> int:
+def run_entry(spec: TestSpec, store: Path) -> RunOutcome:
+    """One scenario's run, in a process of its own when it needs one."""
+    if needs_own_process(spec):  # a JVM of its own: kafka_chaos/child_run.py
+        return run_in_child(spec, store)
+    return run_test(spec, store=store)
+
+
+def run_suite(
+    path: Path,
+    store: Path | None = None,
+    junit: Path | None = None,
+    run: Callable[[TestSpec, Path], RunOutcome] = run_entry,
+) -> int:
+    """Run every scenario, their checks on one shared Spark (kafka_chaos/engine.py)."""
     suite_name, suite_store, entries = load_suite(path)
     store = store or suite_store or store_mod.DEFAULT_STORE
     junit = junit or store / f"{suite_name}-junit.xml"
+    with shared_engine():
+        results = _run_entries(entries, store, run)
+    write_junit(suite_name, results, junit)
+    index = write_index(store)
+    print(f"junit: {junit}")
+    print(f"index: {index}")
+    return 0 if len(results) == len(entries) and all(r.passed for r in results) else 1
+
+
+def _run_entries(
+    entries: list[SuiteEntry], store: Path, run: Callable[[TestSpec, Path], RunOutcome]
+) -> list[SuiteResult]:
     results: list[SuiteResult] = []
     for entry in entries:
         start = time.monotonic()
         try:
-            spec = build_spec(*entry.layers)
-            if needs_own_process(spec):  # a JVM of its own: kafka_chaos/child_run.py
-                outcome = run_in_child(spec, store)
-            else:
-                outcome = run_test(spec, store=store)
+            outcome = run(build_spec(*entry.layers), store)
             results.append(SuiteResult(entry, time.monotonic() - start, outcome))
             if outcome.interrupted:
                 break
@@ -114,11 +138,7 @@ def run_suite(path: Path, store: Path | None = None, junit: Path | None = None) 
         r = results[-1]
         verdict = r.outcome.verdict if r.outcome else "error"
         print(f"{entry.name}: {verdict} (expected {entry.expect}) {'PASS' if r.passed else 'FAIL'}")
-    write_junit(suite_name, results, junit)
-    index = write_index(store)
-    print(f"junit: {junit}")
-    print(f"index: {index}")
-    return 0 if len(results) == len(entries) and all(r.passed for r in results) else 1
+    return results
 
 
 def write_junit(suite_name: str, results: list[SuiteResult], path: Path) -> None:

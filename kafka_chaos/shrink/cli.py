@@ -27,6 +27,7 @@ from harness import store as store_mod
 from harness.errors import ConfigError
 from harness.rates import rate_text
 from kafka_chaos.child_run import needs_own_process, run_in_child
+from kafka_chaos.engine import shared_engine
 from kafka_chaos.options import add_debug_options, build_spec, debug_overrides
 from kafka_chaos.run import run_test
 from kafka_chaos.shrink.recipe import CUT_KINDS, Recipe
@@ -181,14 +182,15 @@ def _shrink(args: argparse.Namespace) -> int:
                   f"{len(last.runs)} runs failed)", flush=True)  # fmt: skip
 
     try:
-        result = search.run(
-            run_once,
-            Budget(runs=args.max_runs, seconds=parse_budget(args.budget)),
-            on_step=save,
-            stop=stopping.is_set,
-        )
-        save(search)
-        confirm = _confirm(result, run_once, args.confirm, stopping.is_set, log_path)
+        with shared_engine():  # every candidate's check on one warm Spark
+            result = search.run(
+                run_once,
+                Budget(runs=args.max_runs, seconds=parse_budget(args.budget)),
+                on_step=save,
+                stop=stopping.is_set,
+            )
+            save(search)
+            confirm = _confirm(result, run_once, args.confirm, stopping.is_set, log_path)
     finally:  # SIGTERM stops the confirming runs cleanly too
         for s, handler in previous.items():
             signal.signal(s, handler)

@@ -22,6 +22,22 @@ from harness.cluster import Cluster
 from harness.spec import NEWEST_KAFKA, ClusterSpec
 
 
+@pytest.fixture(scope="session", autouse=True)
+def warm_engine() -> Iterator[str | None]:
+    """One Spark Connect server for every check the cluster tests run (issue 46).
+
+    The ``kafka-chaos`` commands they run as subprocesses inherit its URL
+    (``KC_SPARK_REMOTE``) and attach to it instead of each starting a Spark;
+    this process keeps a local session for the unit tests that share it (a
+    process is either local or connected: checkers/remote.py).  Stopped at
+    the session's end (kafka_chaos/engine.py).
+    """
+    from kafka_chaos.engine import shared_engine
+
+    with shared_engine(children_only=True) as url:
+        yield url
+
+
 @pytest.fixture(scope="session")
 def kafka_cluster() -> Iterator[Cluster]:
     """The shared 3-node KRaft cluster on the newest Kafka (``kc-test``)."""
