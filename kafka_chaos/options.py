@@ -208,7 +208,8 @@ OPTIONS: tuple[Option, ...] = (
         "--spark-remote",
         "checker.spark_remote",
         _spark_remote,
-        "sc://HOST:PORT: check on this running Spark Connect server, not a Spark of its own",
+        "check on this running Spark Connect server, not a Spark of its own",
+        metavar="sc://HOST:PORT",
     ),
     Option(
         "--ww-deps",
