@@ -42,7 +42,7 @@ FROM read_ndjson(?, columns = {
                          records STRUCT(topic VARCHAR, "partition" INTEGER, "offset" BIGINT,
                                         value BIGINT)[],
                          assigned JSON, revoked JSON, offsets JSON, final BOOLEAN)'},
-     maximum_object_size = 1073741824)
+     maximum_object_size = 67108864)
 WHERE process <> 'nemesis'
 """
 
