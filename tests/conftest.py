@@ -20,6 +20,7 @@ import os
 from pathlib import Path
 
 import pytest
+from _xdist_order import longest_first, make_scheduler
 from hypothesis import settings
 
 # No example database: a property test draws what its seed says, the same on a
@@ -53,11 +54,8 @@ def pytest_collection_modifyitems(config, items) -> None:
         parts = Path(str(item.path)).relative_to(here).parts
         if parts and parts[0] in TIERS:
             item.add_marker(parts[0])
-
-
-# Tiers whose tests share one real cluster and the machine-wide state around
-# it (the nodes' namespaces, iptables rules, the cluster directory).
-ON_A_CLUSTER = ("integration", "vagrant")  # the browser tests render reports only
+    if hasattr(config, "workerinput"):  # an xdist worker: the order its scheduler hands out
+        items[:] = longest_first(items)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -67,19 +65,12 @@ def pytest_xdist_make_scheduler(config, log):
     either worker, because some property tests read what an earlier test of
     their module collected.  The unit tests, mostly Spark planning on one
     core, then run beside the cluster tests, which mostly wait on the clock.
+    Longest first (tests/_xdist_order.py says why).
 
     (A scheduler, not ``xdist_group`` marks: loadgroup renames node ids, which
     pytest 9.2 no longer lets a plugin do.)
     """
-    from xdist.scheduler import LoadScopeScheduling
-
-    class ClusterTestsTogether(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            path = nodeid.split("::", 1)[0]
-            tier = Path(path).relative_to("tests").parts[0] if path.startswith("tests/") else ""
-            return "cluster" if tier in ON_A_CLUSTER else path
-
-    return ClusterTestsTogether(config, log)
+    return make_scheduler(config, log)
 
 
 @pytest.hookimpl(hookwrapper=True)
