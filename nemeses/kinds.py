@@ -24,7 +24,7 @@ A kind declares:
 Kinds are stateless singletons; everything about one fault is in its
 ``FaultOp``.  Adding one: subclass ``FaultKind`` (``NodeFault`` for a fault
 done to each target node) and list an instance in ``registry.BUILTIN``, or
-``registry.register`` it; ``tests/integration/_fault_example.py`` is a
+``registry.register`` it; ``testkit/fault_example.py`` is a
 complete example.
 """
 
