@@ -36,7 +36,7 @@ def longest_first(items: list[pytest.Item]) -> list[pytest.Item]:
 
     Deterministic (every worker must collect the same list) and stable.
     """
-    spark = Counter(scope_of(i.nodeid) for i in items if "spark" in i.fixturenames)
+    spark = Counter(scope_of(i.nodeid) for i in items if "spark" in getattr(i, "fixturenames", ()))
 
     def key(item: pytest.Item) -> tuple[bool, int]:
         scope = scope_of(item.nodeid)
