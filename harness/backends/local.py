@@ -375,7 +375,9 @@ def _stop_processes(plan: LocalPlan) -> list[str]:
     owned: dict[int, Path] = {}
     for node in plan.nodes:
         owned.update(owned_pids_from_files(Path(node.root_dir) / "run", node.root_dir))
-    killed = terminate(owned)
+    # lazyfs last: a broker stopping cleanly still writes to the mount it serves
+    fs = {pid: f for pid, f in owned.items() if f.name == "lazyfs.pid"}
+    killed = terminate([p for p in owned if p not in fs]) + terminate(fs)
     for pid, pid_file in owned.items():
         how = "SIGKILL" if pid in killed else "SIGTERM"
         removed.append(f"process {pid} ({pid_file.name}, {how})")
