@@ -212,11 +212,10 @@ def duckdb_counts(history: Path, read_committed: bool = True) -> tuple[float, di
 
 
 def read_committed_of(config: Path | None) -> bool:
-    """The isolation level the run's consumers promised (checkers.spec_view)."""
-    from checkers.spec_view import CheckedSpec
-
+    """The isolation level the run's consumers promised (checkers.spec_view); a run
+    of another workload than the queue's, or of share groups, is refused."""
     raw: dict[str, Any] = json.loads(config.read_text()) if config else {}
-    return CheckedSpec.of(raw).read_committed
+    return isolation_of(raw)
 
 
 def agreement(spark: dict[str, Any], duck: dict[str, int]) -> tuple[bool, str]:
@@ -257,10 +256,15 @@ def agree_examples() -> int:
 
 
 def isolation_of(config: dict[str, Any]) -> bool:
-    """Whether ``config``'s consumers are read_committed."""
+    """Whether ``config``'s consumers are read_committed; only queue runs without
+    share groups are judged (mirror runs key values by topic, share runs ack)."""
     from checkers.spec_view import CheckedSpec
 
-    return CheckedSpec.of(config).read_committed
+    spec = CheckedSpec.of(config)
+    if spec.workload != "queue" or spec.share:
+        kind = "share-group" if spec.share else spec.workload
+        raise NotQueue(f"a {kind} run; the reference judges queue runs without share groups")
+    return spec.read_committed
 
 
 def main() -> int:
@@ -279,7 +283,8 @@ def main() -> int:
     if args.history is None or not args.history.is_file():
         raise SystemExit(f"{args.history}: no such file")
     try:
-        duck_s, duck = duckdb_counts(args.history, read_committed_of(args.config))
+        read_committed = read_committed_of(args.config)
+        duck_s, duck = duckdb_counts(args.history, read_committed)
     except NotQueue as e:
         raise SystemExit(str(e)) from None
     print(f"duckdb: {duck_s:.1f} s, {duck}", flush=True)
