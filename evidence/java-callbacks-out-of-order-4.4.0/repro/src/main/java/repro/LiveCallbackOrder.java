@@ -146,6 +146,12 @@ public final class LiveCallbackOrder {
         return p.getProperty("version", "unknown");
     }
 
+    /** The jar the producer's classes were loaded from: the released one, or a patched one (CLIENT_JAR). */
+    static String clientsJar() {
+        String path = KafkaProducer.class.getProtectionDomain().getCodeSource().getLocation().getPath();
+        return path.substring(path.lastIndexOf('/') + 1);
+    }
+
     static TopicPartitionInfo describe(Admin admin, String topic) throws Exception {
         TopicDescription d = admin.describeTopics(List.of(topic)).allTopicNames().get(30, TimeUnit.SECONDS).get(topic);
         return d.partitions().get(0);
@@ -202,10 +208,10 @@ public final class LiveCallbackOrder {
                 pc.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
                 pc.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
 
-                System.out.printf("kafka-clients %s; topic %s (1 partition, RF 3, min.insync.replicas 2); acks=all, "
+                System.out.printf("kafka-clients %s [%s]; topic %s (1 partition, RF 3, min.insync.replicas 2); acks=all, "
                                 + "idempotence on, max.in.flight %d, linger.ms %d, request.timeout.ms %d; gap %d ms; "
                                 + "follower resumed %s ms after the first send; active controller %s%n",
-                        clientsVersion(), a.topic, a.maxInFlight, a.lingerMs, a.requestTimeoutMs, a.gapMs,
+                        clientsVersion(), clientsJar(), a.topic, a.maxInFlight, a.lingerMs, a.requestTimeoutMs, a.gapMs,
                         a.resumeMaxMs < 0 ? Integer.toString(a.resumeAfterMs)
                                 : "uniformly " + a.resumeAfterMs + "-" + a.resumeMaxMs + " (seed " + a.seed + ")",
                         controller);
