@@ -82,6 +82,20 @@ def same(a: Path, b: Path) -> str:
     return "identical" if not lines else "DIFFERENT: " + "; ".join(lines[:5])
 
 
+def print_figures(figures: dict[str, list[float]], outs: dict[str, Path]) -> None:
+    print(f"{'engine':8} {'first s':>8} {'warm s (each)':>24}  output vs cold")
+    for name, took in figures.items():
+        warm = " ".join(f"{t:.1f}" for t in took[1:]) or "-"
+        verdict = "-" if name == "cold" else same(outs["cold"], outs[name])
+        print(f"{name:8} {took[0]:8.1f} {warm:>24}  {verdict}")
+    cold_s = figures["cold"][0]
+    for name, took in figures.items():
+        if len(took) > 1:
+            print(f"cold / warm {name}: {cold_s:.1f} / {min(took[1:]):.1f} s = "
+                  f"{cold_s / min(took[1:]):.2f}x")  # fmt: skip
+    sys.stdout.flush()
+
+
 def main() -> int:
     if sys.argv[1:2] == ["_rounds"]:
         history, n, out, remote = sys.argv[2:6]
@@ -109,28 +123,16 @@ def main() -> int:
     start_s = time.monotonic() - t0
     try:
         figures["remote"] = rounds(history, args.rounds, server.url, outs["remote"])
-        held = None
-        if args.held:
+        print(f"server start {start_s:.1f} s (pid {server.pid})")
+        print_figures(figures, outs)
+        if args.held:  # the same server, so the held histories are judged attached too
             diff = [sys.executable, str(REPO / "bench" / "check_diff.py"), "WORKTREE", "WORKTREE",
                     "--histories", "held", "--batch", "--after-remote", server.url]  # fmt: skip
-            held = subprocess.run(diff, capture_output=True, text=True, cwd=REPO)
+            print(f"# {' '.join(diff[1:])}", flush=True)
+            subprocess.run(diff, cwd=REPO)
     finally:
         connect_server.stop(server)
-    print(f"server start {start_s:.1f} s (pid {server.pid}, stopped)")
-    print(f"{'engine':8} {'first s':>8} {'warm s (each)':>24}  output vs cold")
-    for name, took in figures.items():
-        warm = " ".join(f"{t:.1f}" for t in took[1:]) or "-"
-        verdict = "-" if name == "cold" else same(outs["cold"], outs[name])
-        print(f"{name:8} {took[0]:8.1f} {warm:>24}  {verdict}")
-    best = {k: min(v[1:]) for k, v in figures.items() if len(v) > 1}
-    cold_s = figures["cold"][0]
-    for name, s in best.items():
-        print(f"cold / warm {name}: {cold_s:.1f} / {s:.1f} s = {cold_s / s:.2f}x")
-    if held is not None:
-        print("# bench/check_diff.py WORKTREE WORKTREE --histories held --batch --after-remote URL")
-        print(held.stdout.rstrip())
-        if held.returncode:
-            print(held.stderr[-2000:])
+    print(f"server pid {server.pid} stopped")
     return 0
 
 

@@ -39,7 +39,7 @@ def address(url: str) -> tuple[str, int]:
     """(host, port) of an ``sc://HOST[:PORT][/;params]`` URL; ConfigError if it is not one."""
     parsed = urlparse(url)
     try:
-        port = parsed.port or DEFAULT_PORT
+        port = DEFAULT_PORT if parsed.port is None else parsed.port
     except ValueError:
         port = 0
     if parsed.scheme != "sc" or not parsed.hostname or not 0 < port < 65536:
