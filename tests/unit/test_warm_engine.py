@@ -17,11 +17,14 @@ import time
 from pathlib import Path
 
 import pytest
+from pyspark import SparkContext
 
 from checkers import connect_server
 from checkers.builder import HistoryBuilder
-from checkers.remote import LOCAL_HERE_ENV, REMOTE_ENV
+from checkers.remote import LOCAL_HERE_ENV, REMOTE_ENV, address
+from checkers.session import get_spark, shared_remote
 from harness.backends import procs
+from harness.errors import ConfigError
 from harness.spec import TestSpec
 from harness.store import RunDir
 from kafka_chaos.run import RunOutcome
@@ -157,3 +160,45 @@ def test_a_server_left_by_a_killed_owner_is_reaped_and_no_other(tmp_path, monkey
             leftover = json.loads(record.read_text())["pid"]
             if connect_server._ours(leftover, record):
                 procs.terminate([leftover])
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("sc://127.0.0.1:15099", ("127.0.0.1", 15099)),
+        ("sc://spark-host", ("spark-host", 15002)),  # Spark Connect's default port
+        ("sc://h:1234/;token=abc", ("h", 1234)),
+    ],
+)
+def test_remote_addresses(url: str, expected: tuple[str, int]) -> None:
+    assert address(url) == expected
+
+
+@pytest.mark.parametrize("url", ["http://h:1", "sc://", "sc://h:0", "sc://h:99999", "h:15002"])
+def test_malformed_remote_addresses(url: str) -> None:
+    with pytest.raises(ConfigError, match="expected sc://HOST:PORT"):
+        address(url)
+
+
+def test_which_checks_attach_to_the_shared_engine(monkeypatch) -> None:
+    """Only checks on the default local master, in a process that keeps no local session."""
+    url = "sc://127.0.0.1:15099"
+    monkeypatch.setenv(REMOTE_ENV, url)
+    monkeypatch.delenv(LOCAL_HERE_ENV, raising=False)
+    monkeypatch.setattr(SparkContext, "_active_spark_context", None)
+    assert shared_remote(None) == url
+    assert shared_remote("local[2]") == url
+    assert shared_remote("spark://host:7077") is None  # a master of its own: it runs there
+    monkeypatch.setenv(LOCAL_HERE_ENV, str(os.getpid()))
+    assert shared_remote(None) is None  # the test process keeps its local session
+    monkeypatch.setenv(LOCAL_HERE_ENV, "1")
+    assert shared_remote(None) == url  # another process's: this one is its child
+    monkeypatch.delenv(REMOTE_ENV)
+    assert shared_remote(None) is None
+
+
+def test_a_process_with_a_local_session_keeps_it(spark, monkeypatch) -> None:
+    """Local and Connect sessions cannot share a process (checkers/remote.py)."""
+    monkeypatch.setenv(REMOTE_ENV, "sc://127.0.0.1:1")  # would fail if it were tried
+    monkeypatch.delenv(LOCAL_HERE_ENV, raising=False)
+    assert get_spark() is spark
