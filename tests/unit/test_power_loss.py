@@ -1,6 +1,6 @@
 """power-loss and target groups without a cluster: what is drawn, what is refused.
 
-The fault itself runs on a real lazyfs cluster in tests/integration/test_power_loss.py.
+The fault itself runs on a real lazyfs cluster in tests/integration/test_power_loss_run.py.
 """
 
 from __future__ import annotations
