@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from check_scale import timed_check  # noqa: E402
+from timed_check import timed_check  # noqa: E402
 
 
 def main() -> None:

@@ -291,7 +291,7 @@ def main() -> int:
     if args.no_spark:
         return 0
     sys.path.insert(0, str(HERE))
-    from check_scale import timed_check
+    from timed_check import timed_check
 
     spark_s, results = timed_check(args.history, config=args.config)
     same, text = agreement(results, duck)

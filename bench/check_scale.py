@@ -14,7 +14,6 @@ whether the four core queue checks' counts agree.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import socket
@@ -31,30 +30,9 @@ from testkit.synthetic import generate  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from check_reference import agreement, duckdb_counts, read_committed_of  # noqa: E402
+from timed_check import timed_check  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
-
-
-def timed_check(
-    history: Path, master: str | None = None, spark_conf: str = "", config: Path | None = None
-) -> tuple[float, dict]:
-    """Wall time and results of one `kafka-chaos check` in a fresh process.
-
-    ``spark_conf`` ("key=value,...") goes to checkers/session.py through KC_SPARK_CONF;
-    ``config``: the run config to judge under (default: the CLI's).
-    """
-    cmd = [sys.executable, "-m", "kafka_chaos.cli", "check", str(history), "--json"]
-    if config:
-        cmd += ["--config", str(config)]
-    if master:
-        cmd += ["--spark-master", master]
-    env = {**os.environ, "KC_SPARK_CONF": spark_conf}
-    t0 = time.monotonic()
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600, env=env)
-    took = time.monotonic() - t0
-    if proc.returncode not in (0, 1, 2):
-        raise SystemExit(f"check failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    return took, json.loads(proc.stdout)
 
 
 def scale(sizes: list[float], where: Path) -> None:

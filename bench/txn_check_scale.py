@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the checkers, run from anywhere
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from check_scale import timed_check  # noqa: E402
+from timed_check import timed_check  # noqa: E402
 
 from testkit.reference_txn import completions  # noqa: E402
 from testkit.synthetic_txn import Shape, config, write  # noqa: E402
