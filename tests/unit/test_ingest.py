@@ -13,6 +13,7 @@ from checkers import ingest
 from checkers.builder import HistoryBuilder
 from checkers.topic_ids import STORED
 from harness.errors import HistoryError
+from testkit.stored_rows import topic_names, with_topic_names
 
 
 def _every_kind_of_line(b: HistoryBuilder) -> None:
@@ -54,26 +55,15 @@ def _rows(path: Path, out: Path) -> list[dict]:
     table = ingest.read_rows(out)  # plus ``kind``, the partition column
     assert table.schema.names == [*STORED.names, "kind"]
     rows = table.to_pylist()
-    names = {r["topic"]: r["name"] for r in rows if r["kind"] == "topic"}
+    names = topic_names(rows)
     assert len(set(names.values())) == len(names)
-    rows = [_named(r, names) for r in rows if r["kind"] != "topic"]
+    rows = with_topic_names(rows)
     # a poll line, its summaries, its records
     order = ("line", "control", "commit", "poll", "record")
     return sorted(
         rows,
         key=lambda r: (r["hid"], r["index"], order.index(r["kind"]), r["j"] or 0, r["partition"]),
     )
-
-
-def _named(row: dict, names: dict[int, str]) -> dict:
-    out = {**row, "topic": names.get(row["topic"])}
-    del out["name"]
-    if row["topics"] is not None:
-        out["topics"] = [names[t] for t in row["topics"]]
-    for key in ("partitions", "assigned", "revoked", "offsets"):
-        if row[key] is not None:
-            out[key] = [{**item, "topic": names[item["topic"]]} for item in row[key]]
-    return out
 
 
 def _slow_only(monkeypatch) -> None:

@@ -20,6 +20,7 @@ from checkers import ingest, load, recorded_rows
 from checkers.builder import HistoryBuilder
 from checkers.recorded_rows import RowsRecorder
 from testkit import synthetic, synthetic_txn
+from testkit.stored_rows import with_topic_names
 from workloads.history import HistoryWriter
 
 REPO = Path(__file__).resolve().parents[2]
@@ -28,19 +29,7 @@ REPO = Path(__file__).resolve().parents[2]
 def canonical(parquet: Path) -> list[bytes]:
     """The rows as a sorted list, topics by name: row order and topic ids depend
     on how the lines were cut into chunks (tests/unit/test_ingest.py), nothing else."""
-    rows = ingest.read_rows(parquet).to_pylist()
-    names = {r["topic"]: r["name"] for r in rows if r["kind"] == "topic"}
-
-    def named(row: dict) -> dict:
-        out = {**row, "topic": names.get(row["topic"]), "name": None}
-        if row["topics"] is not None:
-            out["topics"] = [names[t] for t in row["topics"]]
-        for key in ("partitions", "assigned", "revoked", "offsets"):
-            if row[key] is not None:
-                out[key] = [{**item, "topic": names[item["topic"]]} for item in row[key]]
-        return out
-
-    kept = [named(r) for r in rows if r["kind"] != "topic"]
+    kept = with_topic_names(ingest.read_rows(parquet).to_pylist())
     return sorted(orjson.dumps(r, option=orjson.OPT_SORT_KEYS) for r in kept)
 
 
