@@ -265,6 +265,10 @@ class _Writer(pq.ParquetWriter):
         dropped = [n for n in table.column_names if n not in self.schema.names]
         if any(table[n].null_count != len(table) for n in dropped):
             raise RuntimeError(f"ingest would drop values of {dropped} (see WRITTEN)")
+        if table.num_rows == 0:
+            # A chunk without rows of this kind: an empty row group is only something
+            # for Spark to warn about ("Read empty block"), and recording writes small chunks.
+            return
         super().write_table(table.select(self.schema.names), row_group_size)
 
 
