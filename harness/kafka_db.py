@@ -588,7 +588,8 @@ def start_cluster(
     as it is and only what is missing is done.
     """
     kc.validate(cluster.kafka_version, cluster.mode, len(cluster.nodes), spec.broker_heap_mb)
-    if _load_state(cluster).get("dist") and all(
+    state = _load_state(cluster)
+    if state.get("dist") and all(
         fan_out.on_nodes(
             cluster.nodes,
             _all_running(cluster),
@@ -596,8 +597,19 @@ def start_cluster(
             what="checking processes",
         ).values()
     ):
-        wait_healthy(cluster, timeout_s)  # already up: nothing to install, format or start
-        return
+        had = state.get("broker_config", {})
+        if had == dict(spec.broker_config):
+            wait_healthy(cluster, timeout_s)  # already up: nothing to install, format or start
+            return
+        # Running brokers keep the config they started with: a run that wants
+        # another one (a flush setting) would otherwise silently get the old.
+        log.info(
+            "cluster %s: restarting its brokers for broker config %s (they run with %s)",
+            cluster.name,
+            dict(spec.broker_config),
+            had,
+        )
+        stop_cluster(cluster)
     t0 = time.monotonic()
     dist = for_spec(cluster.kafka_version, spec.kafka_tarball)
     # One node first: local nodes share a filesystem, so the rest find it installed.
@@ -617,6 +629,7 @@ def start_cluster(
             "tools_version": dist.tools_version,
             "cache": str(dist.root),
         },
+        broker_config=dict(spec.broker_config),
     )
     t1 = time.monotonic()
     if cluster.mode == "zk":
