@@ -42,8 +42,8 @@ from check_diff import normalized  # noqa: E402
 
 from checkers import load  # noqa: E402
 from checkers.recorded_rows import RowsRecorder  # noqa: E402
+from harness.history import HistoryWriter  # noqa: E402
 from testkit.synthetic import generate  # noqa: E402
-from workloads.history import HistoryWriter  # noqa: E402
 
 
 def tails(source: Path) -> list[bytes]:

@@ -30,8 +30,8 @@ from pathlib import Path
 from harness import admin
 from harness.cluster import Cluster, cluster_dir
 from harness.distribution import load_cached
+from harness.history import HistoryWriter
 from harness.spec import NEWEST_KAFKA, TestSpec
-from workloads.history import HistoryWriter
 from workloads.producer import UNLIMITED_MAX_OUTSTANDING
 from workloads.queue import QueueWorkload
 

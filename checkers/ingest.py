@@ -71,7 +71,7 @@ from checkers.sorted_runs import row_numbers
 from checkers.topic_ids import STORED, TopicIds
 from checkers.txn_rows import MOP, RECORD, SlowPath, TxnPairing, expand, txn_column
 from harness.errors import HistoryError
-from workloads.history import NEMESIS, TYPES
+from harness.history import NEMESIS, TYPES
 
 FORMAT = "rows-18"  # bump when the rows table changes shape: older caches are rebuilt
 FORMAT_FILE = "_KAFKA_CHAOS_FORMAT"
@@ -367,7 +367,7 @@ class _Source:
 
         A final line without its newline is a write cut short by a crash: it is
         dropped if it does not parse (the prefix before it is still valid), as
-        ``workloads.history.read_history`` does.
+        ``harness.history.read_history`` does.
         """
         offset, rest, size, lines = 0, b"", 0, 0
         with open(self.path, "rb") as fh:

@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 
 from harness.errors import HistoryError
-from workloads.history import NEMESIS, check_envelope
+from harness.history import NEMESIS, check_envelope
 
 
 def pair_lists(topic: pa.DataType) -> tuple[pa.DataType, pa.DataType]:

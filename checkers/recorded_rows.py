@@ -1,6 +1,6 @@
 """The Parquet rows of a history, written while the run records it (issue 46).
 
-The history writer (``workloads.history.HistoryWriter``) hands this recorder
+The history writer (``harness.history.HistoryWriter``) hands this recorder
 each burst of lines right after writing them to history.jsonl.  ``feed``
 only appends the bytes to a queue: the recording path never waits for
 Parquet.  A background thread takes what is queued every ``FLUSH_S``

@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 from checkers.line_rows import ROWS, TXN_PENDING
 from checkers.sorted_runs import row_numbers, run_starts
 from harness.errors import HistoryError
-from workloads.history import NEMESIS
+from harness.history import NEMESIS
 
 Tables = dict[str, pa.Table]  # rows of one chunk, by kind
 

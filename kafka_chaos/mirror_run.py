@@ -22,13 +22,13 @@ from harness import admin, kafka_db
 from harness import mirror_maker as mm
 from harness import store as store_mod
 from harness.cluster import Cluster
+from harness.history import HistoryWriter
 from harness.mirror_pair import MirrorPair, ensure
 from harness.spec import TestSpec
 from harness.store import RunDir
 from kafka_chaos.guarded import guarded as _guarded
 from nemeses.runner import NemesisRunner
 from workloads.cluster_history import ClusterHistory
-from workloads.history import HistoryWriter
 from workloads.mirror import DC2
 
 log = logging.getLogger(__name__)

@@ -31,6 +31,7 @@ from harness import admin, host_dump, kafka_db
 from harness.cluster import Cluster
 from harness.errors import HarnessError
 from harness.fan_out import on_nodes
+from harness.history import wall_clock_on_history_axis
 from harness.log_copies import CHECKPOINT, copies_dir
 from harness.log_dump import (
     ReplicaLog,
@@ -42,7 +43,6 @@ from harness.log_dump import (
 from harness.node import Node
 from harness.replica_compare import compare_before_rejoin, compare_follower, stored_twice
 from workloads.consumer import close_quietly
-from workloads.history import wall_clock_on_history_axis
 from workloads.values import CLIENT_LOGGER
 
 log = logging.getLogger(__name__)

@@ -35,6 +35,7 @@ from harness import store as store_mod
 from harness.backends import create_cluster, destroy_cluster, load_cluster, why_not_reusable
 from harness.cluster import Cluster
 from harness.errors import HarnessError
+from harness.history import HistoryWriter
 from harness.spec import TestSpec
 from harness.store import RunDir
 from kafka_chaos import coordinator_state, probe_logs, replica_verify, slow_guests
@@ -45,7 +46,6 @@ from nemeses.runner import Nemeses, NemesisRunner
 from reports.index import write_index
 from reports.render import write_report
 from workloads import client_logs, registry, share_watch
-from workloads.history import HistoryWriter
 from workloads.java.share_probe import PROBE_TIMEOUT_S
 from workloads.sampler import cluster_probe
 

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
+from harness.history import NEMESIS
 from kafka_chaos.coordinator_state import SHARE_TIMELINE, offset_story, state_at
-from workloads.history import NEMESIS
 from workloads.share_watch import PROBES_FILE
 
 STORY_CHECKS = (

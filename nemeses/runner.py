@@ -21,13 +21,13 @@ from typing import Any, TypeVar
 
 from harness.cluster import Cluster
 from harness.fan_out import on_nodes
+from harness.history import NEMESIS, HistoryWriter
 from harness.node import Node
 from harness.spec import TestSpec
 from nemeses import partition, registry, targeting
 from nemeses.base import FAULT_STEP_TIMEOUT_S, FaultOp, NemesisError
 from nemeses.kinds import FaultKind
 from nemeses.schedule import Schedule, for_spec, steps
-from workloads.history import NEMESIS, HistoryWriter
 
 log = logging.getLogger(__name__)
 

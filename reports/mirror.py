@@ -14,9 +14,9 @@ from typing import Any
 
 from markupsafe import Markup
 
+from harness.history import NEMESIS, read_history
 from reports import svg
 from reports.inputs import as_dict
-from workloads.history import NEMESIS, read_history
 
 NS = 1_000_000_000
 PREFIX = "dc2/"

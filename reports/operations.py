@@ -2,7 +2,7 @@
 
 The report streams history.jsonl once and keeps only the lines that some
 example names: histories run to millions of lines.  Each line starts with
-its index (workloads/history.py writes ``{"index":N,...``), so lines that
+its index (harness/history.py writes ``{"index":N,...``), so lines that
 are not wanted are skipped without parsing them.
 """
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from checkers import fault_plan
 from harness.errors import HistoryError
-from workloads.history import NEMESIS, read_history
+from harness.history import NEMESIS, read_history
 
 NS = 1_000_000_000
 COUNT_KEYS = ("acked", "failed", "info", "polled")

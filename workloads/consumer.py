@@ -19,11 +19,11 @@ from typing import Any, TypeVar
 from confluent_kafka import OFFSET_STORED, Consumer, KafkaError, KafkaException, TopicPartition
 
 from harness.errors import ConfigError
+from harness.history import HistoryWriter
 from harness.spec import TestSpec
 from workloads import client_logs
 from workloads.committed import NO_OFFSET, FetchFailed, Pairs, Triples, record_fetch
 from workloads.delivery_errors import classify_commit, error_name
-from workloads.history import HistoryWriter
 from workloads.values import CLIENT_LOGGER, Counter, decode_key, decode_payload
 from workloads.worker import ClientSlot
 

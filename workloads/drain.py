@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
+from harness.history import HistoryWriter
 from workloads.consumer import SOCKET_TIMEOUT_MS, close_quietly, poll_once
-from workloads.history import HistoryWriter
 from workloads.values import CLIENT_LOGGER
 
 log = logging.getLogger(__name__)

@@ -25,9 +25,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
+from harness.history import HistoryWriter
 from harness.spec import TestSpec
 from workloads.drain import DrainResult, final_drain
-from workloads.history import HistoryWriter
 from workloads.producer import ProducerWorker, producer_config, split_rate
 from workloads.progress import Progress, ProgressDisplay, RateMeter, Snapshot
 from workloads.sampler import CLUSTER_STATE, ClusterSampler, Probe, admin_probe

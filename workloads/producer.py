@@ -20,10 +20,10 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from harness.errors import ConfigError
+from harness.history import HistoryWriter
 from harness.spec import ProducerSpec, TestSpec
 from workloads import client_logs
 from workloads.delivery_errors import classify, error_name
-from workloads.history import HistoryWriter
 from workloads.send_lines import SendLines
 from workloads.values import (
     CLIENT_LOGGER,

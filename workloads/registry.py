@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from harness.errors import ConfigError
+from harness.history import HistoryWriter
 from harness.spec import TestSpec
-from workloads.history import HistoryWriter
 from workloads.sampler import Probe
 
 # name -> "module:Class"; imported only when chosen, so a workload's client

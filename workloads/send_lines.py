@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import orjson
 
-from workloads.history import encode_tail
+from harness.history import encode_tail
 
 
 class SendLines:

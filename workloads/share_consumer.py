@@ -31,6 +31,7 @@ from confluent_kafka import AcknowledgeType, KafkaException, ShareConsumer
 
 from harness import admin
 from harness.errors import HarnessError
+from harness.history import HistoryWriter
 from harness.kafka_config import SHARE_SESSION_TIMEOUT_MS
 from harness.spec import TestSpec
 from workloads import client_logs
@@ -45,7 +46,6 @@ from workloads.consumer import (
 )
 from workloads.consumer import record_of as consumer_record
 from workloads.delivery_errors import error_name
-from workloads.history import HistoryWriter
 from workloads.values import CLIENT_LOGGER, Counter
 from workloads.worker import ClientSlot
 

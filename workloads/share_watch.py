@@ -39,7 +39,7 @@ from typing import Any
 
 import orjson
 
-from workloads.history import HistoryWriter
+from harness.history import HistoryWriter
 
 log = logging.getLogger(__name__)
 

@@ -25,9 +25,9 @@ from confluent_kafka import KafkaError, KafkaException
 
 from harness import admin
 from harness.errors import ConfigError
+from harness.history import HistoryWriter
 from harness.spec import TestSpec, replace
 from workloads.drain import DrainResult
-from workloads.history import HistoryWriter
 from workloads.lifecycle import Lifecycle, per_second, rate_verdict
 from workloads.producer import Pacer, ProducerWorker, split_rate
 from workloads.progress import Progress

@@ -33,6 +33,7 @@ from typing import Any
 from confluent_kafka import OFFSET_STORED, Consumer, KafkaException, Producer, TopicPartition
 
 from harness.errors import ConfigError
+from harness.history import HistoryWriter
 from harness.spec import TestSpec
 from workloads import client_logs
 from workloads.consumer import (
@@ -51,7 +52,6 @@ from workloads.consumer import (
     tp_list,
 )
 from workloads.delivery_errors import error_name
-from workloads.history import HistoryWriter
 from workloads.txn_errors import Action, Decision, decide
 from workloads.values import CLIENT_LOGGER, Counter, encode_payload, key_and_partition
 

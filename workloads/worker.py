@@ -12,7 +12,7 @@ import logging
 import threading
 from dataclasses import dataclass
 
-from workloads.history import HistoryWriter
+from harness.history import HistoryWriter
 
 log = logging.getLogger(__name__)
 

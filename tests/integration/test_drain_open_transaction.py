@@ -18,9 +18,9 @@ from confluent_kafka import Producer
 
 from harness import admin
 from harness.cluster import Cluster
+from harness.history import HistoryWriter, read_history
 from harness.spec import TopicSpec
 from workloads.drain import final_drain
-from workloads.history import HistoryWriter, read_history
 
 pytestmark = pytest.mark.integration
 

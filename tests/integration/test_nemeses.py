@@ -25,13 +25,13 @@ from _waiting import wait_for
 from harness import admin, kafka_db
 from harness.backends import load_cluster
 from harness.cluster import BROKER_PORT, Cluster
+from harness.history import HistoryWriter, read_history
 from harness.node import Node
 from harness.spec import NemesisSpec, TestSpec, TopicSpec
 from nemeses import partition, targeting
 from nemeses.base import FaultOp
 from nemeses.runner import NemesisRunner, apply, heal, heal_cluster, prepare
 from nemeses.schedule import Schedule
-from workloads.history import HistoryWriter, read_history
 
 pytestmark = pytest.mark.integration
 
@@ -290,7 +290,7 @@ from pathlib import Path
 from harness.backends import load_cluster
 from harness.spec import NemesisSpec, TestSpec
 from nemeses.runner import NemesisRunner
-from workloads.history import HistoryWriter
+from harness.history import HistoryWriter
 cluster = load_cluster(sys.argv[1])
 run = Path(sys.argv[2])
 ops = [{"id": 0, "f": "partition", "at_s": 0.0, "duration_s": 600.0, "targets": [sys.argv[3]],

@@ -20,6 +20,7 @@ from _waiting import wait_for
 
 from harness.backends import load_cluster
 from harness.cluster import Cluster
+from harness.history import HistoryWriter, read_history
 from harness.node import Node, quote
 from harness.spec import NemesisSpec, TestSpec
 from kafka_chaos.options import build_spec
@@ -29,7 +30,6 @@ from nemeses import schedule as sch
 from nemeses.base import FaultOp
 from nemeses.runner import NemesisRunner, apply, heal_cluster
 from testkit.fault_example import NAME, Marker, marker
-from workloads.history import HistoryWriter, read_history
 
 pytestmark = pytest.mark.integration
 

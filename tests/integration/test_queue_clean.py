@@ -14,8 +14,8 @@ import time
 import pytest
 
 from harness import admin
+from harness.history import HistoryWriter, read_history
 from harness.spec import TestSpec
-from workloads.history import HistoryWriter, read_history
 from workloads.queue import QueueWorkload
 
 pytestmark = pytest.mark.integration

@@ -14,12 +14,12 @@ import pytest
 from checkers.topic_ids import OTHER_CLUSTER_VALUE, TopicIds
 from harness.backends.local_plan import MAX_NODES, leg_address, leg_names
 from harness.errors import ConfigError
+from harness.history import HistoryWriter
 from harness.mirror_maker import Endpoints, properties, remote_topic, validate
 from harness.spec import MirrorSpec, TestSpec
 from kafka_chaos.options import build_spec
 from kafka_chaos.options import validate as validate_run
 from workloads.cluster_history import ClusterHistory, split
-from workloads.history import HistoryWriter
 from workloads.mirror_sync import (
     CALL_TIMEOUT_S,
     Checkpoint,

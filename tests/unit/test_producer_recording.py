@@ -20,8 +20,8 @@ from _threads import run_in_threads
 from confluent_kafka import KafkaError
 
 import workloads.producer as producer_module
+from harness.history import HistoryWriter, encode_tail, read_history
 from harness.spec import TestSpec
-from workloads.history import HistoryWriter, encode_tail, read_history
 from workloads.producer import Pacer, ProducerWorker
 from workloads.send_lines import SendLines
 from workloads.values import Counter, decode_payload

@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 from checkers import ingest, load, recorded_rows
 from checkers.builder import HistoryBuilder
 from checkers.recorded_rows import RowsRecorder
+from harness.history import HistoryWriter
 from testkit import synthetic, synthetic_txn
 from testkit.stored_rows import with_topic_names
-from workloads.history import HistoryWriter
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -199,7 +199,7 @@ KILLED = """
 import os, signal, sys
 from pathlib import Path
 from checkers.recorded_rows import RowsRecorder
-from workloads.history import HistoryWriter
+from harness.history import HistoryWriter
 history = Path(sys.argv[1])
 lines = open(sys.argv[2], "rb").read().splitlines(keepends=True)
 writer = HistoryWriter(history, mirror=RowsRecorder(history, flush_s=0.01, batch_bytes=4096))

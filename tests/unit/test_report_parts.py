@@ -13,12 +13,12 @@ from markupsafe import Markup
 from report_fixtures import NS, XSS, build_run
 
 from checkers import catalog
+from harness.history import HistoryWriter
 from reports import svg
 from reports.cluster_state import read_cluster_state
 from reports.explanations import explain, hints
 from reports.render import dense_timeline
 from reports.timeline import percentile, summarize_history
-from workloads.history import HistoryWriter
 
 MS = 1_000_000
 

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from workloads.history import HistoryWriter
+from harness.history import HistoryWriter
 from workloads.share_watch import PROBES_FILE, HistoryTail, StallDetector, StallWatch
 
 TOPIC, GROUP = "t", "g"

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.history import HistoryWriter
 from harness.spec import TestSpec
-from workloads.history import HistoryWriter
 from workloads.lifecycle import HURRIED_FLUSH_S, Lifecycle, rate_verdict
 from workloads.progress import Progress
 

@@ -44,7 +44,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from workloads.history import HistoryWriter
+from harness.history import HistoryWriter
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,8 @@
 """Writing and reading histories (see docs/history.md for the contract).
 
+The contract sits on the ground floor because every package shares it:
+workloads and nemeses write histories, checkers and reports read them.
+
 The writer is the single place that assigns ``index`` and ``time`` so that
 both are ordered across threads, and it hands every line to the kernel when
 it is written (never keeping it in a user-space buffer), so that a SIGKILLed
