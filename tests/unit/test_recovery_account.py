@@ -1,0 +1,144 @@
+"""The brokers' account of a power loss and the lost values' provenance, on a real run's files.
+
+tests/unit/data/power-loss-all is cut from a real power-loss-all run (Kafka
+4.4.0, 3 lazyfs nodes, 2026-11-28): partition 3 of its topic only, with the
+three brokers' server.log lines about that partition, its acks and final
+drain, its cluster-state samples and its replica dumps.  The checker's own
+count of the partition's lost values is kept beside them
+(acked-lost-partition-3.json), so the provenance is checked against an
+independent count, not against itself.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness.recovery_log import recovery_lines
+from kafka_chaos import disk_account, provenance
+
+DATA = Path(__file__).parent / "data" / "power-loss-all"
+TOPIC = "chaos-20261128t070228z"
+
+
+def server_log(node: str) -> list[str]:
+    return (DATA / "logs" / node / "logs" / "server.log").read_text().splitlines()
+
+
+def test_recovery_lines_of_a_real_power_loss() -> None:
+    found = list(recovery_lines(server_log("n1"), TOPIC))
+    kinds = {f.kind for f in found}
+    assert {"recovering-unflushed", "loaded", "unclean-election", "producer-state"} <= kinds
+    assert all(f.partition == 3 for f in found)  # __consumer_offsets-3 is another topic
+    loaded = [f for f in found if f.kind == "loaded"]
+    # Two restarts after two power losses, each "Completed load of Log(...)" of partition 3.
+    assert [f.time_ms is not None for f in loaded] == [True, True]
+    assert all(f.offset == 0 and "log-end-offset 0" in f.line for f in loaded)
+    unflushed = [f for f in found if f.kind == "recovering-unflushed"]
+    assert [f.segment for f in unflushed] == [0, 0]
+
+
+def test_lines_saying_nothing_happened_are_not_kept() -> None:
+    lines = server_log("n2")
+    no_effect = [ln for ln in lines if "has no effect" in ln and TOPIC in ln]
+    assert no_effect, "the fixture holds Kafka's 'Truncating to N has no effect' lines"
+    assert not any("has no effect" in f.line for f in recovery_lines(lines, TOPIC))
+
+
+def test_a_topic_sharing_the_prefix_is_not_ours() -> None:
+    line = (
+        "[2026-11-28 07:02:57,875] INFO Completed load of Log(dir=/d/chaos-x-3, topicId=a, "
+        "topic=chaos-x, partition=3, highWatermark=0, lastStableOffset=0, logStartOffset=0, "
+        "logEndOffset=7) with 1 segments, local-log-start-offset 0 and log-end-offset 7 in 5ms"
+    )
+    assert [f.offset for f in recovery_lines([line], "chaos-x")] == [7]
+    assert list(recovery_lines([line], "chaos")) == []
+
+
+def test_corruption_lines_from_loglaoders_format() -> None:
+    # LogLoader.java's "Corruption found in segment {}, truncating to offset {}" (a
+    # corrupt-segment fault's row), with the logger prefix the real lines carry.
+    line = (
+        "[2026-11-28 07:10:00,000] WARN [LogLoader partition=t-2, dir=/d] Corruption found in "
+        "segment 0, truncating to offset 41 (org.apache.kafka.storage.internals.log.LogLoader)"
+    )
+    (found,) = recovery_lines([line], "t")
+    assert (found.kind, found.partition, found.segment, found.offset) == ("corruption", 2, 0, 41)
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    # The harness log stamps local time; the fixture's run was on a UTC machine.
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    dest = tmp_path / "run"
+    shutil.copytree(DATA, dest)
+    yield dest
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_each_power_loss_gets_the_lines_of_its_own_restart(run_dir: Path) -> None:
+    result = disk_account.account(run_dir, TOPIC)  # anchored by the harness log's line
+    assert [f["id"] for f in result["faults"]] == [0, 1]
+    first, second = result["faults"]
+    for fault in (first, second):
+        assert sorted(fault["nodes"]) == ["n1", "n2", "n3"]
+        for node in fault["nodes"].values():
+            assert node["recovered_log_end"] == {"3": 0}
+            assert node["counts"]["recovering-unflushed"] == 1
+            assert all(fault["start_s"] <= ln["history_s"] for ln in node["lines"])
+    # A line belongs to the first cut until the second one starts.
+    assert all(ln["history_s"] < second["start_s"] for ln in first["nodes"]["n1"]["lines"])
+    # The controller's unclean recovery of the partition, after the second cut only.
+    assert first["nodes"]["n1"]["unclean_elections"] == []
+    assert second["nodes"]["n1"]["unclean_elections"] == [3]
+
+
+def test_no_anchor_is_said_not_guessed(run_dir: Path) -> None:
+    (run_dir / "harness.log").unlink()
+    result = disk_account.account(run_dir, TOPIC)
+    assert result["faults"] == [] and "anchor" in result["error"]
+
+
+def test_provenance_counts_what_the_checker_counted(run_dir: Path) -> None:
+    disk_account.write(run_dir, TOPIC)
+    result = provenance.provenance(run_dir, TOPIC)
+    (checked,) = json.loads((run_dir / "acked-lost-partition-3.json").read_text())
+    assert result["lost"] == checked["count"]
+    (part,) = result["partitions"]
+    assert (part["first"], part["last"]) == (checked["first"], checked["last"])
+    for node in ("n1", "n2", "n3"):
+        tally = part["nodes"][node]
+        # Every replica came back from the cut with log end 0 and holds none of them now.
+        assert tally["came_back_without:yes"] == checked["count"]
+        assert tally["holds_now:no"] == checked["count"]
+        assert tally.get("holds_now:yes", 0) == 0
+
+
+def test_held_at_ack_only_where_the_isr_samples_around_it_agree(run_dir: Path) -> None:
+    disk_account.write(run_dir, TOPIC)
+    result = provenance.provenance(run_dir, TOPIC)
+    samples = provenance.StateSamples(run_dir / "cluster-state.jsonl", TOPIC)
+    for value in result["values"]:
+        before, after, _ = samples.around(3, value["acked_s"])
+        for r in value["replicas"]:
+            in_both = bool(before and after) and all(
+                r["broker_id"] in s["isr"] for s in (before, after)
+            )
+            assert r["held_at_ack"] is (True if in_both else None)
+            assert r["cut"] == 0  # the first power loss after every one of these acks
+
+
+def test_without_acks_all_nothing_is_claimed_held(run_dir: Path) -> None:
+    config = json.loads((run_dir / "config.json").read_text())
+    config["producer"]["acks"] = "1"
+    (run_dir / "config.json").write_text(json.dumps(config))
+    disk_account.write(run_dir, TOPIC)
+    result = provenance.provenance(run_dir, TOPIC)
+    assert all(r["held_at_ack"] is None for v in result["values"] for r in v["replicas"])
