@@ -156,7 +156,8 @@ def node_summary(lines: list[RecoveryLine], on_axis: Callable[[int], float]) -> 
 
 
 def write(run_dir: Path, topic: str, clock_ns: Callable[[], int] | None = None) -> dict[str, Any]:
-    """Write ``disk-faults.json`` (after the logs were collected); return it."""
+    """Write ``disk-faults.json`` (after the logs were collected) when the run had disk faults."""
     result = account(Path(run_dir), topic, anchor_now(clock_ns) if clock_ns else None)
-    (Path(run_dir) / RESULT).write_text(json.dumps(result, indent=1) + "\n")
+    if result["faults"] or result.get("error"):  # a run without disk faults gets no file
+        (Path(run_dir) / RESULT).write_text(json.dumps(result, indent=1) + "\n")
     return result

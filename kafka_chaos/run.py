@@ -23,7 +23,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,7 +38,14 @@ from harness.errors import HarnessError
 from harness.history import HistoryWriter
 from harness.spec import TestSpec
 from harness.store import RunDir
-from kafka_chaos import coordinator_state, probe_logs, replica_verify, slow_guests
+from kafka_chaos import (
+    coordinator_state,
+    disk_account,
+    probe_logs,
+    provenance,
+    replica_verify,
+    slow_guests,
+)
 from kafka_chaos.guarded import guarded as _guarded
 from kafka_chaos.lease import cluster_lease
 from kafka_chaos.mirror_run import mirror_nemeses, mirrored
@@ -220,6 +227,8 @@ def run_test(
         if interrupted:
             return RunOutcome(run, None, None, interrupted=True)
         results = _check(run, spec)
+        if run.file(disk_account.RESULT).is_file():  # after the check: it cites its count
+            _guarded("trace the lost values", provenance.write, run.path, topic_name)
         report = _report(run, store)
         verdict = results["verdict"]
         held = None if spec.expected_verdict is None else verdict == spec.expected_verdict
@@ -263,6 +272,7 @@ def _execute(spec: TestSpec, run: RunDir) -> bool:
     with _stop_on_signals(stop) as signals, cluster_lease(spec.cluster.name, run.path):
         cluster = ensure_cluster(spec)
         spec = _for_guest_speed(spec, cluster.time_scale, run)
+        clock: Callable[[], int] | None = None  # the history's, once it is open
         try:
             broker_debug.set_loggers(cluster, spec.debug.broker)  # none: a stale set restored
             bootstrap = cluster.bootstrap_servers()
@@ -275,6 +285,7 @@ def _execute(spec: TestSpec, run: RunDir) -> bool:
                 _history_writer(run) as history,
                 client_logs.kept(run.path, spec.debug),
             ):
+                clock = history.elapsed_ns
                 nemesis = Nemeses(
                     [
                         NemesisRunner(cluster, spec, history, run.path),
@@ -335,6 +346,8 @@ def _execute(spec: TestSpec, run: RunDir) -> bool:
         finally:
             signals.watched = True  # a second signal must not cut the clean-up short
             _collect_logs(cluster, run)
+            topic = spec.topic.name
+            _guarded("account for the disk faults", disk_account.write, run.path, topic, clock)
             _guarded("cut the logs around share probes", probe_logs.cut, run.path, spec.topic.name)
             if spec.debug.broker:
                 _guarded("restore the brokers' log config", broker_debug.set_loggers, cluster, [])

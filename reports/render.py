@@ -27,6 +27,7 @@ from reports import svg
 from reports.answer import answer
 from reports.cluster_state import read_cluster_state
 from reports.coordinators import coordinators_section
+from reports.disk_faults import disk_faults_section
 from reports.explanations import explain, hints, promise
 from reports.grouping import group, mechanism
 from reports.inputs import Input, as_dict, as_list, load_json
@@ -585,6 +586,7 @@ def build_context(run_dir: Path) -> dict[str, Any]:
             run_dir, timeline["faults"], timeline["end_s"], truncation_marks(run_dir)
         ),
         "replicas": replicas_section(run_dir),
+        "disk_faults": disk_faults_section(run_dir),
         "coordinators": coordinators_section(run_dir),
         "mirror": mirror_section(run_dir, results, fault_bands(timeline["faults"])),
         "answer": answer(results),

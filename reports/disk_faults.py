@@ -1,0 +1,111 @@
+"""The report's "what each disk fault did" section, from disk-faults.json and provenance.json.
+
+One row per fault and target node, in the broker's own words (recovered
+segments, the log end it came back with, truncations, corruption, unclean
+elections, a log directory taken offline); a fault kind adds rows just by
+being in ``kafka_chaos.disk_account.DISK_FAULTS``.  Below it, the lost
+values by partition: which replicas held them at the ack, which came back
+from the cut without them, which hold them now.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from reports.inputs import as_dict, as_list, load_json
+
+MAX_EXAMPLES = 10
+# Kinds shown as their own column; every kind's count is in the row's ``counts``.
+COLUMNS = (
+    "recovering-unflushed",
+    "truncation",
+    "corruption",
+    "unclean-election",
+    "log-dir-offline",
+)
+
+
+def log_ends(recovered: dict[str, Any]) -> str:
+    """{"0": 0, "1": 0, "2": 7} -> "p0, p1: 0; p2: 7" (partitions grouped by their log end)."""
+    by_end: dict[Any, list[str]] = {}
+    for p, end in sorted(recovered.items(), key=lambda kv: int(kv[0]) if kv[0].isdigit() else 0):
+        by_end.setdefault(end, []).append(f"p{p}")
+    return "; ".join(f"{', '.join(ps)}: {end}" for end, ps in by_end.items()) or "—"
+
+
+def fault_rows(account: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = []
+    for fault in as_list(account.get("faults")):
+        fault = as_dict(fault)
+        for node, summary in sorted(as_dict(fault.get("nodes")).items()):
+            summary = as_dict(summary)
+            counts = as_dict(summary.get("counts"))
+            rows.append(
+                {
+                    "id": fault.get("id"),
+                    "f": fault.get("f"),
+                    "start_s": fault.get("start_s"),
+                    "end_s": fault.get("end_s"),
+                    "node": node,
+                    "counts": {k: counts.get(k, 0) for k in COLUMNS},
+                    "log_ends": log_ends(as_dict(summary.get("recovered_log_end"))),
+                    "lines": [as_dict(ln) for ln in as_list(summary.get("lines"))],
+                    "lines_dropped": summary.get("lines_dropped", 0),
+                }
+            )
+    return rows
+
+
+def tally(t: dict[str, Any], key: str) -> str:
+    """ "yes/known" for one tally, e.g. "held_at_ack" -> "532/534"; "—" when nothing is known."""
+    yes, no = t.get(f"{key}:yes", 0), t.get(f"{key}:no", 0)
+    return f"{yes}/{yes + no}" if yes + no else "—"
+
+
+def lost_section(prov: dict[str, Any]) -> dict[str, Any]:
+    parts = []
+    for p in as_list(prov.get("partitions")):
+        p = as_dict(p)
+        nodes = as_dict(p.get("nodes"))
+        parts.append(
+            {
+                "partition": p.get("partition"),
+                "lost": p.get("lost"),
+                "offsets": f"{p.get('first')}–{p.get('last')}",
+                "nodes": [
+                    {
+                        "node": n,
+                        "held": tally(as_dict(t), "held_at_ack"),
+                        "without": tally(as_dict(t), "came_back_without"),
+                        "holds": tally(as_dict(t), "holds_now"),
+                    }
+                    for n, t in sorted(nodes.items())
+                ],
+            }
+        )
+    return {
+        "lost": prov.get("lost", 0),
+        "checker": prov.get("checker_acked_lost"),
+        "acks_all": prov.get("acks_all"),
+        "partitions": parts,
+        "examples": [as_dict(v) for v in as_list(prov.get("values"))[:MAX_EXAMPLES]],
+    }
+
+
+def disk_faults_section(run_dir: Path) -> dict[str, Any] | None:
+    """None for a run without disk faults (no section); else the rows and the lost values."""
+    loaded = load_json(run_dir / "disk-faults.json")
+    if loaded.missing:
+        return None
+    account = as_dict(loaded.data)
+    if not as_list(account.get("faults")) and not account.get("error"):
+        return None
+    prov = load_json(run_dir / "provenance.json")
+    return {
+        "error": account.get("error"),
+        "rows": fault_rows(account),
+        "columns": COLUMNS,
+        "lost": None if prov.missing else lost_section(as_dict(prov.data)),
+        "lost_missing": prov.missing,
+    }

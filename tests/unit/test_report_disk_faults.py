@@ -1,0 +1,53 @@
+"""The report's disk-fault section, on the real power-loss-all cut (tests/unit/data)."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kafka_chaos import disk_account, provenance
+from reports.disk_faults import disk_faults_section, log_ends
+from reports.render import render_report
+
+DATA = Path(__file__).parent / "data" / "power-loss-all"
+TOPIC = "chaos-20261128t070228z"
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    monkeypatch.setenv("TZ", "UTC")  # the fixture's harness log is in UTC
+    time.tzset()
+    dest = tmp_path / "run"
+    shutil.copytree(DATA, dest)
+    disk_account.write(dest, TOPIC)
+    provenance.write(dest, TOPIC)
+    yield dest
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_one_row_per_fault_and_node_and_the_lost_partition(run_dir: Path) -> None:
+    section = disk_faults_section(run_dir)
+    assert section is not None
+    assert [(r["id"], r["node"]) for r in section["rows"]] == [
+        (0, "n1"), (0, "n2"), (0, "n3"), (1, "n1"), (1, "n2"), (1, "n3"),
+    ]  # fmt: skip
+    assert all(r["log_ends"] == "p3: 0" for r in section["rows"])
+    (part,) = section["lost"]["partitions"]
+    lost = part["lost"]
+    assert {n["without"] for n in part["nodes"]} == {f"{lost}/{lost}"}
+    assert {n["holds"] for n in part["nodes"]} == {f"0/{lost}"}
+    page = render_report(run_dir)
+    assert 'id="disk-faults"' in page and "Recovering unflushed segment" in page
+
+
+def test_no_section_without_disk_faults(tmp_path: Path) -> None:
+    assert disk_faults_section(tmp_path) is None
+
+
+def test_log_ends_grouped() -> None:
+    assert log_ends({"2": 7, "0": 0, "1": 0}) == "p0, p1: 0; p2: 7"
