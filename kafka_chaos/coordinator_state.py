@@ -35,11 +35,10 @@ from harness.cluster import Cluster
 from harness.errors import HarnessError
 from harness.fan_out import on_nodes
 from harness.history import wall_clock_on_history_axis
+from harness.kafka_names import group_name, share_group_name
 from harness.node import Node
 from harness.spec import TestSpec
 from nemeses.targeting import OFFSETS, SHARE_STATE, coordinator_partition, share_partition_key
-from workloads.consumer import group_name
-from workloads.share_consumer import share_group_name
 
 log = logging.getLogger(__name__)
 

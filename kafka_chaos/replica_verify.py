@@ -20,7 +20,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from shlex import quote
 from typing import Any
@@ -32,9 +32,12 @@ from harness.cluster import Cluster
 from harness.errors import HarnessError
 from harness.fan_out import on_nodes
 from harness.history import wall_clock_on_history_axis
+from harness.kafka_clients import CLIENT_LOGGER, close_quietly
 from harness.log_copies import CHECKPOINT, copies_dir
 from harness.log_dump import (
+    CORRUPTION_NEEDLES,
     ReplicaLog,
+    corruptions,
     merge_truncations,
     parse_checkpoint,
     parse_dump,
@@ -42,8 +45,6 @@ from harness.log_dump import (
 )
 from harness.node import Node
 from harness.replica_compare import compare_before_rejoin, compare_follower, stored_twice
-from workloads.consumer import close_quietly
-from workloads.values import CLIENT_LOGGER
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +68,7 @@ class NodeDump:
     error: str | None = None
     copy_watermarks: dict[int, dict[int, int]] = field(default_factory=dict)  # fault -> p -> hw
     truncations: list[dict[str, Any]] = field(default_factory=list)
+    corruptions: list[dict[str, Any]] = field(default_factory=list)
 
 
 def verify(
@@ -95,6 +97,7 @@ def verify(
         dumps = [o.value or NodeDump(o.node, error=str(o.error)) for o in dumped]
         result["partitions"] = [_partition_result(cluster, topic, s, high, dumps) for s in states]
         result["truncations"] = [t for d in dumps for t in d.truncations]
+        result["corruptions"] = [c for d in dumps for c in d.corruptions]
         if on_history_axis is not None:
             for t in result["truncations"]:
                 if t["time_ms"] is not None:
@@ -112,6 +115,7 @@ def verify(
             _forget_copies(node)
     result.setdefault("partitions", [])
     result.setdefault("truncations", [])
+    result.setdefault("corruptions", [])
     (run_dir / RESULT).write_text(json.dumps(result, indent=1) + "\n")
     log.info("%s", summary(result))
     return result
@@ -133,7 +137,18 @@ def summary(result: dict[str, Any]) -> str:
                 f"partition {p['partition']}: {c['node']}'s log {when} differs from the "
                 f"leader's at offsets {spans} ({c['lost_values']} values now on no replica)"
             )
-    return "replicas: " + "; ".join((said or [_agreement(parts)]) + _stored_twice(parts))
+    return "replicas: " + "; ".join(
+        (said or [_agreement(parts)]) + _stored_twice(parts) + _recovered(result)
+    )
+
+
+def _recovered(result: dict[str, Any]) -> list[str]:
+    """Damaged segments the brokers found on start (corrupt-segment, a bad disk)."""
+    cut = {(c["node"], c["partition"]) for c in result.get("corruptions", [])}
+    return [
+        f"{node} found a damaged segment of partition {p} on start and cut it back"
+        for node, p in sorted(cut)
+    ]
 
 
 def _stored_twice(parts: list[dict[str, Any]]) -> list[str]:
@@ -217,6 +232,7 @@ def dump_node(
     result = NodeDump(node)
     try:
         result.truncations = node_truncations(node, topic)
+        result.corruptions = node_corruptions(node, topic)
         result.copy_watermarks = copy_watermarks(node, topic)
         files = _segment_files(node, topic)
         if not files:
@@ -269,6 +285,19 @@ def node_truncations(node: Node, topic: str) -> list[dict[str, Any]]:
             "line": t.line,
         }
         for t in merge_truncations(truncations(found, topic))
+    ]
+
+
+def node_corruptions(node: Node, topic: str) -> list[dict[str, Any]]:
+    """The damaged segments of ``topic`` the broker found on start, from its server.log files."""
+    needles = " ".join(f"-e {quote(n)}" for n in CORRUPTION_NEEDLES)
+    found = node.run(
+        f"grep -h -F {needles} {quote(node.path('logs'))}/server.log* 2>/dev/null; true",
+        timeout=60,
+    ).stdout.splitlines()
+    return [
+        {"node": node.name, "broker_id": node.node_id, **asdict(c)}
+        for c in corruptions(found, topic)
     ]
 
 

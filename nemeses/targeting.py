@@ -11,7 +11,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from harness import kafka_names
 from harness.cluster import Cluster
+from harness.kafka_clients import close_quietly
+from harness.kafka_names import group_name, share_group_name
 from harness.spec import TestSpec
 from nemeses.base import NemesisError
 
@@ -85,8 +88,6 @@ def busiest_partition(bootstrap: str, topic: str, partitions: list[int]) -> tupl
     """The partition with the highest high watermark (most writes so far)."""
     from confluent_kafka import Consumer, TopicPartition
 
-    from workloads.consumer import close_quietly
-
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -157,21 +158,16 @@ def txn_coordinator(
     hashes to, so this asks for that leader rather than for the
     transaction's state (no Admin call for that exists in confluent-kafka).
     """
-    from workloads.txn_client import transactional_id as txn_id
-
     if not transactional_id:
         if not topic:
             raise NemesisError("coordinator targeting needs a transactional_id or the run's topic")
-        transactional_id = txn_id(topic, 0)
+        transactional_id = kafka_names.transactional_id(topic, 0)
     found = _leader_of_internal(cluster, TXN_STATE, transactional_id, "coordinator")
     return {"transactional_id": transactional_id, **found}
 
 
 def first_group(spec: TestSpec) -> str | None:
     """The run's first consumer or share group: what a coordinator target means by default."""
-    from workloads.consumer import group_name
-    from workloads.share_consumer import share_group_name
-
     if spec.workload != "queue":
         return None
     return share_group_name(spec, 0) if spec.consumer.mode == "share" else group_name(spec, 0)

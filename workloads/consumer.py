@@ -14,17 +14,18 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from confluent_kafka import OFFSET_STORED, Consumer, KafkaError, KafkaException, TopicPartition
 
 from harness.errors import ConfigError
 from harness.history import HistoryWriter
+from harness.kafka_clients import CLIENT_LOGGER, CallTimedOut, bounded_call, close_quietly
 from harness.spec import TestSpec
 from workloads import client_logs
 from workloads.committed import NO_OFFSET, FetchFailed, Pairs, Triples, record_fetch
 from workloads.delivery_errors import classify_commit, error_name
-from workloads.values import CLIENT_LOGGER, Counter, decode_key, decode_payload
+from workloads.values import Counter, decode_key, decode_payload
 from workloads.worker import ClientSlot
 
 log = logging.getLogger(__name__)
@@ -32,44 +33,8 @@ log = logging.getLogger(__name__)
 POLL_BATCH = 500
 POLL_TIMEOUT_S = 0.5
 COMMIT_TIMEOUT_S = 10.0
-CLOSE_TIMEOUT_S = 10.0
 SOCKET_TIMEOUT_MS = 10_000
 AUTO_COMMIT_INTERVAL_MS = 1000
-
-T = TypeVar("T")
-
-
-class CallTimedOut(Exception):
-    """A client call did not return within its bound; its outcome is unknown."""
-
-
-def bounded_call(fn: Callable[[], T], timeout_s: float, what: str) -> T:
-    """Run a client call that has no timeout of its own, giving up after ``timeout_s``.
-
-    The call continues in a daemon thread if it overruns; the caller treats the
-    client as wedged and never touches it again.
-    """
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["result"] = fn()
-        except BaseException as e:  # re-raised in the caller
-            box["error"] = e
-
-    t = threading.Thread(target=target, name=f"bounded-{what}", daemon=True)
-    t.start()
-    t.join(timeout_s)
-    if t.is_alive():
-        raise CallTimedOut(f"{what} did not return within {timeout_s:g}s")
-    if "error" in box:
-        raise box["error"]
-    return box["result"]
-
-
-def group_name(spec: TestSpec, k: int) -> str:
-    """Per-topic group names: topics are unique per run, so groups never carry over."""
-    return f"{spec.topic.name}-g{k}"
 
 
 def consumer_config(spec: TestSpec, bootstrap: str, group: str, client_id: str) -> dict[str, Any]:
@@ -182,23 +147,6 @@ def _exc_name(e: BaseException) -> str:
     if isinstance(e, KafkaException) and e.args and isinstance(e.args[0], KafkaError):
         return e.args[0].name()
     return f"{type(e).__name__}: {e}"
-
-
-def close_quietly(consumer: Any, what: str) -> bool:
-    """Close a client (consumer, share consumer) within CLOSE_TIMEOUT_S, logging any
-    failure; whether close() returned, so the client has left its group.
-
-    A close that does not return leaves the client alive in a daemon thread: it may
-    stay a group member (heartbeating, owning partitions) until the process ends,
-    so that is a warning, not a debug line."""
-    try:
-        bounded_call(consumer.close, CLOSE_TIMEOUT_S, what)
-        return True
-    except CallTimedOut as e:
-        log.warning("%s: %s; the client may still be a member of its group", what, e)
-    except Exception as e:
-        log.debug("%s: %s", what, e)
-    return False
 
 
 class Ownership:

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from harness.history import HistoryWriter
-from workloads.consumer import SOCKET_TIMEOUT_MS, close_quietly, poll_once
-from workloads.values import CLIENT_LOGGER
+from harness.kafka_clients import CLIENT_LOGGER, close_quietly
+from workloads.consumer import SOCKET_TIMEOUT_MS, poll_once
 
 log = logging.getLogger(__name__)
 

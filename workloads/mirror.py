@@ -29,11 +29,12 @@ from harness import mirror_maker as mm
 from harness.cluster import Cluster
 from harness.errors import ConfigError
 from harness.history import HistoryWriter
+from harness.kafka_names import group_name
 from harness.mirror_pair import dc2_name
 from harness.spec import TestSpec
 from workloads import mirror_sync
 from workloads.cluster_history import ClusterHistory, qualified
-from workloads.consumer import ConsumerWorker, group_name
+from workloads.consumer import ConsumerWorker
 from workloads.drain import DrainResult, final_drain
 from workloads.queue import QueueWorkload, WorkloadSummary
 from workloads.sampler import Probe

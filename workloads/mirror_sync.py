@@ -26,7 +26,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from harness import admin
-from workloads.values import CLIENT_LOGGER
+from harness.kafka_clients import CLIENT_LOGGER
 
 CALL_TIMEOUT_S = 10.0
 UNKNOWN_TOPIC = KafkaError.UNKNOWN_TOPIC_OR_PART

@@ -21,12 +21,12 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 
 from harness.errors import ConfigError
 from harness.history import HistoryWriter
+from harness.kafka_clients import CLIENT_LOGGER
 from harness.spec import ProducerSpec, TestSpec
 from workloads import client_logs
 from workloads.delivery_errors import classify, error_name
 from workloads.send_lines import SendLines
 from workloads.values import (
-    CLIENT_LOGGER,
     KEYS_PER_PARTITION,
     Counter,
     encode_payload,

@@ -13,7 +13,9 @@ import random
 from dataclasses import dataclass
 
 from harness.errors import ConfigError
-from workloads.consumer import CLOSE_TIMEOUT_S, COMMIT_TIMEOUT_S, ConsumerWorker, group_name
+from harness.kafka_clients import CLOSE_TIMEOUT_S
+from harness.kafka_names import group_name, share_group_name
+from workloads.consumer import COMMIT_TIMEOUT_S, ConsumerWorker
 from workloads.drain import DrainResult
 from workloads.lifecycle import Lifecycle, per_second, rate_verdict
 from workloads.producer import ProducerWorker
@@ -24,7 +26,6 @@ from workloads.share_consumer import (
     ShareWorker,
     group_settings,
     share_drain,
-    share_group_name,
 )
 
 

@@ -32,21 +32,20 @@ from confluent_kafka import AcknowledgeType, KafkaException, ShareConsumer
 from harness import admin
 from harness.errors import HarnessError
 from harness.history import HistoryWriter
-from harness.kafka_config import SHARE_SESSION_TIMEOUT_MS
-from harness.spec import TestSpec
-from workloads import client_logs
-from workloads.consumer import (
+from harness.kafka_clients import (
+    CLIENT_LOGGER,
     CLOSE_TIMEOUT_S,
-    COMMIT_TIMEOUT_S,
-    POLL_TIMEOUT_S,
-    SOCKET_TIMEOUT_MS,
     CallTimedOut,
     bounded_call,
     close_quietly,
 )
+from harness.kafka_config import SHARE_SESSION_TIMEOUT_MS
+from harness.spec import TestSpec
+from workloads import client_logs
+from workloads.consumer import COMMIT_TIMEOUT_S, POLL_TIMEOUT_S, SOCKET_TIMEOUT_MS
 from workloads.consumer import record_of as consumer_record
 from workloads.delivery_errors import error_name
-from workloads.values import CLIENT_LOGGER, Counter
+from workloads.values import Counter
 from workloads.worker import ClientSlot
 
 log = logging.getLogger(__name__)
@@ -65,11 +64,6 @@ FENCE_MARGIN_S = 5.0
 SESSION_KEY = "group.share.session.timeout.ms"
 KAFKA_DEFAULT_SESSION_MS = 45000  # Kafka's own default, assumed when the brokers cannot say
 SESSION_ASK_TIMEOUT_S = 10.0
-
-
-def share_group_name(spec: TestSpec, k: int) -> str:
-    """Per-topic share group names: a run's groups never carry state over."""
-    return f"{spec.topic.name}-s{k}"
 
 
 def share_config(bootstrap: str, group: str, client_id: str) -> dict[str, Any]:

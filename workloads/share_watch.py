@@ -40,6 +40,7 @@ from typing import Any
 import orjson
 
 from harness.history import HistoryWriter
+from harness.kafka_names import share_group_name
 
 log = logging.getLogger(__name__)
 
@@ -306,7 +307,6 @@ def for_run(
     if c.mode != "share" or not getattr(c, "share_probe", False):
         return None
     from workloads.java.share_probe import ProbeProcess
-    from workloads.share_consumer import share_group_name
 
     child = ProbeProcess(
         spec.cluster.kafka_version,

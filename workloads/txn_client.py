@@ -34,17 +34,21 @@ from confluent_kafka import OFFSET_STORED, Consumer, KafkaException, Producer, T
 
 from harness.errors import ConfigError
 from harness.history import HistoryWriter
+from harness.kafka_clients import (
+    CLIENT_LOGGER,
+    CLOSE_TIMEOUT_S,
+    CallTimedOut,
+    bounded_call,
+    close_quietly,
+)
+from harness.kafka_names import transactional_id
 from harness.spec import TestSpec
 from workloads import client_logs
 from workloads.consumer import (
-    CLOSE_TIMEOUT_S,
     POLL_BATCH,
     SOCKET_TIMEOUT_MS,
-    CallTimedOut,
     Ownership,
     assigned_partitions,
-    bounded_call,
-    close_quietly,
     membership_config,
     next_offsets,
     protocol_field,
@@ -53,7 +57,7 @@ from workloads.consumer import (
 )
 from workloads.delivery_errors import error_name
 from workloads.txn_errors import Action, Decision, decide
-from workloads.values import CLIENT_LOGGER, Counter, encode_payload, key_and_partition
+from workloads.values import Counter, encode_payload, key_and_partition
 
 log = logging.getLogger(__name__)
 
@@ -73,12 +77,6 @@ class Teardown(Exception):
 def output_topic(topic: str) -> str:
     """Consume-transform-produce writes here; the run's topic is its input."""
     return f"{topic}-out"
-
-
-def transactional_id(topic: str, slot: int) -> str:
-    """One id per worker slot: a new incarnation fences its predecessor and
-    aborts whatever it left open, as an exactly-once application does."""
-    return f"{topic}-tx{slot}"
 
 
 def txn_group(spec: TestSpec) -> str:

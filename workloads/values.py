@@ -8,18 +8,11 @@ padding up to the configured message size.
 
 from __future__ import annotations
 
-import logging
 import threading
 
 KEYS_PER_PARTITION = 4  # several keys per partition, so per-key order is checkable
 _PAD = b"x"
 
-# librdkafka's own log lines (connection refused, ...) go through Python
-# logging instead of flooding stderr during faults; pass as the "logger"
-# config.  During chaos they are expected noise (the history holds the
-# evidence), so they are muted unless someone lowers this logger's level.
-CLIENT_LOGGER = logging.getLogger("workloads.librdkafka")
-CLIENT_LOGGER.setLevel(logging.CRITICAL)
 
 
 class Counter:

@@ -25,10 +25,10 @@ from harness import kafka_config as kc
 from harness.cluster import Cluster
 from harness.distribution import Distribution
 from harness.history import HistoryWriter
+from harness.kafka_clients import CLOSE_TIMEOUT_S
 from harness.kafka_db import node_files
 from harness.node import Node, SSHTarget
 from harness.spec import ClusterSpec, TestSpec
-from workloads.consumer import CLOSE_TIMEOUT_S
 from workloads.share_consumer import (
     CRASH_HOLD_MARGIN_S,
     FENCE_MARGIN_S,

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
+from harness.kafka_names import transactional_id
 from nemeses.base import TARGET_MODES
 from nemeses.targeting import coordinator_partition, java_string_hash
-from workloads.txn_client import transactional_id
 
 
 @pytest.mark.parametrize(

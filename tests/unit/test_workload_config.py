@@ -8,15 +8,10 @@ import threading
 import pytest
 
 from harness.errors import ConfigError
+from harness.kafka_clients import CallTimedOut, bounded_call
+from harness.kafka_names import group_name
 from harness.spec import ProducerSpec, TestSpec
-from workloads.consumer import (
-    CallTimedOut,
-    assigned_partitions,
-    bounded_call,
-    consumer_config,
-    group_name,
-    next_offsets,
-)
+from workloads.consumer import assigned_partitions, consumer_config, next_offsets
 from workloads.lifecycle import rate_verdict
 from workloads.producer import producer_config, single_attempt
 from workloads.sampler import ClusterSampler, at_most_every, partition_row

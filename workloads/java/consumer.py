@@ -30,11 +30,11 @@ import logging
 import time
 from typing import Any
 
+from harness.kafka_clients import CLOSE_TIMEOUT_S
 from harness.spec import TestSpec
 from workloads.committed import NO_OFFSET, FetchFailed
 from workloads.consumer import (
     AUTO_COMMIT_INTERVAL_MS,
-    CLOSE_TIMEOUT_S,
     COMMIT_TIMEOUT_S,
     POLL_BATCH,
     POLL_TIMEOUT_S,

@@ -32,8 +32,8 @@ import logging
 from typing import Any
 
 from harness.errors import ConfigError
+from harness.kafka_clients import CLOSE_TIMEOUT_S, bounded_call
 from harness.spec import TestSpec
-from workloads.consumer import CLOSE_TIMEOUT_S, bounded_call
 from workloads.java import jvm
 from workloads.java.consumer import java_consumer_properties, rebalance_listener, records_of
 from workloads.java.errors import judge
