@@ -21,10 +21,13 @@ from typing import Any, Protocol
 from pyspark.sql import DataFrame, SparkSession
 
 from checkers.collect import Found
+from checkers.hints import Hint
 from checkers.spec_view import CheckedSpec
 from checkers.tables import Tables
 
 SeverityRule = Callable[[CheckedSpec], str]
+# results.json's examples of the check -> what one anomaly is, in a few words.
+MechanismRule = Callable[[list[dict[str, Any]]], str]
 
 
 def always(severity: str) -> SeverityRule:
@@ -57,7 +60,9 @@ class Check:
     Three texts for three readers: ``explanation`` goes into results.json
     (what a finding proves), ``finds`` and ``severity_doc`` into the table
     of docs/results.md (the precise rule), ``title``, ``meaning`` and
-    ``causes`` into the report (for readers who are not Kafka experts).
+    ``causes`` into the report (for readers who are not Kafka experts), with
+    ``mechanism`` naming a range of its anomalies and ``hints`` the settings
+    of the run that explain them.
     """
 
     name: str
@@ -80,6 +85,20 @@ class Check:
     enrich: Callable[[SparkSession, Tables, Found], None] | None = None
     # A check outside its family's own frames brings its anomalies here.
     frames: Callable[[Context], list[DataFrame]] | None = None
+    # What one anomaly is, in a few words, for the report's ranges of them
+    # ("offsets 1648-5077 of partition 0: <mechanism>"); "" shows the name.
+    mechanism: str | MechanismRule = ""
+    # Settings of the run that explain or excuse a finding (checkers/hints.py).
+    hints: tuple[Hint, ...] = ()
+
+    def mechanism_of(self, examples: list[dict[str, Any]]) -> str:
+        """The mechanism of a range of this check's anomalies, given their examples."""
+        m = self.mechanism
+        return (m(examples) if callable(m) else m) or self.name
+
+    def hints_for(self, config: dict[str, Any]) -> list[str]:
+        """The sentences of this check's hints that this run's config.json calls for."""
+        return [text for hint in self.hints for text in hint(config)]
 
 
 @dataclass

@@ -20,7 +20,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
-from checkers import sources
+from checkers import hints, sources
 from checkers.check import Basis, Check, Context, Findings, always
 from checkers.collect import Found
 from checkers.spec_view import CheckedSpec
@@ -365,6 +365,7 @@ G1C_WR = Check(
         url=sources.CONSUMER_CONFIG_URL,
         allows=("every such cycle under read_uncommitted (info)",),
     ),
+    hints=(hints.read_uncommitted,),
 )
 
 # Elle's names of the cycles the full search reports (G1c-wr is the second search's).

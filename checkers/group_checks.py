@@ -12,7 +12,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from checkers import sources
+from checkers import hints, sources
 from checkers.check import Basis, Check
 from checkers.commit_checks import committed_reads
 from checkers.tables import TP, Tables, anomaly
@@ -366,4 +366,5 @@ GROUP_COMMIT_PAST_UNREAD = Check(
             "(an operator's, or a failover's)",
         ),
     ),
+    hints=(hints.auto_commit,),
 )

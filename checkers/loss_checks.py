@@ -24,7 +24,7 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from checkers import examples, sources
+from checkers import examples, hints, sources
 from checkers.check import Basis, Check, Context
 from checkers.results import LossTally
 from checkers.send_checks import LOSS_ALLOWS, LOSS_SEVERITY_DOC, loss_severity
@@ -137,6 +137,13 @@ def drain_proven(ctx: Context, hid: int, final_drain: bool) -> bool:
     return final_drain and not (tally and tally.undecided)
 
 
+def _acked_lost_mechanism(examples: list[dict[str, Any]]) -> str:
+    """A range whose offsets hold other values now was overwritten, not just cut off."""
+    if any(ex.get("now_values") for ex in examples):
+        return "acknowledged with one value, now holding another"
+    return "acknowledged, then absent from the final log"
+
+
 ACKED_LOST = Check(
     name="acked-lost",
     family="queue",
@@ -179,4 +186,6 @@ ACKED_LOST = Check(
             *LOSS_ALLOWS[1:],
         ),
     ),
+    mechanism=_acked_lost_mechanism,
+    hints=(hints.loss_allowed,),
 )

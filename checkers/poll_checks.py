@@ -29,7 +29,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from checkers import examples, sources
+from checkers import examples, hints, sources
 from checkers.check import Basis, Check
 from checkers.spec_view import CheckedSpec
 from checkers.tables import POLL, TP, Tables, anomaly, is_read, is_send
@@ -294,6 +294,7 @@ NONMONOTONIC_POLL = Check(
         ),
     ),
     severity=unless_unclean,
+    hints=(hints.subscribe_mode,),
 )
 
 POLL_SKIP = Check(
@@ -327,4 +328,5 @@ POLL_SKIP = Check(
         ),
     ),
     severity=unless_unclean,
+    hints=(hints.subscribe_mode,),
 )

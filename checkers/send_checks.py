@@ -12,7 +12,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from checkers import examples, sources
+from checkers import examples, hints, sources
 from checkers.check import Basis, Check
 from checkers.spec_view import CheckedSpec
 from checkers.tables import TP, Tables, anomaly
@@ -68,6 +68,8 @@ LOST_WRITE = Check(
         url=sources.PRODUCER_CONFIG_URL,
         allows=LOSS_ALLOWS,
     ),
+    mechanism="acknowledged, never read, while later offsets were",
+    hints=(hints.loss_allowed,),
 )
 
 UNSEEN = Check(
@@ -104,6 +106,8 @@ UNSEEN = Check(
             "values not read yet when no final drain ran (unknown, not invalid)",
         ),
     ),
+    mechanism="acknowledged, never read, and nothing after them either",
+    hints=(hints.loss_allowed,),
 )
 
 
@@ -157,6 +161,7 @@ DUPLICATE = Check(
             "duplicates from a producer without idempotence, or with acks other than all (info)",
         ),
     ),
+    hints=(hints.idempotence_off,),
 )
 
 DUPLICATE_UNACKED = Check(
@@ -201,6 +206,7 @@ DUPLICATE_UNACKED = Check(
             "duplicates from a producer without idempotence, or with acks other than all (info)",
         ),
     ),
+    hints=(hints.unacked_duplicates_allowed,),
 )
 
 INCONSISTENT_OFFSETS = Check(
@@ -235,6 +241,8 @@ INCONSISTENT_OFFSETS = Check(
         # so is another value at an offset that was acknowledged or read.
         allows=LOSS_ALLOWS,
     ),
+    mechanism="acknowledged or read with one value, read with another",
+    hints=(hints.loss_allowed,),
 )
 
 FAILED_WRITE_READ = Check(
@@ -271,6 +279,7 @@ FAILED_WRITE_READ = Check(
             "reads of an aborted transaction's send (aborted-read judges those)",
         ),
     ),
+    mechanism="reported as failed, yet read",
 )
 
 NONMONOTONIC_SEND = Check(
@@ -301,6 +310,7 @@ NONMONOTONIC_SEND = Check(
         url=sources.LIBRDKAFKA_CONFIG_URL,
         allows=("reordered acks of a producer without idempotence (warning)",),
     ),
+    hints=(hints.idempotence_off,),
 )
 
 

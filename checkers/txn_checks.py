@@ -19,7 +19,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from checkers import sources
+from checkers import hints, sources
 from checkers.check import Basis, Check, Context, Group, always
 from checkers.op_codes import ACK, INFO
 from checkers.poll_checks import skipping, suspicious
@@ -262,6 +262,7 @@ ABORTED_READ = Check(
             "the final drain, which reads committed data, is held to it then)",
         ),
     ),
+    hints=(hints.read_uncommitted,),
 )
 
 TORN_TRANSACTION = Check(
@@ -337,6 +338,7 @@ PRECOMMITTED_READ = Check(
         url=sources.CONSUMER_CONFIG_URL,
         allows=("a read of its own open transaction under read_uncommitted (info)",),
     ),
+    hints=(hints.read_uncommitted,),
 )
 
 INT_NONMONOTONIC_POLL = Check(
@@ -487,6 +489,7 @@ EXACTLY_ONCE = Check(
         url=sources.DESIGN_URL,
         allows=("outputs not read yet when no final drain ran (unknown, not invalid)",),
     ),
+    hints=(hints.no_rewind,),
 )
 
 TXN = Group(

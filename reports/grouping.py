@@ -11,20 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-# What one anomaly of the check is, in a few words: the range's mechanism.
-MECHANISM = {
-    "acked-lost": "acknowledged, then absent from the final log",
-    "inconsistent-offsets": "acknowledged or read with one value, read with another",
-    "lost-write": "acknowledged, never read, while later offsets were",
-    "unseen": "acknowledged, never read, and nothing after them either",
-    "failed-write-read": "reported as failed, yet read",
-}
+from checkers import catalog
 
 
 def mechanism(check: str, examples: list[dict[str, Any]]) -> str:
-    if check == "acked-lost" and any(ex.get("now_values") for ex in examples):
-        return "acknowledged with one value, now holding another"
-    return MECHANISM.get(check, check)
+    """What one anomaly of ``check`` is, in a few words, from its record in the
+    catalog (``Check.mechanism``); a check the catalog does not know shows its name."""
+    found = catalog.find(check)
+    return found.mechanism_of(examples) if found is not None else check
 
 
 @dataclass
