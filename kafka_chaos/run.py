@@ -278,7 +278,7 @@ def _execute(spec: TestSpec, run: RunDir) -> bool:
             bootstrap = cluster.bootstrap_servers()
             admin.create_topic(bootstrap, spec.topic, timeout_s=60)
             kafka_db.wait_healthy(cluster, timeout_s=HEALTHY_TIMEOUT_S, topic=spec.topic.name)
-            if spec.workload == "txn":
+            if registry.declared(spec.workload).records_features:
                 _record_features(cluster, run)
             with (
                 mirrored(cluster, spec, run) as pair,

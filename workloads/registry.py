@@ -2,39 +2,88 @@
 
 ``kafka_chaos.run`` asks for ``spec.workload`` here and then talks to it only
 through ``Workload``: start, stop, final drain, summary - Jepsen's split
-between a test's client and its runner.  Adding a workload is adding a
-module with a class that keeps this protocol, one line in ``_MODULES``
-and one in ``_CHECK_FAMILIES`` (which checks judge its histories).  A
-subclass of ``workloads.lifecycle.Lifecycle`` keeps the protocol for it:
-the module supplies only its clients and its summary.
+between a test's client and its runner.  Whatever else the packages around a
+workload need to know of it (which checks judge it, which clients run it,
+which groups a coordinator fault means, what the run records for it) is its
+``Declaration`` here, so that no package asks which workload a run used by
+name.  Adding a workload is adding a module with a class that keeps this
+protocol and one ``Declaration`` in ``_DECLARED``.  A subclass of
+``workloads.lifecycle.Lifecycle`` keeps the protocol for it: the module
+supplies only its clients and its summary.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from harness.errors import ConfigError
 from harness.history import HistoryWriter
+from harness.kafka_names import group_name, share_group_name
 from harness.spec import TestSpec
 from workloads.sampler import Probe
 
-# name -> "module:Class"; imported only when chosen, so a workload's client
-# libraries load only for the runs that use it.
-_MODULES = {
-    "queue": "workloads.queue:QueueWorkload",
-    "txn": "workloads.txn:TxnWorkload",
-    "mirror": "workloads.mirror:MirrorWorkload",
-}
-# name -> the families of checks (checkers/catalog.py) its histories are
-# judged by, so the checkers never ask which workload a run used.  A family
-# may still decline a run by its settings (share: share-group consumers).
-_CHECK_FAMILIES = {
-    "queue": ("queue", "share", "availability"),
-    "txn": ("queue", "txn", "cycles", "availability"),
-    "mirror": ("queue", "mirror", "availability"),
+
+def _no_groups(spec: TestSpec) -> list[str]:
+    return []
+
+
+def _queue_groups(spec: TestSpec) -> list[str]:
+    """The queue workload's share groups or consumer groups, by its consumer mode."""
+    name = share_group_name if spec.consumer.mode == "share" else group_name
+    return [name(spec, k) for k in range(spec.consumer.groups)]
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """What the packages around a workload ask about it, declared once.
+
+    ``factory``: "module:Class", imported only when chosen, so a workload's
+    client libraries load only for the runs that use it.
+    ``check_families``: the families of checks (checkers/catalog.py) its
+    histories are judged by, so the checkers never ask which workload a run
+    used.  A family may still decline a run by its settings (share:
+    share-group consumers).
+    ``java_client``: whether its clients can be Kafka's Java client.
+    ``one_client``: whether its producer and consumer must be the same client
+    (one process both produces and consumes).
+    ``groups``: the groups a group- or share-coordinator fault targets (the
+    first) and whose coordinators' state is kept after the heal; none when its
+    groups are not the run's subject.
+    ``records_features``: whether config.json records the cluster's finalized
+    features (a transactional run's protocol depends on ``transaction.version``).
+    ``shown_as``: what its history's lines show when read without a config
+    (checkers/history_workload.py): ``txn`` or ``queue``.
+    """
+
+    factory: str
+    check_families: tuple[str, ...]
+    java_client: bool = False
+    one_client: bool = False
+    groups: Callable[[TestSpec], list[str]] = _no_groups
+    records_features: bool = False
+    shown_as: str = "queue"
+
+
+_DECLARED = {
+    "queue": Declaration(
+        "workloads.queue:QueueWorkload",
+        ("queue", "share", "availability"),
+        java_client=True,
+        groups=_queue_groups,
+    ),
+    "txn": Declaration(
+        "workloads.txn:TxnWorkload",
+        ("queue", "txn", "cycles", "availability"),
+        java_client=True,
+        one_client=True,
+        records_features=True,
+        shown_as="txn",
+    ),
+    "mirror": Declaration("workloads.mirror:MirrorWorkload", ("queue", "mirror", "availability")),
 }
 
 
@@ -61,14 +110,19 @@ WorkloadFactory = Callable[..., Workload]
 
 
 def names() -> list[str]:
-    return sorted(_MODULES)
+    return sorted(_DECLARED)
+
+
+def declared(name: str) -> Declaration:
+    """Workload ``name``'s declaration; an unknown name is one clear error."""
+    if name not in _DECLARED:
+        raise ConfigError(f"workload: unknown workload {name!r} (known: {', '.join(names())})")
+    return _DECLARED[name]
 
 
 def check_families(name: str) -> tuple[str, ...]:
     """The families of checks that judge workload ``name``'s histories."""
-    if name not in _CHECK_FAMILIES:
-        raise ConfigError(f"workload: unknown workload {name!r} (known: {', '.join(names())})")
-    return _CHECK_FAMILIES[name]
+    return declared(name).check_families
 
 
 def create(
@@ -85,9 +139,7 @@ def create(
 
 
 def _factory(name: str) -> WorkloadFactory:
-    if name not in _MODULES:
-        raise ConfigError(f"workload: unknown workload {name!r} (known: {', '.join(names())})")
-    module, cls = _MODULES[name].split(":")
+    module, cls = declared(name).factory.split(":")
     return getattr(importlib.import_module(module), cls)
 
 
