@@ -35,10 +35,10 @@ from harness.cluster import Cluster
 from harness.errors import HarnessError
 from harness.fan_out import on_nodes
 from harness.history import wall_clock_on_history_axis
-from harness.kafka_names import group_name, share_group_name
 from harness.node import Node
 from harness.spec import TestSpec
 from nemeses.targeting import OFFSETS, SHARE_STATE, coordinator_partition, share_partition_key
+from workloads import registry
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ DECODER = {OFFSETS: "--offsets-decoder", SHARE_STATE: "--share-group-state-decod
 
 def wanted(spec: TestSpec) -> bool:
     """Runs whose findings the coordinators' state explains."""
-    return spec.workload == "queue" and (
+    return registry.declared(spec.workload).group is not None and (
         spec.consumer.mode == "share" or spec.nemesis.targets in COORDINATOR_TARGETS
     )
 
@@ -66,8 +66,8 @@ def keep(
     on_history_axis = wall_clock_on_history_axis(clock_ns)
     share = spec.consumer.mode == "share"
     topic = SHARE_STATE if share else OFFSETS
-    name = share_group_name if share else group_name
-    groups = [name(spec, k) for k in range(spec.consumer.groups)]
+    group = registry.declared(spec.workload).group
+    groups = [group(spec, k) for k in range(spec.consumer.groups)] if group else []
     result: dict[str, Any] = {"state_topic": topic, "groups": groups, "error": None}
     try:
         bootstrap = cluster.bootstrap_servers()

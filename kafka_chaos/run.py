@@ -288,7 +288,9 @@ def _execute(spec: TestSpec, run: RunDir) -> bool:
                 clock = history.elapsed_ns
                 nemesis = Nemeses(
                     [
-                        NemesisRunner(cluster, spec, history, run.path),
+                        NemesisRunner(
+                            cluster, spec, history, run.path, group=registry.first_group(spec)
+                        ),
                         *mirror_nemeses(pair, spec, history, run.path),
                     ]
                 )

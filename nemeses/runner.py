@@ -55,10 +55,14 @@ class NemesisRunner:
         *,
         schedule_file: str = SCHEDULE_FILE,
         first_id: int = 0,
+        group: str | None = None,
     ) -> None:
         """``schedule_file`` and ``first_id``: a second runner of the same run (the
-        MirrorMaker node's) keeps its own schedule and numbers its faults apart."""
+        MirrorMaker node's) keeps its own schedule and numbers its faults apart.
+        ``group``: the run's first consumer or share group, what a group- or
+        share-coordinator target means by default (the workload declares it)."""
         self.cluster = cluster
+        self.group = group
         self.spec = spec
         self.history = history
         self.path = Path(run_dir) / schedule_file
@@ -180,7 +184,7 @@ class NemesisRunner:
             if not op.targets:
                 op.resolved = targeting.resolve(
                     self.cluster, op.target, op.params, self.spec.topic.name,
-                    targeting.first_group(self.spec),
+                    self.group,
                 )  # fmt: skip
                 op.targets = [op.resolved["node"]]
             prepare([n.name for n in self.cluster.nodes], op)

@@ -14,8 +14,6 @@ from typing import Any
 from harness import kafka_names
 from harness.cluster import Cluster
 from harness.kafka_clients import close_quietly
-from harness.kafka_names import group_name, share_group_name
-from harness.spec import TestSpec
 from nemeses.base import NemesisError
 
 log = logging.getLogger(__name__)
@@ -164,13 +162,6 @@ def txn_coordinator(
         transactional_id = kafka_names.transactional_id(topic, 0)
     found = _leader_of_internal(cluster, TXN_STATE, transactional_id, "coordinator")
     return {"transactional_id": transactional_id, **found}
-
-
-def first_group(spec: TestSpec) -> str | None:
-    """The run's first consumer or share group: what a coordinator target means by default."""
-    if spec.workload != "queue":
-        return None
-    return share_group_name(spec, 0) if spec.consumer.mode == "share" else group_name(spec, 0)
 
 
 def _leader_of_internal(cluster: Cluster, topic: str, key: str, what: str) -> dict[str, Any]:

@@ -27,14 +27,9 @@ from harness.spec import TestSpec
 from workloads.sampler import Probe
 
 
-def _no_groups(spec: TestSpec) -> list[str]:
-    return []
-
-
-def _queue_groups(spec: TestSpec) -> list[str]:
-    """The queue workload's share groups or consumer groups, by its consumer mode."""
-    name = share_group_name if spec.consumer.mode == "share" else group_name
-    return [name(spec, k) for k in range(spec.consumer.groups)]
+def _queue_group(spec: TestSpec, k: int) -> str:
+    """The queue workload's k-th share group or consumer group, by its consumer mode."""
+    return share_group_name(spec, k) if spec.consumer.mode == "share" else group_name(spec, k)
 
 
 @dataclass(frozen=True)
@@ -50,9 +45,9 @@ class Declaration:
     ``java_client``: whether its clients can be Kafka's Java client.
     ``one_client``: whether its producer and consumer must be the same client
     (one process both produces and consumes).
-    ``groups``: the groups a group- or share-coordinator fault targets (the
-    first) and whose coordinators' state is kept after the heal; none when its
-    groups are not the run's subject.
+    ``group``: the name of its k-th group, when its groups are the run's
+    subject: a group- or share-coordinator fault then targets the first, and
+    the coordinators' state of them all is kept after the heal.
     ``records_features``: whether config.json records the cluster's finalized
     features (a transactional run's protocol depends on ``transaction.version``).
     ``shown_as``: what its history's lines show when read without a config
@@ -63,7 +58,7 @@ class Declaration:
     check_families: tuple[str, ...]
     java_client: bool = False
     one_client: bool = False
-    groups: Callable[[TestSpec], list[str]] = _no_groups
+    group: Callable[[TestSpec, int], str] | None = None
     records_features: bool = False
     shown_as: str = "queue"
 
@@ -73,7 +68,7 @@ _DECLARED = {
         "workloads.queue:QueueWorkload",
         ("queue", "share", "availability"),
         java_client=True,
-        groups=_queue_groups,
+        group=_queue_group,
     ),
     "txn": Declaration(
         "workloads.txn:TxnWorkload",
@@ -118,6 +113,13 @@ def declared(name: str) -> Declaration:
     if name not in _DECLARED:
         raise ConfigError(f"workload: unknown workload {name!r} (known: {', '.join(names())})")
     return _DECLARED[name]
+
+
+def first_group(spec: TestSpec) -> str | None:
+    """The run's first group, what a coordinator fault targets by default; None
+    when the workload's groups are not the run's subject."""
+    group = declared(spec.workload).group
+    return None if group is None else group(spec, 0)
 
 
 def check_families(name: str) -> tuple[str, ...]:

@@ -45,13 +45,15 @@ def test_the_target_mode_exists_and_names_the_workloads_ids() -> None:
 
 def test_group_and_share_coordinator_targets_name_the_runs_first_group() -> None:
     from harness.spec import ConsumerSpec, TestSpec, TopicSpec
-    from nemeses.targeting import first_group, share_partition_key
+    from nemeses.targeting import share_partition_key
+    from workloads.registry import first_group
 
     assert {"group-coordinator", "share-coordinator"} <= set(TARGET_MODES)
     queue = TestSpec(name="t", topic=TopicSpec(name="chaos-1"))
     assert first_group(queue) == "chaos-1-g0"
     share = TestSpec(name="t", topic=TopicSpec(name="chaos-1"), consumer=ConsumerSpec(mode="share"))
     assert first_group(share) == "chaos-1-s0"
+    assert first_group(TestSpec(name="t", topic=TopicSpec(name="chaos-1"), workload="txn")) is None
     # Kafka's SharePartitionKey.asCoordinatorKey: "%s:%s:%d" of group, topic id, partition.
     assert share_partition_key("g", "AAAAAAdbzRUAAAAAOt5osQ", 3) == "g:AAAAAAdbzRUAAAAAOt5osQ:3"
 

@@ -20,9 +20,7 @@ DECLARATIONS = Path("workloads/registry.py")
 REMAINING = {
     "checkers/history_workload.py": 1,
     "checkers/mirror_checks.py": 1,
-    "nemeses/targeting.py": 1,
     "reports/render.py": 2,
-    "kafka_chaos/coordinator_state.py": 1,
     "kafka_chaos/options.py": 2,
 }
 
