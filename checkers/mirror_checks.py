@@ -561,7 +561,7 @@ class MirrorFamily:
     checks = MIRROR_CHECKS
 
     def applies(self, spec: CheckedSpec) -> bool:
-        return spec.workload == "mirror"
+        return True  # brought only by a workload that declares it (workloads/registry.py)
 
     def frames(self, ctx: Context) -> list[DataFrame]:
         return []

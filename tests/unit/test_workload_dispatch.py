@@ -19,7 +19,6 @@ DECLARATIONS = Path("workloads/registry.py")
 # only shrinks.
 REMAINING = {
     "checkers/history_workload.py": 1,
-    "checkers/mirror_checks.py": 1,
     "reports/render.py": 2,
     "kafka_chaos/options.py": 2,
 }
