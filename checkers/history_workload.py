@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 
 from checkers.spec_view import CheckedSpec
 from harness.errors import ConfigError
+from workloads.registry import declared
 
 
 def config_for(
@@ -67,11 +68,11 @@ def _shown(rows: Path) -> str | None:
 
 
 def _workload_of(config: dict[str, Any]) -> str:
-    """What the lines of a history under ``config`` show: txn, share or queue."""
+    """What the lines of a history under ``config`` show: txn, share or queue
+    (the workload declares txn or queue; share consumers make queue lines share)."""
     spec = CheckedSpec.of(config)
-    if spec.workload == "txn":
-        return "txn"
-    return "share" if spec.share else "queue"
+    shown = declared(spec.workload).shown_as
+    return "share" if shown == "queue" and spec.share else shown
 
 
 def _part(rows: Path, kind: str) -> Path:
