@@ -1,4 +1,4 @@
-"""Read what brokers hold on disk: DumpLogSegments output and truncation log lines.
+"""Read what brokers hold on disk: DumpLogSegments output, truncation and corruption log lines.
 
 Pure text parsing, so replica verification can be tested without a cluster.
 The dump covers several partitions and copies at once; each file's records
@@ -24,6 +24,13 @@ _MARKER = re.compile(r" endTxnMarker: (?P<marker>\w+)")
 _TIME = re.compile(r"^\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]")
 _OFFSET = re.compile(r"(?:offset=|to offset |Truncating to )(?P<offset>\d+)")
 _BELOW_HW = re.compile(r"below high watermark (?P<hw>\d+)")
+# Kafka 4.x's recovery of a segment it finds damaged: LogSegment.recover (a batch
+# failed its CRC or its checks) and LogLoader.recoverLog (the segment is cut there).
+_CORRUPT = re.compile(
+    r"Found invalid messages in log segment (?P<path>\S+?)\.? at byte offset (?P<byte>\d+)"
+    r"|Corruption found in segment (?P<base>\d+), truncating to offset (?P<offset>\d+)"
+)
+CORRUPTION_NEEDLES = ("Found invalid messages in log segment", "Corruption found in segment")
 
 
 @dataclass(frozen=True)
@@ -157,6 +164,37 @@ def truncations(lines: Iterable[str], topic: str) -> Iterator[Truncation]:
             partition=int(part.group("partition")),
             offset=int(offset.group("offset")),
             high_watermark=int(hw.group("hw")) if hw else None,
+            time_ms=_log_time_ms(line),
+            line=line.strip()[:500],
+        )
+
+
+@dataclass(frozen=True)
+class Corruption:
+    """A damaged segment a broker found on start, and where it cut it."""
+
+    partition: int
+    kind: str  # "invalid-batch": a batch failed its CRC; "truncated": the segment was cut
+    byte_offset: int | None  # invalid-batch: where in the segment file
+    offset: int | None  # truncated: the log offset it was cut to
+    time_ms: int | None
+    line: str
+
+
+def corruptions(lines: Iterable[str], topic: str) -> Iterator[Corruption]:
+    """Damaged segments of ``topic`` a broker's server.log says it found and cut back."""
+    partition_re = re.compile(rf"(?<![\w.-]){re.escape(topic)}-(?P<partition>\d+)\b")
+    for line in lines:
+        found = _CORRUPT.search(line)
+        part = partition_re.search(line)
+        if not found or not part:
+            continue
+        invalid = found.group("byte") is not None
+        yield Corruption(
+            partition=int(part.group("partition")),
+            kind="invalid-batch" if invalid else "truncated",
+            byte_offset=int(found.group("byte")) if invalid else None,
+            offset=None if invalid else int(found.group("offset")),
             time_ms=_log_time_ms(line),
             line=line.strip()[:500],
         )
