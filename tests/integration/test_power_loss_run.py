@@ -3,7 +3,8 @@
 One power-loss of every broker serves two claims, on two topics written
 just before it with acks=all: Kafka's default never fsyncs, so every
 acknowledged write is gone afterwards; a topic that fsyncs each message
-(``flush.messages=1``) keeps all of them.  A third test SIGKILLs the
+(``flush.messages=1``) keeps all of them; and each broker's own log says
+so (the log end it recovered each topic's partition to).  A third test SIGKILLs the
 harness while it brings a lazyfs cluster up, and ``cluster down`` must
 leave no mount and no lazyfs process.
 """
@@ -16,6 +17,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from shlex import quote
 
 import pytest
 from _kafka_clusters import SHARED_CLUSTER, running_cluster
@@ -23,6 +25,7 @@ from _local_leftovers import down, leftovers, pids_from_files, procs_mentioning
 
 from harness import admin, kafka_db, lazyfs
 from harness.cluster import Cluster, cluster_dir
+from harness.recovery_log import recovery_lines
 from harness.spec import NEWEST_KAFKA, ClusterSpec, TopicSpec
 from nemeses.base import FaultOp
 from nemeses.power_loss import PowerLoss
@@ -68,8 +71,9 @@ def _produce(bootstrap: str, topic: str, n: int) -> int:
 
 
 @pytest.fixture(scope="module")
-def after_power_loss() -> dict[str, tuple[int, int]]:
-    """Per topic: (acknowledged before, log end offset after) one power-loss of every broker."""
+def after_power_loss() -> dict[str, tuple[int, int, dict[str, int | None]]]:
+    """Per topic: (acknowledged before, log end offset after, and the log end each
+    broker's server.log says it recovered to) one power-loss of every broker."""
     spec = ClusterSpec(
         name=f"{SHARED_CLUSTER}-pl"[:32], nodes=3, kafka_version=NEWEST_KAFKA, disk="lazyfs"
     )
@@ -77,7 +81,17 @@ def after_power_loss() -> dict[str, tuple[int, int]]:
         yield _power_loss_all(cluster)
 
 
-def _power_loss_all(cluster: Cluster) -> dict[str, tuple[int, int]]:
+def _recovered(cluster: Cluster, topic: str) -> dict[str, int | None]:
+    """Per node, the log end its last "Completed load of Log" line of ``topic``-0 gives."""
+    out: dict[str, int | None] = {}
+    for node in cluster.nodes:
+        text = node.run(f"cat {quote(node.path('logs', 'server.log'))}", timeout=30).stdout
+        ends = [r.offset for r in recovery_lines(text.splitlines(), topic) if r.kind == "loaded"]
+        out[node.name] = ends[-1] if ends else None
+    return out
+
+
+def _power_loss_all(cluster: Cluster) -> dict[str, tuple[int, int, dict[str, int | None]]]:
     bootstrap = cluster.bootstrap_servers()
     topics = {
         DEFAULTS: TopicSpec(name=DEFAULTS, partitions=1, min_insync_replicas=2),
@@ -100,20 +114,31 @@ def _power_loss_all(cluster: Cluster) -> dict[str, tuple[int, int]]:
     for name in topics:
         kafka_db.wait_healthy(cluster, 120.0, topic=name)
     return {
-        name: (acked[name], admin.end_offsets(bootstrap, name, 1, timeout_s=30)[0])
+        name: (
+            acked[name],
+            admin.end_offsets(bootstrap, name, 1, timeout_s=30)[0],
+            _recovered(cluster, name),
+        )
         for name in topics
     }
 
 
 def test_acked_writes_never_fsynced_are_gone_after_power_loss_of_all(after_power_loss):
-    acked, kept = after_power_loss[DEFAULTS]
+    acked, kept, _ = after_power_loss[DEFAULTS]
     assert acked == MESSAGES
     assert kept == 0, f"{kept} of {acked} acknowledged, never fsynced messages survived"
 
 
 def test_acked_writes_fsynced_per_message_survive_power_loss_of_all(after_power_loss):
-    acked, kept = after_power_loss[FLUSHED]
+    acked, kept, _ = after_power_loss[FLUSHED]
     assert (acked, kept) == (MESSAGES, MESSAGES)
+
+
+def test_each_broker_logs_the_log_end_it_recovered_to(after_power_loss):
+    """The brokers' own account (harness.recovery_log) agrees with what was kept."""
+    nodes = ("n1", "n2", "n3")
+    assert after_power_loss[DEFAULTS][2] == dict.fromkeys(nodes, 0)
+    assert after_power_loss[FLUSHED][2] == dict.fromkeys(nodes, MESSAGES)
 
 
 NAME = f"{SHARED_CLUSTER}-plk"[:32]

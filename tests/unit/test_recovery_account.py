@@ -142,3 +142,26 @@ def test_without_acks_all_nothing_is_claimed_held(run_dir: Path) -> None:
     disk_account.write(run_dir, TOPIC)
     result = provenance.provenance(run_dir, TOPIC)
     assert all(r["held_at_ack"] is None for v in result["values"] for r in v["replicas"])
+
+
+MINORITY = Path(__file__).parent / "data" / "power-loss-minority"
+MINORITY_TOPIC = "chaos-20261128t071114z"
+
+
+def test_a_minority_cut_is_told_by_its_target_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """power-loss-minority (real run, partition 3): n2 then n3 lost power; each came
+    back with nothing of the partition on disk and fetched it again from the leader."""
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    try:
+        result = disk_account.account(MINORITY, MINORITY_TOPIC)
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert [(f["id"], f["targets"]) for f in result["faults"]] == [(0, ["n2"]), (1, ["n3"])]
+    for fault, node in zip(result["faults"], ("n2", "n3"), strict=True):
+        assert list(fault["nodes"]) == [node]
+        assert fault["nodes"][node]["recovered_log_end"] == {"3": 0}
+        assert fault["nodes"][node]["unclean_elections"] == []

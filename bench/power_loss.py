@@ -1,0 +1,210 @@
+"""Power loss, measured: loss rate and acknowledged throughput per flush setting x RF x targets.
+
+    python bench/power_loss.py --runs 5 --flush default,every --rf 3 --targets minority,all
+
+Each cell is the power-loss-all scenario (lazyfs, 13 partitions, acks=all,
+idempotence off, a power loss about every 16 s) with the cell's settings:
+
+- ``--flush``: ``default`` (Kafka never fsyncs) or ``every``
+  (``log.flush.interval.messages=1`` broker-wide);
+- ``--rf``: the topic's replication factor, min.insync.replicas = min(2, RF);
+- ``--targets``: ``minority`` (one of the three brokers) or ``all``;
+- ``--faults``: ``power-loss`` (SIGKILL and drop what was not fsynced), and
+  ``kill`` to set the same cut beside it with the page cache kept.
+
+Rounds run every selected cell once, cells ordered so the brokers restart
+for a new flush setting only when it changes; round r uses seed 5000 + r.
+Per cell it prints: runs that lost an acknowledged value (k/n, 95 % Wilson
+interval), the mean share of acknowledged values lost, and acknowledged
+msg/s over the run's time limit (mean, 95 % t-interval).  Runs go to
+``store-bench/``; the cluster is taken down at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import itertools
+import json
+import math
+import statistics
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from scipy.stats import t as student_t
+
+from harness.backends import destroy_cluster
+from harness.errors import HarnessError
+from harness.rates import wilson
+from harness.run_files import read_lines
+from kafka_chaos.options import build_spec
+from kafka_chaos.run import run_test
+from kafka_chaos.scenarios import SCENARIOS
+
+FLUSH = {"default": {}, "every": {"log.flush.interval.messages": "1"}}
+TARGETS = ("minority", "all")
+FAULTS = ("power-loss", "kill")
+CLUSTER = "kc-bench-power"
+
+
+@dataclass(frozen=True)
+class Cell:
+    flush: str
+    rf: int
+    targets: str
+    fault: str
+
+    @property
+    def name(self) -> str:
+        return f"flush={self.flush} rf={self.rf} targets={self.targets} fault={self.fault}"
+
+
+def cell_layer(cell: Cell, time_limit_s: float, seed: int, cluster: str) -> dict[str, Any]:
+    """The run options of one cell, over the power-loss-all preset."""
+    preset = {k: v for k, v in SCENARIOS["power-loss-all"].items() if k not in ("description",)}
+    preset.pop("expected_verdict", None)
+    nemesis = {**preset["nemesis"], "faults": [cell.fault], "targets": cell.targets}
+    return {
+        **preset,
+        "name": "bench-power-loss",
+        "seed": seed,
+        "time_limit_s": time_limit_s,
+        "cluster": {**preset["cluster"], "name": cluster, "broker_config": FLUSH[cell.flush]},
+        "topic": {
+            **preset["topic"],
+            "replication_factor": cell.rf,
+            "min_insync_replicas": min(2, cell.rf),
+        },
+        "nemesis": nemesis,
+    }
+
+
+def run_figures(run_dir: Path, time_limit_s: float) -> dict[str, Any]:
+    """Verdict, acked, lost and acked msg/s (acks within the time limit) of one run."""
+    results = json.loads((run_dir / "results.json").read_text())
+    summary = results.get("summary", {})
+    in_time = sum(
+        1
+        for op in read_lines(run_dir / "history.jsonl")
+        if op.get("f") == "send" and op.get("type") == "ok" and op["time"] <= time_limit_s * 1e9
+    )
+    return {
+        "verdict": results.get("verdict"),
+        "acked": summary.get("acked"),
+        "lost": summary.get("acked_lost"),
+        "acked_per_s": in_time / time_limit_s,
+        "run_dir": str(run_dir),
+    }
+
+
+def t_interval(xs: list[float]) -> tuple[float, float, float]:
+    """Mean and its 95 % t-interval (the mean twice when there is one value)."""
+    mean = statistics.fmean(xs)
+    if len(xs) < 2:
+        return mean, mean, mean
+    half = student_t.ppf(0.975, len(xs) - 1) * statistics.stdev(xs) / math.sqrt(len(xs))
+    return mean, mean - half, mean + half
+
+
+def cell_row(cell: Cell, runs: list[dict[str, Any]]) -> str:
+    done = [r for r in runs if isinstance(r.get("lost"), int) and r.get("acked")]
+    if not done:
+        return f"| {cell.flush} | {cell.rf} | {cell.targets} | {cell.fault} | 0 | — | — | — |"
+    hits = sum(1 for r in done if r["lost"] > 0)
+    lo, hi = wilson(hits, len(done))
+    share, s_lo, s_hi = t_interval([r["lost"] / r["acked"] for r in done])
+    rate, r_lo, r_hi = t_interval([r["acked_per_s"] for r in done])
+    return (
+        f"| {cell.flush} | {cell.rf} | {cell.targets} | {cell.fault} | {len(done)} "
+        f"| {hits}/{len(done)} ({lo:.0%}–{hi:.0%}) "
+        f"| {share:.1%} ({max(0.0, s_lo):.1%}–{min(1.0, s_hi):.1%}) "
+        f"| {rate:.0f} ({r_lo:.0f}–{r_hi:.0f}) |"
+    )
+
+
+@contextlib.contextmanager
+def held(lock: Path) -> Iterator[None]:
+    """An exclusive flock on ``lock`` for the duration (what ``flock LOCK cmd`` does)."""
+    with open(lock, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def choices(text: str, allowed: tuple[str, ...] | None, what: str) -> list[str]:
+    picked = [x.strip() for x in text.split(",") if x.strip()]
+    bad = [x for x in picked if allowed is not None and x not in allowed]
+    if not picked or bad:
+        sys.exit(f"--{what}: {', '.join(bad) or 'nothing'} not one of {', '.join(allowed or ())}")
+    return picked
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--time-limit", type=float, default=40.0)
+    parser.add_argument("--flush", default="default,every", help="default,every")
+    parser.add_argument("--rf", default="3", help="replication factors, e.g. 1,2,3")
+    parser.add_argument("--targets", default="minority,all", help="minority,all")
+    parser.add_argument("--faults", default="power-loss", help="power-loss,kill")
+    parser.add_argument("--cluster-name", default=CLUSTER)
+    parser.add_argument("--store", type=Path, default=Path("store-bench"))
+    parser.add_argument("--keep-cluster", action="store_true")
+    parser.add_argument(
+        "--lock",
+        type=Path,
+        default=Path("/tmp/kc-itest.lock"),
+        help="held around each run, so runs of other benches and tests on the machine wait",
+    )
+    args = parser.parse_args()
+    rfs = choices(args.rf, ("1", "2", "3"), "rf")
+    cells = [
+        Cell(f, int(rf), tg, fault)
+        for f, rf, tg, fault in itertools.product(
+            choices(args.flush, tuple(FLUSH), "flush"),
+            rfs,
+            choices(args.targets, TARGETS, "targets"),
+            choices(args.faults, FAULTS, "faults"),
+        )
+    ]
+    if args.runs < 1:
+        sys.exit("--runs: at least 1")
+    per_cell: dict[Cell, list[dict[str, Any]]] = {c: [] for c in cells}
+    started = time.time()
+    try:
+        for r in range(args.runs):
+            # Odd rounds walk the flush settings backwards: one broker restart per round.
+            order = cells if r % 2 == 0 else list(reversed(cells))
+            for cell in order:
+                layer = cell_layer(cell, args.time_limit, 5000 + r, args.cluster_name)
+                try:
+                    with held(args.lock):
+                        outcome = run_test(build_spec(layer), store=args.store)
+                    figures = run_figures(outcome.run_dir.path, args.time_limit)
+                except HarnessError as e:
+                    figures = {"verdict": f"harness error: {e}"}
+                per_cell[cell].append(figures)
+                print(f"round {r + 1} {cell.name}: {json.dumps(figures)}", flush=True)
+    finally:
+        if not args.keep_cluster:
+            destroy_cluster(args.cluster_name)
+    took = time.time() - started
+    print(f"\n{args.runs} rounds in {took:.0f} s; time limit {args.time_limit:g} s")
+    print(
+        "| flush | RF | targets | fault | runs | runs losing acked values (95% Wilson) "
+        "| acked values lost, mean (95% t) | acked msg/s, mean (95% t) |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for cell in cells:
+        print(cell_row(cell, per_cell[cell]))
+
+
+if __name__ == "__main__":
+    main()
