@@ -37,6 +37,7 @@ from reports.operations import MAX_OPS, load_operations, operations_view
 from reports.replicas import replicas_section, truncation_marks
 from reports.shrink_view import shrink_view
 from reports.timeline import COUNT_KEYS, summarize_history
+from workloads import registry
 
 TEMPLATES = Path(__file__).parent / "templates"
 STATIC = Path(__file__).parent / "static"
@@ -196,8 +197,9 @@ def client(config: dict[str, Any]) -> str:
         text = (
             f"{names.get(roles[0], roles[0])} producers, {names.get(roles[1], roles[1])} consumers"
         )
+    # recorded only for a workload that declares records_features (workloads/registry.py)
     tv = as_dict(config.get("cluster_features")).get("transaction.version")
-    if config.get("workload") == "txn" and tv is not None:
+    if tv is not None:
         text += f"; transaction.version {tv}"
     return text
 
@@ -206,8 +208,9 @@ def consumers(config: dict[str, Any]) -> str:
     """How the run consumed, in a few words: the cell of a version/protocol matrix."""
     consumer = as_dict(config.get("consumer"))
     mode = consumer.get("mode") or "?"
-    if config.get("workload") == "txn":
-        return f"transactional, {as_dict(config.get('txn')).get('isolation_level', '?')}"
+    declared = registry.find(config.get("workload"))
+    if declared is not None and declared.consumers is not None:
+        return declared.consumers(config)
     if mode == "share":
         return "share groups (KIP-932)"
     if mode == "subscribe":

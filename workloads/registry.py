@@ -32,6 +32,11 @@ def _queue_group(spec: TestSpec, k: int) -> str:
     return share_group_name(spec, k) if spec.consumer.mode == "share" else group_name(spec, k)
 
 
+def _txn_consumers(config: dict[str, Any]) -> str:
+    txn = config.get("txn")
+    return f"transactional, {(txn if isinstance(txn, dict) else {}).get('isolation_level', '?')}"
+
+
 @dataclass(frozen=True)
 class Declaration:
     """What the packages around a workload ask about it, declared once.
@@ -52,6 +57,9 @@ class Declaration:
     features (a transactional run's protocol depends on ``transaction.version``).
     ``shown_as``: what its history's lines show when read without a config
     (checkers/history_workload.py): ``txn`` or ``queue``.
+    ``consumers``: the report's few words on how a run consumed (a cell of the
+    version/protocol matrix, reports/render.py) from its config.json, when
+    its own clients say it rather than the consumer settings.
     """
 
     factory: str
@@ -61,6 +69,7 @@ class Declaration:
     group: Callable[[TestSpec, int], str] | None = None
     records_features: bool = False
     shown_as: str = "queue"
+    consumers: Callable[[dict[str, Any]], str] | None = None
 
 
 _DECLARED = {
@@ -77,6 +86,7 @@ _DECLARED = {
         one_client=True,
         records_features=True,
         shown_as="txn",
+        consumers=_txn_consumers,
     ),
     "mirror": Declaration("workloads.mirror:MirrorWorkload", ("queue", "mirror", "availability")),
 }
@@ -113,6 +123,12 @@ def declared(name: str) -> Declaration:
     if name not in _DECLARED:
         raise ConfigError(f"workload: unknown workload {name!r} (known: {', '.join(names())})")
     return _DECLARED[name]
+
+
+def find(name: Any) -> Declaration | None:
+    """Workload ``name``'s declaration, or None: for readers of old run
+    directories, whose config may name a workload that is gone."""
+    return _DECLARED.get(name) if isinstance(name, str) else None
 
 
 def first_group(spec: TestSpec) -> str | None:
