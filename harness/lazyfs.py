@@ -26,7 +26,7 @@ from typing import Any
 
 from harness.errors import HarnessError
 
-DISKS = ("plain", "lazyfs")
+DISKS = ("plain", "lazyfs", "tmpfs")  # tmpfs: harness/tmpfs_disk.py (disk-full)
 FSTYPE = "fuse.lazyfs"
 MOUNT_TIMEOUT_S = 30.0
 CLEAR_TIMEOUT_S = 10.0

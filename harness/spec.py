@@ -37,8 +37,9 @@ class ClusterSpec:
     kafka_tarball: str | None = None  # use an official tarball instead of Maven Central
     broker_heap_mb: int = 512
     broker_config: dict[str, str] = field(default_factory=dict)  # extra server.properties
-    # Where each node's Kafka log directory lives: plain (the host's disk) or lazyfs
-    # (a FUSE mount that drops unsynced writes on power-loss; local backend only).
+    # Where each node's Kafka log directory lives: plain (the host's disk), lazyfs
+    # (a FUSE mount that drops unsynced writes on power-loss) or tmpfs (a
+    # size-limited mount disk-full fills); lazyfs and tmpfs: local backend only.
     disk: str = "plain"
 
 

@@ -22,6 +22,7 @@ from harness import backends
 from harness.backends.health import node_processes, probe_nodes
 from harness.cluster import Cluster
 from harness.errors import HarnessError
+from harness.lazyfs import DISKS
 from harness.spec import NEWEST_KAFKA, SUPPORTED_KAFKA, ClusterSpec
 
 log = logging.getLogger(__name__)
@@ -49,10 +50,11 @@ def add_commands(subparsers: Any) -> None:
     up.add_argument("--kafka-tarball", help="an official Kafka .tgz instead of Maven Central")
     up.add_argument(
         "--disk",
-        choices=("plain", "lazyfs"),
+        choices=DISKS,
         default="plain",
-        help="broker data on the host disk (default), or on lazyfs: power-loss drops "
-        "its unsynced writes (local backend only)",
+        help="broker data on the host disk (default), on lazyfs (power-loss drops its "
+        "unsynced writes) or on a size-limited tmpfs (disk-full fills it; KC_TMPFS_MB, "
+        "default 512); local backend only",
     )
     up.add_argument(
         "--no-kafka", action="store_true", help="provision the nodes only, do not start Kafka"
@@ -98,8 +100,8 @@ def spec_from_args(args: argparse.Namespace) -> ClusterSpec:
 
 def cmd_up(args: argparse.Namespace) -> int:
     spec = spec_from_args(args)
-    if spec.disk == "lazyfs" and spec.backend != "local":
-        raise HarnessError(f"--disk lazyfs needs the local backend, not {spec.backend}")
+    if spec.disk != "plain" and spec.backend != "local":
+        raise HarnessError(f"--disk {spec.disk} needs the local backend, not {spec.backend}")
     console = Console()
     kafka_config = None if args.no_kafka else _optional("harness.kafka_config")
     if kafka_config is not None:  # reject an impossible shape before provisioning anything

@@ -19,6 +19,7 @@ import yaml
 
 from checkers.remote import address
 from harness.errors import ConfigError
+from harness.lazyfs import DISKS
 from harness.spec import LIBRDKAFKA_DEBUG_CONTEXTS, TestSpec
 from nemeses import registry
 from nemeses.base import TARGET_MODES
@@ -81,8 +82,9 @@ OPTIONS: tuple[Option, ...] = (
         "--disk",
         "cluster.disk",
         str,
-        "broker data on the host disk, or on lazyfs (drops unsynced writes on power-loss)",
-        ("plain", "lazyfs"),
+        "broker data on the host disk, on lazyfs (drops unsynced writes on power-loss) "
+        "or on a size-limited tmpfs (disk-full fills it)",
+        DISKS,
     ),
     Option("--partitions", "topic.partitions", int, "topic partitions"),
     Option("--replication-factor", "topic.replication_factor", int, "topic replication"),
@@ -394,6 +396,19 @@ def existing_cluster_layer(name: str) -> dict[str, Any]:
     return {"cluster": layer}
 
 
+# Faults that need the cluster's broker data on one disk, and why (one line each).
+DISK_OF_FAULT: dict[str, tuple[str, str]] = {
+    "power-loss": (
+        "lazyfs",
+        "a plain disk keeps unsynced writes in the page cache, so nothing would be lost",
+    ),
+    "disk-full": (
+        "tmpfs",
+        "the fault fills a size-limited file system the harness made, never the host's disk",
+    ),
+}
+
+
 def existing_disk_layer(name: str) -> dict[str, Any]:
     """The disk of the existing cluster ``name`` (lazyfs), for runs that name none:
     ``run --cluster-name NAME --faults power-loss`` after ``cluster up --disk lazyfs``."""
@@ -404,7 +419,7 @@ def existing_disk_layer(name: str) -> dict[str, Any]:
     except (OSError, ValueError):
         return {}
     disk = (saved.get("backend_state") or {}).get("disk")
-    return {"cluster": {"disk": disk}} if disk in ("plain", "lazyfs") else {}
+    return {"cluster": {"disk": disk}} if disk in DISKS else {}
 
 
 def validate(spec: TestSpec) -> None:
@@ -420,16 +435,16 @@ def validate(spec: TestSpec) -> None:
         raise ConfigError("the ssh backend needs --inventory FILE")
     if spec.checker.spark_remote:
         address(spec.checker.spark_remote)  # a config file's, refused before the run too
-    if c.disk not in ("plain", "lazyfs"):
-        raise ConfigError(f"cluster.disk must be plain or lazyfs, not {c.disk!r}")
-    if c.disk == "lazyfs" and c.backend != "local":
-        raise ConfigError(f"--disk lazyfs needs the local backend, not {c.backend}")
+    if c.disk not in DISKS:
+        raise ConfigError(f"cluster.disk must be one of {', '.join(DISKS)}, not {c.disk!r}")
+    if c.disk != "plain" and c.backend != "local":
+        raise ConfigError(f"--disk {c.disk} needs the local backend, not {c.backend}")
     scheduled = [op.get("f") for op in spec.nemesis.schedule or [] if isinstance(op, dict)]
-    if c.disk != "lazyfs" and "power-loss" in (*spec.nemesis.faults, *scheduled):
-        raise ConfigError(
-            "power-loss needs broker data on lazyfs: add --disk lazyfs (a plain disk keeps "
-            "unsynced writes in the page cache, so nothing would be lost)"
-        )
+    for fault in dict.fromkeys((*spec.nemesis.faults, *scheduled)):
+        need = DISK_OF_FAULT.get(fault)
+        if need and c.disk != need[0]:
+            raise ConfigError(f"{fault} needs broker data on {need[0]}: add --disk {need[0]} "
+                              f"({need[1]})")  # fmt: skip
     t = spec.topic
     if t.replication_factor > c.nodes:
         raise ConfigError(

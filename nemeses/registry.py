@@ -19,6 +19,7 @@ from harness.errors import ConfigError
 from nemeses import (
     blackhole,
     clock,
+    disk_full,
     mirror_maker,
     netem,
     netsplit,
@@ -48,6 +49,7 @@ BUILTIN: tuple[FaultKind, ...] = (
     mirror_maker.MirrorKill(),
     mirror_maker.MirrorPause(),
     power_loss.PowerLoss(),
+    disk_full.DiskFull(),
 )
 
 _kinds: dict[str, FaultKind] = {}

@@ -82,6 +82,13 @@ def why_not_reusable(cluster: Cluster, spec: ClusterSpec) -> str | None:
         dead = [name for name, rec in mounts.items() if not lazyfs.alive(rec)]
         if dead:
             return f"the lazyfs mounts of {', '.join(dead)} are gone"
+    if disk == "tmpfs":
+        from harness import tmpfs_disk
+
+        recs = tmpfs_disk.records(cluster.backend_state)
+        gone = [name for name, rec in recs.items() if not tmpfs_disk.is_mounted(rec["mount"])]
+        if gone:
+            return f"the tmpfs mounts of {', '.join(gone)} are gone"
     down = [name for name, up in probe_nodes(cluster).items() if not up]
     if down:
         return f"nodes {', '.join(down)} do not answer over SSH"

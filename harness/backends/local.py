@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from harness import lazyfs
+from harness import lazyfs, tmpfs_disk
 from harness.backends import guard_routes
 from harness.backends import local_net as net
 from harness.backends.hostcmd import host_run
@@ -160,6 +160,11 @@ def _claim_slot(spec: ClusterSpec) -> tuple[Cluster, LocalPlan]:
         cluster.backend_state["disk"] = spec.disk
         if spec.disk == "lazyfs":  # recorded before any mount is made
             cluster.backend_state["lazyfs"] = {n.name: lazyfs.record(n.root_dir) for n in nodes}
+        if spec.disk == "tmpfs":  # recorded before any mount is made, as lazyfs's are
+            mb = tmpfs_disk.size_mb()
+            cluster.backend_state["tmpfs"] = {
+                n.name: tmpfs_disk.record(n.root_dir, mb) for n in nodes
+            }
         _record(cluster, "planned")
         guard_routes.add(plan.subnet)
         _record(cluster, "guard-route")
@@ -242,6 +247,10 @@ def _build(cluster: Cluster, plan: LocalPlan, lazyfs_binary: Path | None = None)
     if mounts and lazyfs_binary is not None:
         lazyfs.mount_all(list(mounts.values()), lazyfs_binary)
         _record(cluster, "lazyfs")
+    for rec in tmpfs_disk.records(cluster.backend_state).values():
+        tmpfs_disk.mount(rec)
+    if tmpfs_disk.records(cluster.backend_state):
+        _record(cluster, "tmpfs")
     for node in plan.nodes:
         start_sshd(node)
         _record(cluster, f"sshd:{node.name}")
@@ -343,8 +352,9 @@ def _teardown(plan: LocalPlan, state_dir: Path) -> list[str]:
 
     step("processes", lambda: _stop_processes(plan))
     # lazyfs's own process ended above (its pid file is in run/); a mount it
-    # left (SIGKILLed: "transport endpoint is not connected") goes here.
-    step("lazyfs mounts", lambda: lazyfs.unmount_below(plan.cluster_root))
+    # left (SIGKILLed: "transport endpoint is not connected") goes here, and
+    # so do the tmpfs mounts of --disk tmpfs (umount -l, after fusermount3 fails).
+    step("lazyfs and tmpfs mounts", lambda: lazyfs.unmount_below(plan.cluster_root))
     for node in plan.nodes:
         step(f"namespace {node.namespace}", lambda ns=node.namespace: net.delete_namespace(ns))
     for node in plan.nodes:

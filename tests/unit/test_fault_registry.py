@@ -26,6 +26,7 @@ TODAY = (
     "mirror-kill",
     "mirror-pause",
     "power-loss",
+    "disk-full",
 )
 
 
@@ -40,7 +41,7 @@ def _having(predicate) -> list[str]:
 
 def test_each_kind_declares_its_shape_and_targeting():
     assert _having(lambda k: k.shape == "node") == [
-        *TODAY[:8], "blackhole", "mirror-kill", "mirror-pause", "power-loss",
+        *TODAY[:8], "blackhole", "mirror-kill", "mirror-pause", "power-loss", "disk-full",
     ]  # fmt: skip
     assert _having(lambda k: k.shape == "every-node") == [
         "rolling-restart", "hard-rolling-restart", "netsplit", "kill-all",
@@ -57,6 +58,7 @@ def test_each_kind_declares_its_shape_and_targeting():
         "partition",
         "blackhole",
         "power-loss",
+        "disk-full",
     ]
     assert _having(lambda k: k.groupable) == ["kill", "restart", "power-loss"]
 
@@ -68,6 +70,7 @@ def test_the_sweep_after_a_crash_undoes_each_thing_once_network_first():
         "clock",
         "paused processes",
         "paused MirrorMaker",
+        "disk ballast",
         "stopped processes",
         "stopped MirrorMaker",
     ]
