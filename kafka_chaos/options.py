@@ -23,6 +23,7 @@ from harness.lazyfs import DISKS
 from harness.spec import LIBRDKAFKA_DEBUG_CONTEXTS, TestSpec
 from nemeses import registry
 from nemeses.base import TARGET_MODES
+from workloads import registry as workloads
 
 
 def _bool(text: str) -> bool:
@@ -531,14 +532,18 @@ def _validate_mirror(spec: TestSpec) -> None:
 
 
 def _validate_client(spec: TestSpec) -> None:
-    """The Java client runs the queue workload (producers, consumer-group and
-    share-group members) and the txn workload's processes."""
+    """The Java client runs the workloads that declare it (java_client: the queue
+    workload's producers, consumer-group and share-group members, and the txn
+    workload's processes)."""
+    declared = workloads.find(spec.workload)
     for role, client in (("producer", spec.producer.client), ("consumer", spec.consumer.client)):
         if client not in ("librdkafka", "java"):
             raise ConfigError(f"{role}.client must be librdkafka or java, not {client!r}")
-        if client == "java" and spec.workload not in ("queue", "txn"):
+        if client == "java" and (declared is None or not declared.java_client):
+            java = [n for n in workloads.names() if workloads.declared(n).java_client]
             raise ConfigError(
-                f"{role}.client java runs the queue and txn workloads, not {spec.workload}'s"
+                f"{role}.client java runs the {' and '.join(java)} workloads, "
+                f"not {spec.workload}'s"
             )
     if spec.client_jar is not None:
         jar = Path(spec.client_jar)
@@ -546,7 +551,8 @@ def _validate_client(spec: TestSpec) -> None:
             raise ConfigError("client_jar replaces Kafka's Java client: set --client java")
         if jar.suffix != ".jar" or not jar.is_file():
             raise ConfigError(f"client_jar {spec.client_jar}: no such jar file")
-    if spec.workload == "txn" and spec.producer.client != spec.consumer.client:
+    one_client = declared is not None and declared.one_client
+    if one_client and spec.producer.client != spec.consumer.client:
         raise ConfigError(
             "a txn process owns one producer and one consumer of one client: "
             "set both with --client librdkafka|java"

@@ -15,11 +15,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCT = ("harness", "checkers", "nemeses", "reports", "kafka_chaos", "workloads")
 DECLARATIONS = Path("workloads/registry.py")
-# Branches not moved onto the declarations yet, by file and count: this list
-# only shrinks.
-REMAINING = {
-    "kafka_chaos/options.py": 2,
-}
 
 
 def _names_workload(node: ast.expr) -> bool:
@@ -79,14 +74,10 @@ def test_the_reader_finds_each_form_of_dispatch() -> None:
 
 
 def test_no_product_package_dispatches_on_the_workload_name() -> None:
-    found: dict[str, list[int]] = {}
+    found = []
     for package in PRODUCT:
         for path in sorted((ROOT / package).rglob("*.py")):
             rel = path.relative_to(ROOT)
-            lines = dispatches(path.read_text(encoding="utf-8"))
-            if rel != DECLARATIONS and lines:
-                found[rel.as_posix()] = lines
-    new = [f"{f}:{n}" for f, ns in found.items() if len(ns) > REMAINING.get(f, 0) for n in ns]
-    assert new == [], "ask workloads.registry.declared(...) instead: " + ", ".join(new)
-    gone = sorted(f for f, n in REMAINING.items() if len(found.get(f, [])) < n)
-    assert gone == [], f"fewer branches left in {gone}: lower REMAINING"
+            if rel != DECLARATIONS:
+                found += [f"{rel}:{n}" for n in dispatches(path.read_text(encoding="utf-8"))]
+    assert found == [], "ask workloads.registry.declared(...) instead: " + ", ".join(found)
