@@ -19,6 +19,7 @@ from harness.errors import ConfigError
 from nemeses import (
     blackhole,
     clock,
+    corrupt_segment,
     disk_full,
     mirror_maker,
     netem,
@@ -50,6 +51,7 @@ BUILTIN: tuple[FaultKind, ...] = (
     mirror_maker.MirrorPause(),
     power_loss.PowerLoss(),
     disk_full.DiskFull(),
+    corrupt_segment.CorruptSegment(),
 )
 
 _kinds: dict[str, FaultKind] = {}

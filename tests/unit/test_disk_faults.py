@@ -1,10 +1,12 @@
-"""disk-full (and its tmpfs disk) without a cluster: what is refused, and the fill on a real tmpfs.
+"""disk-full and corrupt-segment without a cluster: what is refused, the fill on a real
+tmpfs, and the damage done to real segment files.
 
 The faults themselves run on a real cluster in tests/integration/test_disk_faults_run.py.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import Iterator
@@ -16,6 +18,7 @@ from harness import tmpfs_disk
 from harness.cluster import Cluster
 from harness.errors import ConfigError, HarnessError
 from kafka_chaos.options import build_spec
+from nemeses import corrupt_segment, registry
 from nemeses.disk_full import DiskFull
 
 
@@ -93,3 +96,80 @@ def test_the_ballast_fills_the_mount_to_enospc_and_goes(small_tmpfs: dict) -> No
     assert _sh(tmpfs_disk.remove_script(rec)).stdout.strip() == "0"  # idempotent, for the sweep
     assert os.statvfs(rec["mount"]).f_bavail > 0
     assert Path(rec["mount"], "00000000000000000000.log").stat().st_size == 100_000
+
+
+# --- corrupt-segment --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("params", "says"),
+    [
+        ({"mode": "shred"}, r"mode must be flip or truncate, not 'shred'$"),
+        ({"bytes": 0}, r"bytes must be a whole number 1\.\.4096, not 0$"),
+        ({"bytes": "8"}, r"bytes must be a whole number 1\.\.4096, not '8'$"),
+        ({"offset": 3}, r"takes mode and bytes, not offset$"),
+    ],
+)
+def test_bad_corrupt_segment_params_are_one_line(params: dict, says: str) -> None:
+    op = {"id": 0, "f": "corrupt-segment", "at_s": 1, "duration_s": 1, "targets": ["n1"],
+          "params": params}  # fmt: skip
+    with pytest.raises(ConfigError, match=r"^schedule\[0\]: corrupt-segment " + says):
+        registry.op_from_dict(op, "schedule[0]")
+
+
+def test_corrupt_segment_params_get_their_defaults() -> None:
+    op = {"id": 0, "f": "corrupt-segment", "at_s": 1, "duration_s": 1, "targets": ["n1"]}
+    assert registry.op_from_dict(op).params == {"mode": "flip", "bytes": 8}
+
+
+def _segments(data: Path, topic: str, sizes: dict[int, list[int]]) -> dict[int, list[Path]]:
+    """Partition directories of ``topic`` with segments of the given sizes (oldest first)."""
+    made = {}
+    for part, lengths in sizes.items():
+        d = data / f"{topic}-{part}"
+        d.mkdir(parents=True)
+        made[part] = []
+        for i, n in enumerate(lengths):
+            seg = d / f"{i * 1000:020d}.log"
+            seg.write_bytes(bytes(range(256)) * (n // 256) + bytes(n % 256))
+            made[part].append(seg)
+    return made
+
+
+def _damage(data: Path, topic: str, mode: str, n: int) -> subprocess.CompletedProcess[str]:
+    args = ["python3", "-c", corrupt_segment._SCRIPT, str(data), topic, mode, str(n)]
+    return subprocess.run(args, capture_output=True, text=True, timeout=60)
+
+
+def test_the_largest_newest_segment_of_the_topic_is_flipped_at_its_tail(tmp_path: Path) -> None:
+    # partition 1's newest segment is the largest; chaos-extra and a deleted dir are not the topic
+    made = _segments(tmp_path, "chaos", {0: [9000, 300], 1: [100, 1024], 2: [512]})
+    _segments(tmp_path, "chaos-extra", {0: [50_000]})
+    (tmp_path / "chaos-3.abc-delete").mkdir()
+    before = made[1][-1].read_bytes()
+    res = _damage(tmp_path, "chaos", "flip", 8)
+    assert res.returncode == 0, res.stderr
+    done = json.loads(res.stdout)
+    assert (done["partition"], done["segment"], done["segments"]) == (1, str(made[1][-1]), 2)
+    after = made[1][-1].read_bytes()
+    assert after[:-8] == before[:-8] and len(after) == len(before)
+    assert bytes(a ^ b for a, b in zip(after[-8:], before[-8:], strict=True)) == b"\xff" * 8
+
+
+def test_truncate_cuts_the_tail_and_nothing_to_damage_is_exit_3(tmp_path: Path) -> None:
+    made = _segments(tmp_path, "t", {0: [700]})
+    done = json.loads(_damage(tmp_path, "t", "truncate", 64).stdout)
+    assert (done["size_before"], done["size_after"]) == (700, 636)
+    assert made[0][0].stat().st_size == 636
+    _segments(tmp_path, "empty", {0: [0]})
+    res = _damage(tmp_path, "empty", "flip", 8)
+    assert res.returncode == 3 and "no segment of empty with data" in res.stdout
+
+
+def test_replica_verification_says_which_broker_cut_a_damaged_segment() -> None:
+    from kafka_chaos.replica_verify import summary
+
+    found = [{"node": "n2", "partition": 0, "kind": "invalid-batch"},
+             {"node": "n2", "partition": 0, "kind": "truncated"}]  # fmt: skip
+    said = summary({"partitions": [], "corruptions": found})
+    assert said.endswith("; n2 found a damaged segment of partition 0 on start and cut it back")

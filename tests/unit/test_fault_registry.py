@@ -27,6 +27,7 @@ TODAY = (
     "mirror-pause",
     "power-loss",
     "disk-full",
+    "corrupt-segment",
 )
 
 
@@ -42,6 +43,7 @@ def _having(predicate) -> list[str]:
 def test_each_kind_declares_its_shape_and_targeting():
     assert _having(lambda k: k.shape == "node") == [
         *TODAY[:8], "blackhole", "mirror-kill", "mirror-pause", "power-loss", "disk-full",
+        "corrupt-segment",
     ]  # fmt: skip
     assert _having(lambda k: k.shape == "every-node") == [
         "rolling-restart", "hard-rolling-restart", "netsplit", "kill-all",
@@ -59,6 +61,7 @@ def test_each_kind_declares_its_shape_and_targeting():
         "blackhole",
         "power-loss",
         "disk-full",
+        "corrupt-segment",
     ]
     assert _having(lambda k: k.groupable) == ["kill", "restart", "power-loss"]
 
