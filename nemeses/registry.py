@@ -54,6 +54,15 @@ BUILTIN: tuple[FaultKind, ...] = (
     corrupt_segment.CorruptSegment(),
 )
 
+# Faults asked for that no honest mechanism here can do: refused in one line saying why.
+REFUSED: dict[str, str] = {
+    "slow-disk": "no mechanism here can delay a broker's writes or fsyncs: lazyfs (pinned "
+    "a47a5ba) has no delay fault (its FIFO takes clear-cache, checkpoint, torn-op, torn-seq, "
+    "crash and reports only), the kernel has no device-mapper (dm-delay) in this container, "
+    "and a FUSE layer written here would slow every operation, not the ones chosen "
+    "(see docs/disk-faults.md)",
+}
+
 _kinds: dict[str, FaultKind] = {}
 
 
@@ -87,6 +96,8 @@ def kind(name: str, where: str | None = None) -> FaultKind:
     found = _kinds.get(name)
     if found is None:
         prefix = f"{where}: " if where else ""
+        if name in REFUSED:
+            raise ConfigError(f"{prefix}fault {name!r} is not available: {REFUSED[name]}")
         raise ConfigError(f"{prefix}unknown fault {name!r} (known: {', '.join(_kinds)})")
     return found
 

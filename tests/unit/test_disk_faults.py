@@ -20,6 +20,7 @@ from harness.errors import ConfigError, HarnessError
 from kafka_chaos.options import build_spec
 from nemeses import corrupt_segment, registry
 from nemeses.disk_full import DiskFull
+from nemeses.schedule import validate_nemesis
 
 
 def test_disk_full_off_tmpfs_is_refused_before_anything_runs() -> None:
@@ -173,3 +174,17 @@ def test_replica_verification_says_which_broker_cut_a_damaged_segment() -> None:
              {"node": "n2", "partition": 0, "kind": "truncated"}]  # fmt: skip
     said = summary({"partitions": [], "corruptions": found})
     assert said.endswith("; n2 found a damaged segment of partition 0 on start and cut it back")
+
+
+# --- slow-disk: refused, saying why ---------------------------------------------------
+
+
+def test_slow_disk_is_refused_in_one_line_that_says_why() -> None:
+    spec = build_spec({"cluster": {"disk": "lazyfs"}, "nemesis": {"faults": ["slow-disk"]}})
+    with pytest.raises(ConfigError) as refused:
+        validate_nemesis(spec.nemesis)  # what `run` does before any node is touched
+    line = str(refused.value)
+    assert "\n" not in line
+    assert line.startswith("nemesis.faults: fault 'slow-disk' is not available: ")
+    assert "lazyfs (pinned a47a5ba) has no delay fault" in line and "dm-delay" in line
+    assert registry.find("slow-disk") is None  # refused, never faked
