@@ -23,6 +23,7 @@ from harness.lazyfs import DISKS
 from harness.spec import LIBRDKAFKA_DEBUG_CONTEXTS, TestSpec
 from nemeses import registry
 from nemeses.base import TARGET_MODES
+from nemeses.schedule import validate_nemesis
 from workloads import registry as workloads
 
 
@@ -440,6 +441,7 @@ def validate(spec: TestSpec) -> None:
         raise ConfigError(f"cluster.disk must be one of {', '.join(DISKS)}, not {c.disk!r}")
     if c.disk != "plain" and c.backend != "local":
         raise ConfigError(f"--disk {c.disk} needs the local backend, not {c.backend}")
+    validate_nemesis(spec.nemesis)  # an unknown or refused fault, before any node is made
     scheduled = [op.get("f") for op in spec.nemesis.schedule or [] if isinstance(op, dict)]
     for fault in dict.fromkeys((*spec.nemesis.faults, *scheduled)):
         need = DISK_OF_FAULT.get(fault)
