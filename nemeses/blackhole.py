@@ -40,6 +40,11 @@ def drop_commands(harness: str, port: int, rule_tag: str) -> list[str]:
 class Blackhole(PortRules):
     """Drop (never refuse) clients' requests to the target broker; ``params``: port."""
 
+    summary = (
+        "Clients' packets to one broker DROPped (never refused), so requests arrive late "
+        "after the heal; `params`: port."
+    )
+
     name = "blackhole"
     targetable = True
 

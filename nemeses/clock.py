@@ -366,6 +366,11 @@ class ClockFault(NodeFault):
 class ClockBump(ClockFault):
     """Generated bumps move the clock by 0.1 s to about 17 min."""
 
+    summary = (
+        "The node's wall clock moved by `delta_ms` for the fault's duration "
+        "(docs/faults.md, clock faults)."
+    )
+
     name = "clock-bump"
     defaults = {"delta_ms": 60_000}
     max_log2_delta = 20
@@ -376,6 +381,8 @@ class ClockBump(ClockFault):
 
 class ClockStrobe(ClockFault):
     """Generated strobes move the clock by 0.1 s to about 1 min, flipping every 1 to 8 s."""
+
+    summary = "The node's wall clock flipped between `delta_ms` and true time every `period_ms`."
 
     name = "clock-strobe"
     defaults = {"delta_ms": 10_000, "period_ms": 2_000}

@@ -10,8 +10,10 @@ adding a fault meant editing five places in four files, and forgetting one
 
 A kind declares:
 
-- ``name``, ``shape`` (one node, every node in turn, or a topology) and
-  whether leader/controller/coordinator targeting applies (``targetable``);
+- ``name``, ``summary`` (one line for the docs' fault table, written by
+  ``python3 -m kafka_chaos.reference_docs``), ``shape`` (one node, every
+  node in turn, or a topology) and whether leader/controller/coordinator
+  targeting applies (``targetable``);
 - ``params``: its parameters' defaults and validation;
 - ``draw_params`` (or ``draw``/``targeted_params``): what the seeded
   generator drafts;
@@ -118,6 +120,9 @@ class FaultKind(ABC):
     """One kind of fault; subclasses override what differs from a plain one-node fault."""
 
     name: ClassVar[str]
+    # What it does, in one line, for docs/faults.md's generated table ("": the
+    # first line of the class's docstring).
+    summary: ClassVar[str] = ""
     shape: ClassVar[Shape] = "node"
     targetable: ClassVar[bool] = False  # may hit the resolved leader/controller/coordinator
     groupable: ClassVar[bool] = False  # may hit a group of nodes at once (base.GROUP_TARGETS)

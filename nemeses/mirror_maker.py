@@ -63,6 +63,8 @@ MIRROR_STOPPED_SWEEP = Sweep(
 class MirrorKill(NodeFault):
     """SIGKILL MirrorMaker: in-flight copies and uncommitted offsets are lost with it."""
 
+    summary = "SIGKILL MirrorMaker: in-flight copies and uncommitted offsets are lost with it."
+
     name, flag, sweeps = "mirror-kill", "mirror-down", (MIRROR_STOPPED_SWEEP,)
 
     def apply_node(self, cluster: Cluster, node: Node, op: FaultOp) -> None:
@@ -74,6 +76,8 @@ class MirrorKill(NodeFault):
 
 class MirrorPause(NodeFault):
     """SIGSTOP MirrorMaker: its sessions and task leases time out while it stands still."""
+
+    summary = "SIGSTOP MirrorMaker: its sessions and task leases time out while it stands still."
 
     name, flag, sweeps = "mirror-pause", "mirror-paused", (MIRROR_PAUSED_SWEEP,)
 

@@ -94,6 +94,11 @@ PACKET_SWEEP = Sweep(
 class Netem(NodeFault):
     """Delay or loss on the node's link; ``params``: delay_ms, jitter_ms, loss_pct, device."""
 
+    summary = (
+        "Delay or loss on the node's link (tc netem); `params`: delay_ms, jitter_ms, "
+        "loss_pct, device."
+    )
+
     name = "netem"
     flag = "netem"
     sweeps = (PACKET_SWEEP,)

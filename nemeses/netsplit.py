@@ -38,6 +38,8 @@ def split_commands(peers: list[str], port: int, rule_tag: str) -> list[str]:
 class Netsplit(PortRules):
     """Every node of the cluster unreachable from outside it at once; ``params``: port."""
 
+    summary = "The whole cluster unreachable from outside it at once; `params`: port."
+
     name = "netsplit"
     shape = "every-node"
 

@@ -362,6 +362,8 @@ class GrudgeFault(FaultKind):
 class IsolateFromBrokers(GrudgeFault):
     """One node cut from every other node; clients and the harness still reach it."""
 
+    summary = "One node cut from every other node; clients and the harness still reach it."
+
     name = "isolate-from-brokers"
 
     def prepare(self, names: list[str], op: FaultOp) -> None:
@@ -370,6 +372,11 @@ class IsolateFromBrokers(GrudgeFault):
 
 class Partition(GrudgeFault):
     """A named topology (``params["topology"]``) or an explicit grudge."""
+
+    summary = (
+        "A network partition: a named topology of the nodes (`params.topology`) or an "
+        "explicit grudge."
+    )
 
     name = "partition"
     shape = "topology"

@@ -53,6 +53,11 @@ def drop_unsynced(cluster: Cluster, node: Node) -> None:
 class PowerLoss(NodeFault):
     """SIGKILL the targets' brokers, drop their unsynced writes; heal restarts them."""
 
+    summary = (
+        "The targets' brokers SIGKILLed at once and their unsynced writes dropped; needs "
+        "`--disk lazyfs` (docs/power-loss.md)."
+    )
+
     name = NAME
     flag = "down"
     targetable = True

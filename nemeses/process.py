@@ -175,6 +175,11 @@ class ProcessFault(NodeFault):
 class Kill(ProcessFault):
     """A crash; healed by starting whatever of the node is down."""
 
+    summary = (
+        "SIGKILL the broker (and ZooKeeper in zk mode): a crash, no clean shutdown; heal "
+        "starts whatever of the node is down."
+    )
+
     name, flag, sweeps = "kill", "down", (STOPPED_SWEEP,)
     act, undo = staticmethod(kill), staticmethod(ensure_running)
     groupable = True  # a minority or all at once: the crash without the power cut
@@ -182,6 +187,11 @@ class Kill(ProcessFault):
 
 class Pause(ProcessFault):
     """SIGSTOP: alive to the kernel, silent to everyone else, until SIGCONT."""
+
+    summary = (
+        "SIGSTOP the broker: alive to the kernel, silent to everyone else, until the "
+        "heal's SIGCONT."
+    )
 
     name, flag, sweeps = "pause", "paused", (PAUSED_SWEEP,)
     act, undo = staticmethod(pause), staticmethod(resume)
@@ -193,6 +203,10 @@ class KillAll(Kill):
     Healed like a kill, every node started again; generated with every node
     as its targets."""
 
+    summary = (
+        "Every target broker SIGKILLed at once: a data centre's power cut (`kill-all` of dc1)."
+    )
+
     name = "kill-all"
     shape = "every-node"
     targetable = False
@@ -202,12 +216,19 @@ class KillAll(Kill):
 class Restart(Kill):
     """A clean stop, healed as a kill is."""
 
+    summary = "A clean stop (SIGTERM, SIGKILL after a grace), healed as a kill is."
+
     name = "restart"
     act = staticmethod(stop)
 
 
 class RollingRestart(FaultKind):
     """Every node bounced in turn; it is over (rejoined) when its apply returns."""
+
+    summary = (
+        "Every node bounced in turn with SIGTERM, each only once the previous one is back"
+        " in every ISR."
+    )
 
     name = "rolling-restart"
     shape = "every-node"
@@ -230,5 +251,6 @@ class RollingRestart(FaultKind):
 
 
 class HardRollingRestart(RollingRestart):
+    summary = "A rolling restart whose bounces are SIGKILLs."
     name = "hard-rolling-restart"
     hard = True

@@ -147,6 +147,12 @@ class UncleanElection(FaultKind):
     """The sequence above; what it leaves (tagged rules, a dead leader) the
     partition and process sweeps undo."""
 
+    summary = (
+        "The classic acknowledged-loss sequence, scripted: the ISR shrinks to the leader,"
+        " it acknowledges alone, it is killed and a stale follower is elected (with "
+        "unclean election on)."
+    )
+
     name = "unclean-election"
     targetable = True
     sweeps = (partition.RULES_SWEEP, process.STOPPED_SWEEP)
