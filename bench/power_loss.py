@@ -123,7 +123,7 @@ def cell_row(cell: Cell, runs: list[dict[str, Any]]) -> str:
         f"| {cell.flush} | {cell.rf} | {cell.targets} | {cell.fault} | {len(done)} "
         f"| {hits}/{len(done)} ({lo:.0%}–{hi:.0%}) "
         f"| {share:.1%} ({max(0.0, s_lo):.1%}–{min(1.0, s_hi):.1%}) "
-        f"| {rate:.0f} ({r_lo:.0f}–{r_hi:.0f}) |"
+        f"| {rate:.0f} ({max(0.0, r_lo):.0f}–{r_hi:.0f}) |"
     )
 
 
