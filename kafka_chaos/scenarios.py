@@ -101,6 +101,16 @@ FLUSH_EACH: dict[str, Any] = {
     "broker_config": {"log.flush.interval.messages": "1"},
 }
 
+# Disk faults (nemeses/disk_full.py, nemeses/corrupt_segment.py), one broker at a time
+# at RF=3, min.insync.replicas=2, acks=all; why each is expected valid is in
+# docs/disk-faults.md, quoting Kafka's documentation.
+TMPFS_CLUSTER: dict[str, Any] = {"disk": "tmpfs"}
+
+
+def one_disk_fault(kind: str) -> dict[str, Any]:
+    return {"faults": [kind], "targets": "random", "interval_s": 8.0, "duration_s": 10.0}
+
+
 SCENARIOS: dict[str, dict[str, Any]] = {
     "broker-failover": {
         "description": "Kill the leader of a partition; leadership moves, nothing acked is lost.",
@@ -247,6 +257,28 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "producer": POWER_LOSS_PRODUCER,
         "consumer": UNCLEAN_CONSUMER,
         "nemesis": power_loss("minority"),
+    },
+    "disk-full": {
+        "description": "One broker's only log directory fills up (a real ENOSPC): Kafka takes "
+        "it offline and halts the broker; the heal frees it and restarts it. With RF=3, "
+        "min.insync.replicas=2 and acks=all every acknowledged write is on another replica, "
+        "so none may be lost.",
+        "expected_verdict": "valid",
+        "time_limit_s": 45.0,
+        "cluster": TMPFS_CLUSTER,
+        "topic": SEED_LAB_TOPIC,
+        "consumer": UNCLEAN_CONSUMER,
+        "nemesis": one_disk_fault("disk-full"),
+    },
+    "corrupt-segment": {
+        "description": "One replica's newest segment gets bits flipped or its tail cut while its "
+        "broker is down; on restart Kafka's CRC check truncates it and the replica fetches "
+        "the rest again from the leader, so no acknowledged write may be lost.",
+        "expected_verdict": "valid",
+        "time_limit_s": 45.0,
+        "topic": SEED_LAB_TOPIC,
+        "consumer": UNCLEAN_CONSUMER,
+        "nemesis": one_disk_fault("corrupt-segment"),
     },
     "txn-clean": {
         "description": "Transactions of 1-4 sends and polls, some aborted, clients crashing "

@@ -102,6 +102,10 @@ class CorruptSegment(FaultKind):
     """SIGKILL the target's broker and damage a segment's tail; heal restarts it, Kafka recovers."""
 
     name = NAME
+    summary = (
+        "The target's broker SIGKILLed and the tail of its newest segment of the topic flipped "
+        "or cut (`mode`, `bytes`); heal restarts it and Kafka's recovery truncates the damage."
+    )
     targetable = True
     sweeps = (STOPPED_SWEEP,)  # the damage stays (Kafka repairs it); the broker must come back
 

@@ -117,6 +117,10 @@ class DiskFull(NodeFault):
     """Fill the target's log directory (ENOSPC); heal empties it and restarts a halted broker."""
 
     name = NAME
+    summary = (
+        "The target's only log directory filled to a real ENOSPC (needs `--disk tmpfs`): Kafka "
+        "takes it offline and halts the broker; heal frees the space and restarts it."
+    )
     flag = FLAG
     targetable = True
     sweeps = (BALLAST_SWEEP, STOPPED_SWEEP)  # the ballast, and a broker that halted
