@@ -10,6 +10,16 @@ ends close, so: the cluster tests first, then the unit modules by how many of
 their tests use the ``spark`` fixture (a proxy for their time that needs no
 timing database), then the rest in collection order.  Within a module the
 order is kept: some property tests read what an earlier test collected.
+
+The cluster tests are two units, each on a cluster of its own (the second
+worker's shared cluster is ``kc-test-gw1``: tests/integration/_kafka_clusters.py).
+A cluster test mostly waits: on its workload's time limit, on a broker
+starting, on a check whose Spark keeps a third of the two cores busy, so two
+of them side by side take little more wall time than one.  The split is by
+module and fixed (every worker must compute the same units): the modules
+that share the session's fault-free runs (``clean_runs``), or a fixed cluster
+name ("a2"), stay in the first unit; the second holds the mirror, share-group
+and transactional modules and the disk faults, about half of the seconds.
 """
 
 from __future__ import annotations
@@ -22,13 +32,30 @@ import pytest
 # Tiers whose tests share one real cluster and the machine-wide state around
 # it (the nodes' namespaces, iptables rules, the cluster directory).
 ON_A_CLUSTER = ("integration", "vagrant")  # the browser tests render reports only
+# The integration modules of the second cluster unit (see above).
+SECOND_CLUSTER = frozenset(
+    {
+        "test_mirror.py",
+        "test_mirror_teardown.py",
+        "test_share_groups.py",
+        "test_share_probe.py",
+        "test_txn_workload.py",
+        "test_drain_open_transaction.py",
+        "test_debug_logs_run.py",
+        "test_power_loss_run.py",
+        "test_disk_faults_run.py",
+    }
+)
+CLUSTER_UNITS = ("cluster", "cluster-2")
 
 
 def scope_of(nodeid: str) -> str:
-    """The unit of work a worker gets whole: every cluster test together, else the module."""
+    """The unit of work a worker gets whole: one of the two cluster units, else the module."""
     path = nodeid.split("::", 1)[0]
-    tier = Path(path).relative_to("tests").parts[0] if path.startswith("tests/") else ""
-    return "cluster" if tier in ON_A_CLUSTER else path
+    parts = Path(path).relative_to("tests").parts if path.startswith("tests/") else ()
+    if not parts or parts[0] not in ON_A_CLUSTER:
+        return path
+    return "cluster-2" if parts[0] == "integration" and parts[-1] in SECOND_CLUSTER else "cluster"
 
 
 def longest_first(items: list[pytest.Item]) -> list[pytest.Item]:
@@ -40,7 +67,7 @@ def longest_first(items: list[pytest.Item]) -> list[pytest.Item]:
 
     def key(item: pytest.Item) -> tuple[bool, int]:
         scope = scope_of(item.nodeid)
-        return (scope != "cluster", -spark[scope])
+        return (scope not in CLUSTER_UNITS, -spark[scope])
 
     return sorted(items, key=key)
 

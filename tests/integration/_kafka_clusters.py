@@ -24,7 +24,13 @@ from harness.spec import ClusterSpec
 log = logging.getLogger(__name__)
 
 # KC_TEST_CLUSTER lets engineers working side by side keep their sessions apart.
-SHARED_CLUSTER = os.environ.get("KC_TEST_CLUSTER", "kc-test")
+# Under pytest-xdist every worker but gw0 adds its id (``./test.sh`` splits
+# the cluster tests over two workers: tests/_xdist_order.py): the names differ
+# before any cluster is made, so two workers never race to claim one.
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+SHARED_CLUSTER = os.environ.get("KC_TEST_CLUSTER", "kc-test") + (
+    "" if _WORKER == "gw0" else f"-{_WORKER}"
+)
 START_TIMEOUT_S = 180.0
 
 
