@@ -28,6 +28,7 @@ import fcntl
 import itertools
 import json
 import math
+import re
 import statistics
 import sys
 import time
@@ -163,7 +164,16 @@ def main() -> None:
         default=Path("/tmp/kc-itest.lock"),
         help="held around each run, so runs of other benches and tests on the machine wait",
     )
+    parser.add_argument(
+        "--table-from",
+        type=Path,
+        metavar="OUTPUT",
+        help="print the table from the 'round ...' lines of an earlier (or cut short) bench output",
+    )
     args = parser.parse_args()
+    if args.table_from is not None:
+        print_table(runs_from_output(args.table_from))
+        return
     rfs = choices(args.rf, ("1", "2", "3"), "rf")
     cells = [
         Cell(f, int(rf), tg, fault)
@@ -197,13 +207,40 @@ def main() -> None:
             destroy_cluster(args.cluster_name)
     took = time.time() - started
     print(f"\n{args.runs} rounds in {took:.0f} s; time limit {args.time_limit:g} s")
+    print_table(per_cell)
+
+
+def print_table(per_cell: dict[Cell, list[dict[str, Any]]]) -> None:
     print(
         "| flush | RF | targets | fault | runs | runs losing acked values (95% Wilson) "
         "| acked values lost, mean (95% t) | acked msg/s, mean (95% t) |"
     )
     print("|---|---|---|---|---|---|---|---|")
-    for cell in cells:
-        print(cell_row(cell, per_cell[cell]))
+    for cell, runs in per_cell.items():
+        print(cell_row(cell, runs))
+
+
+_ROUND = re.compile(
+    r"^round \d+ flush=(?P<flush>\S+) rf=(?P<rf>\d+) targets=(?P<targets>\S+) "
+    r"fault=(?P<fault>\S+): (?P<figures>\{.*\})$"
+)
+
+
+def runs_from_output(path: Path) -> dict[Cell, list[dict[str, Any]]]:
+    """Each cell's figures from a bench output's "round ..." lines, in first-seen order."""
+    per_cell: dict[Cell, list[dict[str, Any]]] = {}
+    try:
+        text = path.read_text(errors="replace")
+    except OSError as e:
+        sys.exit(f"--table-from: {e}")
+    for line in text.splitlines():
+        m = _ROUND.match(line)
+        if m:
+            cell = Cell(m["flush"], int(m["rf"]), m["targets"], m["fault"])
+            per_cell.setdefault(cell, []).append(json.loads(m["figures"]))
+    if not per_cell:
+        sys.exit(f"--table-from: {path} has no 'round ...' lines")
+    return per_cell
 
 
 if __name__ == "__main__":
