@@ -57,10 +57,11 @@ def fault_rows(account: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def tally(t: dict[str, Any], key: str) -> str:
-    """ "yes/known" for one tally, e.g. "held_at_ack" -> "532/534"; "—" when nothing is known."""
-    yes, no = t.get(f"{key}:yes", 0), t.get(f"{key}:no", 0)
-    return f"{yes}/{yes + no}" if yes + no else "—"
+def tally(t: dict[str, Any], key: str, total: Any) -> str:
+    """How many of the partition's lost values, e.g. "425/494": the rest are no or
+    unknown (``held_at_ack`` is never "no", only yes or unknown)."""
+    yes = t.get(f"{key}:yes", 0)
+    return f"{yes}/{total}" if isinstance(total, int) and total > 0 else "—"
 
 
 def lost_section(prov: dict[str, Any]) -> dict[str, Any]:
@@ -76,9 +77,9 @@ def lost_section(prov: dict[str, Any]) -> dict[str, Any]:
                 "nodes": [
                     {
                         "node": n,
-                        "held": tally(as_dict(t), "held_at_ack"),
-                        "without": tally(as_dict(t), "came_back_without"),
-                        "holds": tally(as_dict(t), "holds_now"),
+                        "held": tally(as_dict(t), "held_at_ack", p.get("lost")),
+                        "without": tally(as_dict(t), "came_back_without", p.get("lost")),
+                        "holds": tally(as_dict(t), "holds_now", p.get("lost")),
                     }
                     for n, t in sorted(nodes.items())
                 ],
