@@ -47,8 +47,8 @@ DEFAULTS: Params = {"mode": "flip", "bytes": 8}
 _SCRIPT = r"""
 import json, os, sys
 data, topic, mode, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-best = None
-for name in os.listdir(data):
+best, seen = None, []
+for name in sorted(os.listdir(data)):
     head, _, part = name.rpartition("-")
     if head != topic or not part.isdigit():
         continue
@@ -58,10 +58,12 @@ for name in os.listdir(data):
         continue
     path = os.path.join(d, logs[-1])
     size = os.path.getsize(path)
+    seen.append("%s/%s: %d bytes" % (name, logs[-1], size))
     if size and (best is None or size > best[2]):
         best = (int(part), path, size, len(logs))
 if best is None:
-    print(json.dumps({"error": "no segment of %s with data in %s" % (topic, data)}))
+    print(json.dumps({"error": "no segment of %s with data in %s (newest: %s)"
+                      % (topic, data, ", ".join(seen) or "none")}))
     sys.exit(3)
 part, path, size, count = best
 n = min(n, size)

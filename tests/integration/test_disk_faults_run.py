@@ -11,7 +11,8 @@ own log lines), truncates the bad tail, fetches it again from the leader,
 and the replicas agree again (replica verification) with every
 acknowledged write kept.
 
-A third test SIGKILLs the harness while it brings a tmpfs cluster up:
+After a crash, ``heal_cluster``'s sweep removes a ballast and restarts the
+broker.  The last test SIGKILLs the harness while it brings a tmpfs cluster up:
 ``cluster down`` must leave no mount.
 """
 
@@ -38,6 +39,7 @@ from kafka_chaos import replica_verify
 from nemeses.base import FaultOp
 from nemeses.corrupt_segment import CorruptSegment
 from nemeses.disk_full import DiskFull
+from nemeses.runner import apply, heal_cluster
 
 pytestmark = [
     pytest.mark.integration,
@@ -73,7 +75,14 @@ def _topic(cluster: Cluster, name: str) -> str:
 
 def _follower(cluster: Cluster, topic: str) -> Node:
     [state] = admin.describe_topics(cluster.bootstrap_servers(), [topic], timeout_s=30)
+    print(f"{topic}: {state}")
     return next(n for n in cluster.nodes if n.node_id != state.leader)
+
+
+def _segment_bytes(node: Node, topic: str) -> int:
+    """Bytes in the follower's segments of partition 0 (the local backend shares the disk)."""
+    segments = Path(node.path("data", "kafka", f"{topic}-0")).glob("*.log")
+    return sum(f.stat().st_size for f in segments)
 
 
 def _log_size(node: Node) -> int:
@@ -135,6 +144,7 @@ def test_corrupt_segment_shows_kafka_recovery(
 ) -> None:
     topic = _topic(cluster, f"cs-{mode}")
     node = _follower(cluster, topic)
+    wait_for(f"{topic}-0's data on {node.name}", lambda: _segment_bytes(node, topic), 60.0)
     at = _log_size(node)
     op = FaultOp(2, "corrupt-segment", 0.0, 1.0, [node.name], params={"mode": mode, "bytes": 8})
     kind = CorruptSegment()
@@ -161,6 +171,24 @@ def test_corrupt_segment_shows_kafka_recovery(
     assert part["agree"] is True, part  # the follower fetched its lost tail again
     found = [r for r in result.get("corruptions", []) if r["node"] == node.name]
     assert found and found[0]["partition"] == 0, result.get("corruptions")
+
+
+def test_the_sweep_after_a_crash_removes_the_ballast_and_restarts_the_broker(
+    cluster: Cluster,
+) -> None:
+    node = cluster.nodes[0]
+    rec = tmpfs_disk.records(cluster.backend_state)[node.name]
+    op = FaultOp(9, "disk-full", 0.0, 1.0, [node.name])
+    apply(cluster, op)  # as the runner does; then the harness "dies" without healing
+    assert os.statvfs(rec["mount"]).f_bavail == 0
+    wait_for(f"{node.name}'s broker to halt", lambda: not kafka_db.is_running(node), 120.0)
+    done = heal_cluster(cluster)  # as `kafka-chaos heal` does after a SIGKILLed harness
+    print(done)
+    assert f"{node.name}: removed the disk-full ballast" in done
+    assert f"{node.name}: restarted Kafka" in done
+    assert not Path(rec["ballast"]).exists() and os.statvfs(rec["mount"]).f_bavail > 0
+    assert kafka_db.is_running(node)
+    kafka_db.wait_healthy(cluster, 180.0)
 
 
 NAME = f"{SHARED_CLUSTER}-dfk"[:32]
