@@ -11,10 +11,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
-from dataclasses import asdict, dataclass, field, fields
+import typing
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
+from harness import spec_sections
 from harness.errors import ConfigError
 from harness.jsonfile import load_json
 
@@ -251,9 +253,23 @@ class TestSpec:
     # release (evidence/*/fix/).  One JVM per process, so every Java client of
     # the run loads it; never installed over the cached distribution.
     client_jar: str | None = None
+    # The sections workloads declare (harness/spec_sections.py), by name; each is
+    # written at the top level of config.json, and only when set.
+    sections: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        data.update(data.pop("sections"))
+        return data
+
+    def section(self, name: str) -> Any:
+        """Declared section ``name``: the run's values, or its defaults."""
+        if name in self.sections:
+            return self.sections[name]
+        declared = spec_sections.find(name)
+        if declared is None:
+            raise ConfigError(f"no spec section {name!r} is declared")
+        return declared.type()
 
     @property
     def java_client(self) -> bool:
@@ -284,9 +300,13 @@ def _build(cls: type, data: Any, where: str) -> Any:
     """
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: expected a mapping, got {type(data).__name__}")
-    known = {f.name: f for f in fields(cls)}
+    known = {f.name: f for f in fields(cls) if f.name != "sections" or cls is not TestSpec}
     kwargs: dict[str, Any] = {}
     for key, value in data.items():
+        declared = spec_sections.find(key) if cls is TestSpec and key not in known else None
+        if declared is not None:
+            kwargs.setdefault("sections", {})[key] = _build(declared.type, value, f"{where}.{key}")
+            continue
         if key not in known:
             if cls is TestSpec and key in RUN_METADATA_KEYS:
                 continue
@@ -309,16 +329,11 @@ RUN_METADATA_KEYS = {
     "cluster_features",
 }
 
+# TestSpec's own sections, read off its fields rather than listed again.
 _NESTED = {
-    "cluster": ClusterSpec,
-    "topic": TopicSpec,
-    "producer": ProducerSpec,
-    "consumer": ConsumerSpec,
-    "txn": TxnSpec,
-    "nemesis": NemesisSpec,
-    "mirror": MirrorSpec,
-    "checker": CheckerSpec,
-    "debug": DebugSpec,
+    name: hint
+    for name, hint in typing.get_type_hints(TestSpec).items()
+    if isinstance(hint, type) and is_dataclass(hint)
 }
 
 

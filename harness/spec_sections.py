@@ -1,0 +1,47 @@
+"""Spec sections a workload declares, beside the ones every run has.
+
+Why: ``harness/spec.py`` is the ground floor and cannot import the
+workloads, yet a workload's settings (its section of config.json) must load
+and round-trip like any other.  A workload's declaration
+(``workloads/registry.py``) adds its section here; ``TestSpec`` keeps the
+values under ``sections`` and writes each at the top level of config.json,
+so a run whose workload declares none writes the same file as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Section:
+    """A top-level key of config.json: its dataclass and how its values are refused.
+
+    ``validate``: raises ``harness.errors.ConfigError`` naming the bad setting,
+    called before any node is touched (``kafka_chaos.options.validate``).
+    """
+
+    name: str
+    type: type
+    validate: Callable[[Any], None] | None = None
+
+
+_added: dict[str, Section] = {}
+
+
+def add(section: Section) -> Section:
+    if section.name in _added:
+        raise ValueError(f"spec section {section.name!r} exists already")
+    _added[section.name] = section
+    return section
+
+
+def remove(name: str) -> None:
+    """Remove a section ``add`` ed (a test's workload, when the test is done)."""
+    del _added[name]
+
+
+def find(name: str) -> Section | None:
+    return _added.get(name)
