@@ -6,7 +6,8 @@ docs/results.md's tables are written from it (``python3 -m checkers.catalog
 docs/results.md``; a test fails while they differ).  So a new check is one
 record (``checkers.check.Check``) beside its filter, in a family here, or
 ``add`` ed from anywhere with frames of its own; a new family is one module
-and a line in ``BUILTIN``.  Which families judge a workload's histories is
+and a line in ``BUILTIN``, or a workload's own, in its declaration
+(``workloads.registry.Declaration.families``).  Which families judge a workload's histories is
 the workload's to say (``workloads.registry.check_families``).
 """
 
@@ -27,7 +28,7 @@ from checkers.share_checks import SHARE
 from checkers.spec_view import CheckedSpec
 from checkers.txn_checks import TXN
 from harness.generated_docs import write_or_check
-from workloads.registry import check_families
+from workloads import registry as workloads
 
 # results.json lists checks in this order: family by family, each family's own.
 BUILTIN: tuple[Family, ...] = (QUEUE, TXN, CYCLES, SHARE, MIRROR, AVAILABILITY_FAMILY)
@@ -41,7 +42,7 @@ def add(check: Check) -> Check:
 
     The check brings its own anomaly frames (``Check.frames``).
     """
-    if check.family not in _families:
+    if check.family not in _every_family():
         raise ValueError(f"check {check.name!r}: no family {check.family!r}")
     if find(check.name) is not None:
         raise ValueError(f"check {check.name!r} exists already")
@@ -56,8 +57,13 @@ def remove(name: str) -> None:
     del _added[name]
 
 
+def _every_family() -> dict[str, Family]:
+    """The catalog's families, then those the workloads declare."""
+    return {**_families, **{f.name: f for f in workloads.families()}}
+
+
 def families() -> tuple[Family, ...]:
-    return tuple(_families.values())
+    return tuple(_every_family().values())
 
 
 def checks_of(family: Family) -> tuple[Check, ...]:
@@ -75,7 +81,7 @@ def find(name: str) -> Check | None:
 
 def names(family: str) -> tuple[str, ...]:
     """The names of one family's checks, under any settings."""
-    return tuple(c.name for c in checks_of(_families[family]))
+    return tuple(c.name for c in checks_of(_every_family()[family]))
 
 
 def view(config: dict[str, Any] | CheckedSpec) -> CheckedSpec:
@@ -85,7 +91,7 @@ def view(config: dict[str, Any] | CheckedSpec) -> CheckedSpec:
 def families_for(config: dict[str, Any] | CheckedSpec) -> tuple[Family, ...]:
     """The families that judge this run: those its workload brings that apply."""
     spec = view(config)
-    brought = check_families(spec.workload)
+    brought = workloads.check_families(spec.workload)
     return tuple(f for f in families() if f.name in brought and f.applies(spec))
 
 

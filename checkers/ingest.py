@@ -72,6 +72,7 @@ from checkers.topic_ids import STORED, TopicIds
 from checkers.txn_rows import MOP, RECORD, SlowPath, TxnPairing, expand, txn_column
 from harness.errors import HistoryError
 from harness.history import NEMESIS, TYPES
+from workloads import registry as workloads
 
 FORMAT = "rows-18"  # bump when the rows table changes shape: older caches are rebuilt
 FORMAT_FILE = "_KAFKA_CHAOS_FORMAT"
@@ -159,6 +160,14 @@ _BLANK = b'{"_blank":1}'
 # recorder writes it.  Other spellings fail in Arrow and take the slow path.
 _NEMESIS_LINE, _PAIRS = f'"process":"{NEMESIS}"'.encode(), b'[["'
 _SPECIAL = (_NEMESIS_LINE, _PAIRS)
+
+
+def _declared_lines() -> tuple[bytes, ...]:
+    """The lines of the kinds workloads declare (workloads/registry.py): their
+    rows are the declaration's to make (``line_rows.rows_of``), never Arrow's."""
+    return tuple(f'"f":"{f}"'.encode() for f in workloads.line_kinds())
+
+
 # A chunk with more lines holding pair lists than this has them rewritten for
 # Arrow (checkers/pair_lists.py) rather than parsed in Python: RE2 over the
 # chunk costs about what Python spends on a few hundred such lines.
@@ -502,7 +511,8 @@ class _Parsed:
 
 def _fast_rows(chunk: bytes) -> _Parsed:
     rewrite = _many_pair_lists(chunk)
-    blanked, special = _blank_out(chunk, (_NEMESIS_LINE,) if rewrite else _SPECIAL)
+    patterns = ((_NEMESIS_LINE,) if rewrite else _SPECIAL) + _declared_lines()
+    blanked, special = _blank_out(chunk, patterns)
     buffer = pair_lists.rewrite(blanked) if rewrite else pa.py_buffer(blanked)
     lines = pj.read_json(
         buffer, read_options=_ONE_THREAD, parse_options=_HOT_OPTIONS

@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from harness.errors import HistoryError
 from harness.history import NEMESIS, check_envelope
+from workloads import registry as workloads
 
 
 def pair_lists(topic: pa.DataType) -> tuple[pa.DataType, pa.DataType]:
@@ -155,6 +156,9 @@ def rows_of(op: dict[str, Any], invoke: int | None = None) -> list[dict[str, Any
         line["offsets"] = _triples(v.get("offsets"))
     if f == "drain":
         line.update({k: _typed(v, k, int) for k in DRAIN_BOUNDS})
+    declared = workloads.line_kind(f)
+    if declared is not None:  # a workload's own line (workloads/declared_parts.py)
+        return declared.rows(line, v)
     if f == "txn":
         return txn_rows(line, v, TXN_PENDING if invoke is None else invoke)
     if not (f == "poll" and op["type"] == "ok"):
@@ -342,6 +346,9 @@ def check_value(lineno: int, op: dict[str, Any], path: Path) -> None:
         )
     elif op["process"] == NEMESIS and "id" in value:
         _need(_is_int(value["id"]), path, lineno, "fault id must be an integer")
+    elif (declared := workloads.line_kind(f)) is not None:
+        problem = declared.problem(value)
+        _need(problem is None, path, lineno, f"{f} {typ}: {problem}")
 
 
 def _check_records(records: list[Any], path: Path, lineno: int, what: str) -> None:

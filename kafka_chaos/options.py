@@ -11,7 +11,6 @@ import argparse
 import copy
 import json
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ import yaml
 from checkers.remote import address
 from harness.errors import ConfigError
 from harness.lazyfs import DISKS
+from harness.option import Option
 from harness.spec import LIBRDKAFKA_DEBUG_CONTEXTS, TestSpec
 from nemeses import registry
 from nemeses.base import TARGET_MODES
@@ -53,18 +53,6 @@ def _names(text: str) -> list[str]:
     """A comma-separated list kept as given (empty names too): ``validate`` names
     what is wrong in one line, for a flag and a config file alike."""
     return [part.strip() for part in text.split(",")]
-
-
-@dataclass(frozen=True)
-class Option:
-    flag: str
-    path: str  # dotted path into TestSpec.to_dict()
-    type: Any
-    help: str
-    choices: tuple[str, ...] | None = None
-    also: tuple[str, ...] = ()  # more paths that take the same value (``--client``)
-    bare: Any = None  # the value of the flag given without one (``--client-debug``)
-    metavar: str | None = None
 
 
 OPTIONS: tuple[Option, ...] = (
@@ -261,9 +249,14 @@ DEBUG_OPTIONS: tuple[Option, ...] = (
 OPTIONS = (*OPTIONS, *DEBUG_OPTIONS)
 
 
+def every_option() -> tuple[Option, ...]:
+    """This table's options and those the workloads declare (workloads/registry.py)."""
+    return (*OPTIONS, *workloads.options())
+
+
 def add_run_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("run options (override scenario and config file)")
-    for opt in OPTIONS:
+    for opt in every_option():
         _add(group, opt)
     group.add_argument(
         "--no-ww-deps",
@@ -312,7 +305,7 @@ def _dest(opt: Option) -> str:
 def cli_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The options the user actually gave, as a nested mapping."""
     nested: dict[str, Any] = {}
-    for opt in OPTIONS:
+    for opt in every_option():
         value = getattr(args, _dest(opt), None)
         if value is not None:
             for path in (opt.path, *opt.also):
@@ -466,6 +459,7 @@ def validate(spec: TestSpec) -> None:
     _validate_share(spec)
     _validate_group_protocol(spec)
     _validate_mirror(spec)
+    workloads.validate_section(spec)
 
 
 MIRROR_FAULTS = ("mirror-kill", "mirror-pause")

@@ -20,10 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from harness import spec_sections
 from harness.errors import ConfigError
 from harness.history import HistoryWriter
 from harness.kafka_names import group_name, share_group_name
+from harness.option import Option
 from harness.spec import TestSpec
+from harness.spec_sections import Section
+from workloads.declared_parts import LineKind, ReportSection
 from workloads.sampler import Probe
 
 
@@ -60,6 +64,14 @@ class Declaration:
     ``consumers``: the report's few words on how a run consumed (a cell of the
     version/protocol matrix, reports/render.py) from its config.json, when
     its own clients say it rather than the consumer settings.
+    ``section``: its own section of the spec and config.json, and how its
+    values are refused (harness/spec_sections.py).
+    ``line_kinds``: the history lines of its own it writes, and their rows
+    (checkers/line_rows.py asks here).
+    ``families``: check families of its own (``checkers.check.Family``),
+    judged beside the catalog's when ``check_families`` names them.
+    ``options``: run options of its own (kafka_chaos/options.py adds them).
+    ``report_sections``: sections of its own in the run's report.
     """
 
     factory: str
@@ -70,6 +82,11 @@ class Declaration:
     records_features: bool = False
     shown_as: str = "queue"
     consumers: Callable[[dict[str, Any]], str] | None = None
+    section: Section | None = None
+    line_kinds: tuple[LineKind, ...] = ()
+    families: tuple[Any, ...] = ()
+    options: tuple[Option, ...] = ()
+    report_sections: tuple[ReportSection, ...] = ()
 
 
 _DECLARED = {
@@ -90,6 +107,9 @@ _DECLARED = {
     ),
     "mirror": Declaration("workloads.mirror:MirrorWorkload", ("queue", "mirror", "availability")),
 }
+
+# Every declared line kind by its ``f``: ingest asks for each line it parses.
+_LINE_KINDS: dict[str, LineKind] = {k.f: k for d in _DECLARED.values() for k in d.line_kinds}
 
 
 class Workload(Protocol):
@@ -114,8 +134,59 @@ class Workload(Protocol):
 WorkloadFactory = Callable[..., Workload]
 
 
+def register(name: str, declaration: Declaration) -> Declaration:
+    """Declare workload ``name`` from outside this module (a test's example):
+    every package that asks the declarations knows it from now on."""
+    if name in _DECLARED:
+        raise ValueError(f"workload {name!r} exists already")
+    clash = [k.f for k in declaration.line_kinds if k.f in _LINE_KINDS]
+    if clash:
+        raise ValueError(f"workload {name!r}: line kind {clash[0]!r} is declared already")
+    if declaration.section is not None:
+        spec_sections.add(declaration.section)
+    _DECLARED[name] = declaration
+    _LINE_KINDS.update((k.f, k) for k in declaration.line_kinds)
+    return declaration
+
+
+def unregister(name: str) -> None:
+    """Remove a workload ``register`` ed (a test's, when the test is done)."""
+    declaration = _DECLARED.pop(name)
+    for kind in declaration.line_kinds:
+        del _LINE_KINDS[kind.f]
+    if declaration.section is not None:
+        spec_sections.remove(declaration.section.name)
+
+
 def names() -> list[str]:
     return sorted(_DECLARED)
+
+
+def line_kind(f: str) -> LineKind | None:
+    """The declared line kind ``f``, or None for the history contract's own lines."""
+    return _LINE_KINDS.get(f)
+
+
+def line_kinds() -> tuple[str, ...]:
+    """Every declared line kind's ``f``."""
+    return tuple(_LINE_KINDS)
+
+
+def families() -> tuple[Any, ...]:
+    """The check families workloads bring beyond the catalog's own."""
+    return tuple(f for d in _DECLARED.values() for f in d.families)
+
+
+def options() -> tuple[Option, ...]:
+    """The run options workloads bring beyond kafka_chaos/options.py's table."""
+    return tuple(o for d in _DECLARED.values() for o in d.options)
+
+
+def validate_section(spec: TestSpec) -> None:
+    """Refuse bad values in the run's workload's own section (ConfigError)."""
+    section = declared(spec.workload).section
+    if section is not None and section.validate is not None:
+        section.validate(spec.section(section.name))
 
 
 def declared(name: str) -> Declaration:

@@ -1,0 +1,23 @@
+"""One run option: a CLI flag and suite key, and where in the TestSpec it lands.
+
+On the ground floor so that a workload's declaration (``workloads/registry.py``)
+can bring options of its own, which ``kafka_chaos.options`` adds to the CLI
+beside its table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Option:
+    flag: str
+    path: str  # dotted path into TestSpec.to_dict()
+    type: Any
+    help: str
+    choices: tuple[str, ...] | None = None
+    also: tuple[str, ...] = ()  # more paths that take the same value (``--client``)
+    bare: Any = None  # the value of the flag given without one (``--client-debug``)
+    metavar: str | None = None

@@ -1,0 +1,38 @@
+"""The parts of a workload's declaration that other packages read.
+
+Why apart from ``workloads/registry.py``: these are plain records the
+checkers (a line kind) and the report (a section) take from a declaration,
+so a workload brings them without any of those packages naming it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class LineKind:
+    """A history line ``f`` the workload writes, and how it becomes rows.
+
+    ``problem(value)``: what is wrong with a line's ``value`` (None: nothing),
+    so ingest names the line.  ``rows(line, value)``: the rows of one line of
+    this kind (schema ``checkers.line_rows.ROWS``), given the row ingest made
+    of the line's common fields.  They are stored as ``control`` rows.
+    """
+
+    f: str
+    problem: Callable[[dict[str, Any]], str | None]
+    rows: Callable[[dict[str, Any], dict[str, Any]], list[dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class ReportSection:
+    """A section of the run's HTML report: ``html(run_dir, config, results)`` is
+    its body (escaped by the workload), or None to leave it out of this run's."""
+
+    id: str
+    title: str
+    html: Callable[[Path, dict[str, Any], dict[str, Any]], str | None]
