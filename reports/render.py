@@ -219,6 +219,17 @@ def consumers(config: dict[str, Any]) -> str:
     return f"{mode} (no group)" if mode == "assign" else str(mode)
 
 
+def workload_sections(
+    run_dir: Path, config: dict[str, Any], results: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """The report sections the run's workload declares (workloads/registry.py),
+    those with something to show for this run; each body is the workload's HTML."""
+    declared = registry.find(config.get("workload"))
+    sections = declared.report_sections if declared is not None else ()
+    shown = ((s, s.html(run_dir, config, results)) for s in sections)
+    return [{"id": s.id, "title": s.title, "html": Markup(body)} for s, body in shown if body]
+
+
 # --- timeline --------------------------------------------------------------------
 
 
@@ -592,6 +603,7 @@ def build_context(run_dir: Path) -> dict[str, Any]:
         "disk_faults": disk_faults_section(run_dir),
         "coordinators": coordinators_section(run_dir),
         "mirror": mirror_section(run_dir, results, fault_bands(timeline["faults"])),
+        "workload_sections": workload_sections(run_dir, config, results),
         "answer": answer(results),
         "checks": checks,
         "anomalies": sorted(
