@@ -1,0 +1,120 @@
+"""Adding a workload is one file: ``_workload_example`` goes all the way.
+
+Registered from here, and known to no product file, its spec section loads
+and is validated, its option reaches the CLI, its own line kind is
+ingested into rows, its check judges a hand-written history with Spark,
+and the run's report shows its section.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from _workload_example import CHECK, DECLARATION, LINE, NAME, REGRESSED, WatermarkSpec
+
+from checkers import catalog, line_rows
+from checkers.api import check_history
+from checkers.builder import HistoryBuilder
+from harness.errors import ConfigError, HistoryError
+from harness.spec import TestSpec
+from kafka_chaos import options
+from reports.render import render_report
+from workloads import registry
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def registered() -> Iterator[None]:
+    registry.register(NAME, DECLARATION)
+    try:
+        yield
+    finally:
+        registry.unregister(NAME)
+
+
+def _history(path: Path) -> Path:
+    b = HistoryBuilder()
+    for offset in (3, 7, 5, 9):  # the third read went back
+        b.op(0, "ok", LINE, {"topic": "t", "partition": 1, "offset": offset})
+    b.op(0, "ok", LINE, {"topic": "t", "partition": 2, "offset": 4})
+    return b.write(path)
+
+
+def test_its_check_judges_a_history_and_its_section_is_reported(spark, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    history = _history(run / "history.jsonl")
+    spec = TestSpec.from_dict({"workload": NAME, LINE: {"every_s": 0.5}})
+    spec.save(run / "config.json")
+    config = json.loads((run / "config.json").read_text())
+    assert config[LINE] == {"every_s": 0.5}
+
+    results = check_history(history, config, run / "results.json")
+    assert list(results["checks"]) == [CHECK]  # its family alone judges it
+    found = results["checks"][CHECK]
+    assert (found["count"], found["severity"], results["verdict"]) == (1, "error", "invalid")
+    assert [(ex["partition"], ex["offset"], ex["before"]) for ex in found["examples"]] == [
+        (1, 5, 7)
+    ]
+
+    page = render_report(run)
+    assert '<section id="watermarks">' in page and "High watermarks" in page
+    assert "read every 0.5 s; 1 read lower than before." in page
+    assert REGRESSED.title in page
+
+
+def test_its_line_kind_is_validated_and_made_into_rows(tmp_path: Path) -> None:
+    line = {"index": 0, "time": 1, "process": 0, "type": "ok", "f": LINE,
+            "value": {"topic": "t", "partition": 0, "offset": 12}}  # fmt: skip
+    rows = line_rows.rows_of(line_rows.checked(line, 1, tmp_path))
+    assert [(r["f"], r["topic"], r["partition"], r["offset"]) for r in rows] == [
+        (LINE, "t", 0, 12)
+    ]
+    assert line_rows.kind_of(rows[0]) == "control"
+    bad = {**line, "value": {"topic": "t", "partition": "0", "offset": 12}}
+    with pytest.raises(HistoryError, match=r"line 3: watermark ok: needs topic \(str\), partition"):
+        line_rows.checked(bad, 3, tmp_path)
+
+
+def test_its_option_and_section_reach_the_spec() -> None:
+    parser = argparse.ArgumentParser()
+    options.add_run_options(parser)
+    args = parser.parse_args(["--workload", NAME, "--watermark-every", "0.25"])
+    spec = options.build_spec(options.cli_overrides(args))
+    assert spec.section(LINE) == WatermarkSpec(0.25)
+    assert TestSpec().section(LINE) == WatermarkSpec()  # unset: the defaults
+    zero = parser.parse_args(["--workload", NAME, "--watermark-every", "0"])
+    with pytest.raises(ConfigError, match="watermark.every_s must be positive, not 0.0"):
+        options.build_spec(options.cli_overrides(zero))
+
+
+def test_its_family_judges_only_its_runs() -> None:
+    assert [c.name for c in catalog.checks_for({"workload": NAME})] == [CHECK]
+    assert CHECK not in [c.name for c in catalog.checks_for({"workload": "queue"})]
+    registry.validate(NAME)  # its class is found from its declaration alone
+
+
+def test_it_leaves_with_its_registration() -> None:
+    registry.unregister(NAME)
+    try:
+        assert NAME not in registry.names() and registry.line_kind(LINE) is None
+        with pytest.raises(ConfigError, match=rf"config\.{LINE}: unknown option"):
+            TestSpec.from_dict({LINE: {}})
+        assert catalog.find(CHECK) is None
+    finally:
+        registry.register(NAME, DECLARATION)
+    with pytest.raises(ValueError, match="exists already"):
+        registry.register(NAME, DECLARATION)
+
+
+def test_no_product_file_names_it() -> None:
+    product = ["harness", "checkers", "workloads", "nemeses", "reports", "kafka_chaos"]
+    found = subprocess.run(["git", "grep", "-l", "-e", NAME, "-e", CHECK, "--", *product],
+                           cwd=ROOT, capture_output=True, text=True)  # fmt: skip
+    assert found.returncode == 1 and not found.stdout, found.stdout
