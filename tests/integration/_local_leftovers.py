@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import subprocess
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -79,3 +84,38 @@ def down(name: str) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=300,
     )
+
+
+@contextlib.contextmanager
+def up_killed_once_kafka_starts(
+    name: str, disk: str, log: Path, deadline_s: float = 300.0
+) -> Iterator[Path]:
+    """``cluster up --name name --nodes 1 --disk disk`` SIGKILLed as soon as Kafka starts
+    (its mounts are made by then); yields the cluster's directory.
+
+    A leftover of an earlier, killed session is taken down first, and the cluster
+    is taken down on exit whatever the test found: the caller asserts what
+    ``down`` leaves.
+    """
+    assert down(name).returncode == 0
+    from harness.cluster import cluster_dir
+
+    root = cluster_dir(name)
+    with log.open("w") as out:
+        up = subprocess.Popen(
+            ["kafka-chaos", "cluster", "up", "--name", name, "--nodes", "1", "--disk", disk],
+            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + deadline_s
+        while not list(root.glob("nodes/*/run/kafka.pid")):  # mounted, Kafka starting
+            assert up.poll() is None, f"cluster up ended early: {log.read_text()}"
+            assert time.monotonic() < deadline, "no broker started in time"
+            time.sleep(0.2)
+        os.killpg(up.pid, signal.SIGKILL)
+        up.wait(timeout=10)
+        yield root
+    finally:
+        if up.poll() is None:
+            os.killpg(up.pid, signal.SIGKILL)
+        down(name)

@@ -20,19 +20,22 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from _kafka_clusters import SHARED_CLUSTER, running_cluster
-from _local_leftovers import down, leftovers, pids_from_files, procs_mentioning
+from _local_leftovers import (
+    down,
+    leftovers,
+    pids_from_files,
+    procs_mentioning,
+    up_killed_once_kafka_starts,
+)
 from _waiting import wait_for
 
 from harness import admin, kafka_db, lazyfs, tmpfs_disk
-from harness.cluster import Cluster, cluster_dir
+from harness.cluster import Cluster
 from harness.node import Node, quote
 from harness.spec import NEWEST_KAFKA, ClusterSpec, TopicSpec
 from kafka_chaos import replica_verify
@@ -192,25 +195,10 @@ def test_the_sweep_after_a_crash_removes_the_ballast_and_restarts_the_broker(
 
 
 NAME = f"{SHARED_CLUSTER}-dfk"[:32]
-START_DEADLINE_S = 300
 
 
 def test_down_after_sigkill_leaves_no_tmpfs_mount(tmp_path: Path) -> None:
-    assert down(NAME).returncode == 0  # a leftover of an earlier, killed session
-    root = cluster_dir(NAME)
-    log = (tmp_path / "up.log").open("w")
-    up = subprocess.Popen(
-        ["kafka-chaos", "cluster", "up", "--name", NAME, "--nodes", "1", "--disk", "tmpfs"],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + START_DEADLINE_S
-        while not list(root.glob("nodes/*/run/kafka.pid")):  # mounted, Kafka starting
-            assert up.poll() is None, f"cluster up ended early: {(tmp_path / 'up.log').read_text()}"
-            assert time.monotonic() < deadline, "no broker started in time"
-            time.sleep(0.2)
-        os.killpg(up.pid, signal.SIGKILL)
-        up.wait(timeout=10)
+    with up_killed_once_kafka_starts(NAME, "tmpfs", tmp_path / "up.log") as root:
         saved = json.loads((root / "cluster.json").read_text())["backend_state"]
         [rec] = tmpfs_disk.records(saved).values()
         assert tmpfs_disk.is_mounted(rec["mount"]), "the harness died with the mount in place"
@@ -220,7 +208,3 @@ def test_down_after_sigkill_leaves_no_tmpfs_mount(tmp_path: Path) -> None:
         assert lazyfs.mounted_below(str(root)) == []
         assert procs_mentioning(root) == []
         assert leftovers(NAME, saved["slot"], root, pids) == []
-    finally:
-        if up.poll() is None:
-            os.killpg(up.pid, signal.SIGKILL)
-        down(NAME)

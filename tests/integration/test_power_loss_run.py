@@ -13,18 +13,21 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import time
 from pathlib import Path
 from shlex import quote
 
 import pytest
 from _kafka_clusters import SHARED_CLUSTER, running_cluster
-from _local_leftovers import down, leftovers, pids_from_files, procs_mentioning
+from _local_leftovers import (
+    down,
+    leftovers,
+    pids_from_files,
+    procs_mentioning,
+    up_killed_once_kafka_starts,
+)
 
 from harness import admin, kafka_db, lazyfs
-from harness.cluster import Cluster, cluster_dir
+from harness.cluster import Cluster
 from harness.recovery_log import recovery_lines
 from harness.spec import NEWEST_KAFKA, ClusterSpec, TopicSpec
 from nemeses.base import FaultOp
@@ -142,25 +145,10 @@ def test_each_broker_logs_the_log_end_it_recovered_to(after_power_loss):
 
 
 NAME = f"{SHARED_CLUSTER}-plk"[:32]
-START_DEADLINE_S = 300
 
 
 def test_down_after_sigkill_leaves_no_mount_and_no_lazyfs(tmp_path: Path) -> None:
-    assert down(NAME).returncode == 0  # a leftover of an earlier, killed session
-    root = cluster_dir(NAME)
-    log = (tmp_path / "up.log").open("w")
-    up = subprocess.Popen(
-        ["kafka-chaos", "cluster", "up", "--name", NAME, "--nodes", "1", "--disk", "lazyfs"],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + START_DEADLINE_S
-        while not list(root.glob("nodes/*/run/kafka.pid")):  # mounted, Kafka starting
-            assert up.poll() is None, f"cluster up ended early: {(tmp_path / 'up.log').read_text()}"
-            assert time.monotonic() < deadline, "no broker started in time"
-            time.sleep(0.2)
-        os.killpg(up.pid, signal.SIGKILL)
-        up.wait(timeout=10)
+    with up_killed_once_kafka_starts(NAME, "lazyfs", tmp_path / "up.log") as root:
         assert lazyfs.mounted_below(str(root)), "the harness died with the mount in place"
         slot = json.loads((root / "cluster.json").read_text())["backend_state"]["slot"]
         pids = pids_from_files(root)
@@ -170,7 +158,3 @@ def test_down_after_sigkill_leaves_no_mount_and_no_lazyfs(tmp_path: Path) -> Non
         assert lazyfs.mounted_below(str(root)) == []
         assert procs_mentioning(root) == []
         assert leftovers(NAME, slot, root, pids) == []
-    finally:
-        if up.poll() is None:
-            os.killpg(up.pid, signal.SIGKILL)
-        down(NAME)
