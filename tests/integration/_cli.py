@@ -67,6 +67,9 @@ def runs_by_client(stdout: str) -> dict[str, Path]:
 # Keys a line carries when something happened during it, whichever client wrote it: a
 # transaction's ``rebalanced`` (a rebalance during it) and ``stalled_s`` (a stall drawn).
 BY_TIMING = frozenset({"rebalanced", "stalled_s"})
+# Lines whose presence alone depends on timing, in the shape both clients write them:
+# a send whose outcome the client never learned (it timed out on a loaded machine).
+BY_TIMING_LINES = frozenset({("send", "info", ("error", "key", "topic", "value"))})
 
 
 def shapes(history: Path) -> set[tuple]:
