@@ -24,6 +24,7 @@ and transactional modules and the disk faults, about half of the seconds.
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -55,7 +56,16 @@ def scope_of(nodeid: str) -> str:
     parts = Path(path).relative_to("tests").parts if path.startswith("tests/") else ()
     if not parts or parts[0] not in ON_A_CLUSTER:
         return path
-    return "cluster-2" if parts[0] == "integration" and parts[-1] in SECOND_CLUSTER else "cluster"
+    second = parts[0] == "integration" and parts[-1] in SECOND_CLUSTER
+    return "cluster-2" if second and two_cluster_units() else "cluster"
+
+
+def two_cluster_units() -> bool:
+    """Opt-in (KC_TEST_CLUSTER_UNITS=2): two clean-clone rehearsals took 25.5 and 26 min
+    instead of about 38, but each failed one test whose assertion depends on timing
+    (a send timed out, a member took every record) under the extra load; until those
+    are hardened the default keeps one cluster unit."""
+    return os.environ.get("KC_TEST_CLUSTER_UNITS", "1") == "2"
 
 
 def longest_first(items: list[pytest.Item]) -> list[pytest.Item]:

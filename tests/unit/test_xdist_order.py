@@ -5,10 +5,16 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from _xdist_order import CLUSTER_UNITS, SECOND_CLUSTER, scope_of
 
 INTEGRATION = Path(__file__).resolve().parents[1] / "integration"
 MODULES = sorted(p.name for p in INTEGRATION.glob("test_*.py"))
+
+
+@pytest.fixture(autouse=True)
+def two_units(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KC_TEST_CLUSTER_UNITS", "2")
 
 
 def _unit(module: str) -> str:
@@ -38,3 +44,8 @@ def test_modules_sharing_session_runs_or_fixed_names_share_a_unit() -> None:
         for name in fixed.findall(s):
             by_name.setdefault(name, set()).add(_unit(m))
     assert by_name and all(len(units) == 1 for units in by_name.values()), by_name
+
+
+def test_by_default_every_cluster_test_is_one_unit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KC_TEST_CLUSTER_UNITS")
+    assert {_unit(m) for m in MODULES} == {"cluster"}
