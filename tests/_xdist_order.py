@@ -11,8 +11,9 @@ their tests use the ``spark`` fixture (a proxy for their time that needs no
 timing database), then the rest in collection order.  Within a module the
 order is kept: some property tests read what an earlier test collected.
 
-The cluster tests are two units, each on a cluster of its own (the second
-worker's shared cluster is ``kc-test-gw1``: tests/integration/_kafka_clusters.py).
+With KC_TEST_CLUSTER_UNITS=2 (opt-in, ``two_cluster_units``) the cluster
+tests are two units, each on a cluster of its own (a worker's shared cluster
+is named after it, ``kc-test-gw1``: tests/integration/_kafka_clusters.py).
 A cluster test mostly waits: on its workload's time limit, on a broker
 starting, on a check whose Spark keeps a third of the two cores busy, so two
 of them side by side take little more wall time than one.  The split is by
