@@ -114,7 +114,7 @@ def _targets(kind: FaultKind) -> str:
     if kind.targetable:
         aims.append("a resolved leader, controller or coordinator")
     if kind.groupable:
-        aims.append("a group (`minority`, `all`)")
+        aims.append("a group (`minority`, `all`, or `isr`: a partition's in-sync replicas)")
     return ", or ".join(aims)
 
 

@@ -23,11 +23,15 @@ TARGET_MODES = (
     "share-coordinator",  # of the run's first share group's state for one partition
     "minority",  # a group of nodes, drawn when the schedule is made (GROUP_TARGETS)
     "all",
+    "isr",  # the in-sync replicas of the busiest partition, resolved when the fault starts
 )
 # Target modes that name a group of nodes, not one resolved node: drawn with
 # the schedule's rng, like random targets, for kinds that take several
 # targets at once (``FaultKind.groupable``).
 GROUP_TARGETS = ("minority", "all")
+# Target modes that name a group of nodes found only when the fault starts
+# (like a leader, the ISR moves during a run); also for groupable kinds only.
+RESOLVED_GROUP_TARGETS = ("isr",)
 
 
 def group_size(group: str, nodes: int) -> int:

@@ -8,8 +8,11 @@ of its targets (all at once: one correlated cut) and then drops each
 node's unsynced writes (``lazyfs::clear-cache``) before anything restarts.
 Heal starts them again, and Kafka recovers from what reached the disk.
 
-Targets: one node (random, or the resolved leader/controller), or a group
-(``--targets minority`` or ``all``, drawn when the schedule is made).
+Targets: one node (random, or the resolved leader/controller), a group
+(``--targets minority`` or ``all``, drawn when the schedule is made), or
+``--targets isr``: the in-sync replicas of the topic's busiest partition,
+looked up when the fault starts (``targeting.isr_of``) and recorded in
+``resolved``.
 """
 
 from __future__ import annotations

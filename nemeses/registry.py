@@ -29,7 +29,7 @@ from nemeses import (
     process,
     unclean,
 )
-from nemeses.base import GROUP_TARGETS, TARGET_MODES, FaultOp
+from nemeses.base import GROUP_TARGETS, RESOLVED_GROUP_TARGETS, TARGET_MODES, FaultOp
 from nemeses.kinds import FaultKind, Sweep
 
 BUILTIN: tuple[FaultKind, ...] = (
@@ -138,7 +138,7 @@ def validate_op(op: FaultOp, where: str) -> dict[str, Any]:
         raise ConfigError(f"{where}: params must be a mapping")
     if not op.targets and op.target in ("random", *GROUP_TARGETS):
         raise ConfigError(f"{where}: fault {op.id} has no targets and no leader/controller target")
-    if op.target in GROUP_TARGETS and not found.groupable:
+    if op.target in (*GROUP_TARGETS, *RESOLVED_GROUP_TARGETS) and not found.groupable:
         raise ConfigError(f"{where}: fault {op.f!r} cannot target a group of nodes ({op.target})")
     if op.target != "random" and not found.targetable:
         raise ConfigError(f"{where}: fault {op.f!r} cannot target the {op.target}")

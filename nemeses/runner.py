@@ -186,7 +186,8 @@ class NemesisRunner:
                     self.cluster, op.target, op.params, self.spec.topic.name,
                     self.group,
                 )  # fmt: skip
-                op.targets = [op.resolved["node"]]
+                # a resolved group (the ISR) names its nodes; a leader etc. one node
+                op.targets = list(op.resolved.get("nodes") or [op.resolved["node"]])
             prepare([n.name for n in self.cluster.nodes], op)
         except Exception as e:
             op.error = f"{type(e).__name__}: {e}"

@@ -25,7 +25,14 @@ from harness.errors import ConfigError
 from harness.jsonfile import load_json
 from harness.spec import NemesisSpec
 from nemeses import partition, registry
-from nemeses.base import GROUP_TARGETS, REALISED_FIELDS, TARGET_MODES, FaultOp, group_size
+from nemeses.base import (
+    GROUP_TARGETS,
+    REALISED_FIELDS,
+    RESOLVED_GROUP_TARGETS,
+    TARGET_MODES,
+    FaultOp,
+    group_size,
+)
 from nemeses.kinds import Ctx, Draft
 
 SCHEDULE_FORMAT = 1
@@ -53,6 +60,9 @@ def fault(kind: str) -> Source:
 def draft(kind: str, rng: random.Random, ctx: Ctx) -> Draft:
     """One fault of ``kind``: the nemesis options decide the targeting, the kind the rest."""
     k = registry.kind(kind)
+    if ctx.targets in RESOLVED_GROUP_TARGETS and not k.groupable:
+        targets, params = k.draw(rng, ctx)  # one node at a time, as with a drawn group
+        return Draft(kind, targets, params=params)
     if ctx.targets in GROUP_TARGETS:
         if not k.groupable:  # one node at a time, as with random targets
             targets, params = k.draw(rng, ctx)

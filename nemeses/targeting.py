@@ -1,4 +1,5 @@
-"""Which node a leader- or controller-targeted fault hits, decided when it starts.
+"""Which node a leader- or controller-targeted fault hits (or which nodes an
+ISR-targeted one hits), decided when it starts.
 
 Leadership moves during a run, so the target is looked up at the moment the
 fault begins and the answer (node, partition, how it was found) goes into
@@ -13,6 +14,7 @@ from typing import Any
 
 from harness import kafka_names
 from harness.cluster import Cluster
+from harness.errors import HarnessError
 from harness.kafka_clients import close_quietly
 from nemeses.base import NemesisError
 
@@ -28,13 +30,16 @@ def resolve(
     topic: str | None,
     group: str | None = None,
 ) -> dict[str, Any]:
-    """``{"node": name, ...how}`` for a target mode other than ``random``.
+    """``{"node": name, ...how}`` for a target mode other than ``random``
+    (``isr`` adds ``"nodes"``: every node it hits).
 
     ``group`` is the run's first consumer or share group; ``params.group``
     names another.
     """
     if mode == "leader":
         return leader_of(cluster, params.get("topic") or topic, params.get("partition"))
+    if mode == "isr":
+        return isr_of(cluster, params.get("topic") or topic, params.get("partition"))
     if mode == "controller":
         return active_controller(cluster)
     if mode == "coordinator":
@@ -51,10 +56,44 @@ def resolve(
 
 def leader_of(cluster: Cluster, topic: str | None, partition: int | None) -> dict[str, Any]:
     """The leader of ``topic``/``partition``, or of the topic's busiest partition."""
+    found = partition_now(cluster, topic, partition, "leader")
+    if found["leader_id"] is None or found["leader_id"] < 0:
+        raise NemesisError(
+            f"leader targeting: {topic}-{found['partition']} has no leader right now"
+        )
+    return {"node": cluster.node(found["leader_id"]).name, **found}
+
+
+def isr_of(cluster: Cluster, topic: str | None, partition: int | None) -> dict[str, Any]:
+    """The in-sync replicas of ``topic``/``partition``, or of the busiest partition.
+
+    Why the ISR: acks=all waits for exactly these replicas, so a cut of all
+    of them is the smallest correlated failure that can take an
+    acknowledged write, whatever the replication factor.
+    """
+    return isr_target(cluster, partition_now(cluster, topic, partition, "isr"))
+
+
+def isr_target(cluster: Cluster, found: dict[str, Any]) -> dict[str, Any]:
+    """``found`` (from ``partition_now``) with the ISR's nodes as the targets."""
+    where = f"{found['topic']}-{found['partition']}"
+    if not found["isr"]:
+        raise NemesisError(f"isr targeting: {where} has an empty ISR now")
+    try:
+        nodes = sorted(cluster.node(b).name for b in found["isr"])
+    except HarnessError as e:
+        raise NemesisError(f"isr targeting: {where}: {e}") from e
+    return {"node": nodes[0], "nodes": nodes, **found}
+
+
+def partition_now(
+    cluster: Cluster, topic: str | None, partition: int | None, mode: str
+) -> dict[str, Any]:
+    """Leader and ISR of ``topic``/``partition`` (default: the busiest), and how it was chosen."""
     from harness import admin
 
     if not topic:
-        raise NemesisError("leader targeting needs a topic (params.topic or the run's topic)")
+        raise NemesisError(f"{mode} targeting needs a topic (params.topic or the run's topic)")
     bootstrap = cluster.bootstrap_servers()
     states = [
         p
@@ -62,18 +101,14 @@ def leader_of(cluster: Cluster, topic: str | None, partition: int | None) -> dic
         if p.topic == topic
     ]
     if not states:
-        raise NemesisError(f"leader targeting: topic {topic!r} has no partitions")
+        raise NemesisError(f"{mode} targeting: topic {topic!r} has no partitions")
     how = "given"
     if partition is None:
         partition, how = busiest_partition(bootstrap, topic, [p.partition for p in states])
     chosen = next((p for p in states if p.partition == partition), None)
     if chosen is None:
-        raise NemesisError(f"leader targeting: {topic!r} has no partition {partition}")
-    if chosen.leader is None or chosen.leader < 0:
-        raise NemesisError(f"leader targeting: {topic}-{partition} has no leader right now")
-    node = cluster.node(chosen.leader)
+        raise NemesisError(f"{mode} targeting: {topic!r} has no partition {partition}")
     return {
-        "node": node.name,
         "topic": topic,
         "partition": partition,
         "partition_choice": how,

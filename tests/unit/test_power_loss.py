@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -15,12 +16,14 @@ import pytest
 from harness import lazyfs
 from harness.cluster import Cluster
 from harness.errors import ConfigError
+from harness.node import Node, SSHTarget
 from harness.spec import NemesisSpec
 from kafka_chaos.options import build_spec
 from nemeses import registry
-from nemeses.base import group_size
+from nemeses.base import NemesisError, group_size
 from nemeses.power_loss import PowerLoss
 from nemeses.schedule import generate
+from nemeses.targeting import isr_target
 
 
 @pytest.mark.parametrize(
@@ -113,3 +116,48 @@ def test_clear_cache_waits_for_lazyfs_to_confirm(tmp_path: Path) -> None:
     assert _clear(rec, 1.0) == 4  # read, never confirmed: the earlier line does not count
     reader.join()
     assert _clear(rec, 1.0) == 5  # nobody reads the FIFO (lazyfs dead)
+
+
+def _three_nodes() -> Cluster:
+    addresses = {i: f"10.0.0.{i}" for i in (1, 2, 3)}
+    nodes = [Node(f"n{i}", i, a, SSHTarget(a), f"/r/n{i}") for i, a in addresses.items()]
+    return Cluster("c1", "local", nodes, "4.4.0", "kraft", {"disk": "lazyfs"})
+
+
+def test_isr_targets_are_left_to_the_fault_start_for_groupable_kinds_only() -> None:
+    spec = NemesisSpec(faults=["power-loss", "pause"], targets="isr", interval_s=2, duration_s=2)
+    ops = generate(spec, ["n1", "n2", "n3"], 120.0, seed=7).ops
+    losses = [op for op in ops if op.f == "power-loss"]
+    assert losses and all(op.targets == [] and op.target == "isr" for op in losses)
+    pauses = [op for op in ops if op.f == "pause"]  # no group: one random node, as with minority
+    assert pauses and all(len(op.targets) == 1 and op.target == "random" for op in pauses)
+
+
+def test_the_isr_found_at_the_fault_start_becomes_the_targets() -> None:
+    found = {"topic": "t", "partition": 4, "partition_choice": "busiest (high watermark 9)",
+             "leader_id": 3, "isr": [3, 1]}  # fmt: skip
+    got = isr_target(_three_nodes(), found)
+    assert got["nodes"] == ["n1", "n3"] and got["partition"] == 4 and got["isr"] == [3, 1]
+    with pytest.raises(NemesisError, match=r"^isr targeting: t-4 has an empty ISR now$"):
+        isr_target(_three_nodes(), {**found, "isr": []})
+    with pytest.raises(NemesisError, match=r"^isr targeting: t-4: cluster 'c1' has no node 7"):
+        isr_target(_three_nodes(), {**found, "isr": [1, 7]})
+
+
+def test_a_replayed_isr_op_keeps_its_nodes_and_a_kind_without_groups_refuses_it() -> None:
+    op = {"id": 0, "f": "power-loss", "at_s": 1, "duration_s": 1, "targets": ["n1", "n3"],
+          "target": "isr"}  # fmt: skip
+    assert registry.op_from_dict(op, "schedule[0]").targets == ["n1", "n3"]
+    with pytest.raises(ConfigError, match=r"fault 'pause' cannot target a group of nodes \(isr\)"):
+        registry.op_from_dict({**op, "f": "pause"}, "schedule[0]")
+
+
+def test_an_unknown_target_mode_is_one_line_naming_the_known_ones() -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "kafka_chaos.cli", "run", "--targets", "half"],
+        capture_output=True, text=True, timeout=60, cwd=Path(__file__).resolve().parents[2],
+    )  # fmt: skip
+    last = run.stderr.strip().splitlines()[-1]
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert "argument --targets: invalid choice: 'half'" in last
+    assert "'minority', 'all', 'isr'" in last
