@@ -8,7 +8,8 @@ idempotence off, a power loss about every 16 s) with the cell's settings:
 - ``--flush``: ``default`` (Kafka never fsyncs) or ``every``
   (``log.flush.interval.messages=1`` broker-wide);
 - ``--rf``: the topic's replication factor, min.insync.replicas = min(2, RF);
-- ``--targets``: ``minority`` (one of the three brokers) or ``all``;
+- ``--targets``: ``minority`` (one of the three brokers), ``all``, or ``isr``
+  (the in-sync replicas of the busiest partition, looked up at each cut);
 - ``--faults``: ``power-loss`` (SIGKILL and drop what was not fsynced), and
   ``kill`` to set the same cut beside it with the page cache kept.
 
@@ -18,6 +19,12 @@ Per cell it prints: runs that lost an acknowledged value (k/n, 95 % Wilson
 interval), the mean share of acknowledged values lost, and acknowledged
 msg/s over the run's time limit (mean, 95 % t-interval).  Runs go to
 ``store-bench/``; the cluster is taken down at the end.
+
+A cluster that did not come back (a broker still unregistered 90 s after a
+run, or one that kept the next run from starting) is its own column: that
+run's figures are not in the loss and throughput columns.  The broker's
+error lines and the files they name are copied to ``<run>/not-back/`` and
+the cluster is rebuilt (down, then up by the next run) before going on.
 """
 
 from __future__ import annotations
@@ -39,18 +46,21 @@ from typing import Any
 
 from scipy.stats import t as student_t
 
-from harness.backends import destroy_cluster
+from harness.backends import cluster_exists, destroy_cluster, load_cluster
 from harness.errors import HarnessError
 from harness.rates import wilson
 from harness.run_files import read_lines
+from kafka_chaos import not_back
 from kafka_chaos.options import build_spec
 from kafka_chaos.run import run_test
 from kafka_chaos.scenarios import SCENARIOS
 
 FLUSH = {"default": {}, "every": {"log.flush.interval.messages": "1"}}
-TARGETS = ("minority", "all")
+TARGETS = ("minority", "all", "isr")
 FAULTS = ("power-loss", "kill")
 CLUSTER = "kc-bench-power"
+BACK_WAIT_S = 90.0  # a broker restart takes 5 to 7 s here; a loaded machine, more
+NOT_BACK = "cluster did not come back"
 
 
 @dataclass(frozen=True)
@@ -103,6 +113,39 @@ def run_figures(run_dir: Path, time_limit_s: float) -> dict[str, Any]:
     }
 
 
+def one_run(layer: dict[str, Any], store: Path, time_limit_s: float, name: str) -> dict[str, Any]:
+    """One run's figures; a cluster that did not come back is marked, kept as evidence,
+    and taken down so the next run brings up a fresh one."""
+    try:
+        outcome = run_test(build_spec(layer), store=store)
+        figures = run_figures(outcome.run_dir.path, time_limit_s)
+    except HarnessError as e:
+        figures = {"verdict": f"harness error: {e}", "run_dir": str(newest_run(store, layer))}
+    if not cluster_exists(name):
+        return figures
+    cluster = load_cluster(name)
+    try:
+        missing = not_back.unregistered(cluster, BACK_WAIT_S)
+        if missing:
+            dest = Path(figures["run_dir"]) / "not-back"
+            try:
+                kept: dict[str, Any] = not_back.save_evidence(cluster, missing, dest)
+            except OSError as e:  # the verdict stands without its evidence; say so
+                kept = {"error": f"saving evidence: {e}"}
+            figures.update(not_back=missing, evidence=str(dest), kept=kept)
+    finally:
+        cluster.close()
+    if missing:
+        destroy_cluster(name)
+    return figures
+
+
+def newest_run(store: Path, layer: dict[str, Any]) -> Path:
+    """The run directory a failed ``run_test`` left (it always leaves one)."""
+    runs = sorted(p for p in (store / layer["name"]).glob("*T*Z") if p.is_dir())
+    return runs[-1] if runs else store
+
+
 def t_interval(xs: list[float]) -> tuple[float, float, float]:
     """Mean and its 95 % t-interval (the mean twice when there is one value)."""
     mean = statistics.fmean(xs)
@@ -112,16 +155,23 @@ def t_interval(xs: list[float]) -> tuple[float, float, float]:
     return mean, mean - half, mean + half
 
 
+def came_back(run: dict[str, Any]) -> bool:
+    """False for a run after which a broker never registered, or that one kept from starting."""
+    return not run.get("not_back") and "brokers not registered" not in str(run.get("verdict"))
+
+
 def cell_row(cell: Cell, runs: list[dict[str, Any]]) -> str:
-    done = [r for r in runs if isinstance(r.get("lost"), int) and r.get("acked")]
+    gone = sum(1 for r in runs if not came_back(r))
+    done = [r for r in runs if came_back(r) and isinstance(r.get("lost"), int) and r.get("acked")]
+    head = f"| {cell.flush} | {cell.rf} | {cell.targets} | {cell.fault} | {len(runs)} | {gone} "
     if not done:
-        return f"| {cell.flush} | {cell.rf} | {cell.targets} | {cell.fault} | 0 | — | — | — |"
+        return head + "| 0 | — | — | — |"
     hits = sum(1 for r in done if r["lost"] > 0)
     lo, hi = wilson(hits, len(done))
     share, s_lo, s_hi = t_interval([r["lost"] / r["acked"] for r in done])
     rate, r_lo, r_hi = t_interval([r["acked_per_s"] for r in done])
     return (
-        f"| {cell.flush} | {cell.rf} | {cell.targets} | {cell.fault} | {len(done)} "
+        head + f"| {len(done)} "
         f"| {hits}/{len(done)} ({lo:.0%}–{hi:.0%}) "
         f"| {share:.1%} ({max(0.0, s_lo):.1%}–{min(1.0, s_hi):.1%}) "
         f"| {rate:.0f} ({max(0.0, r_lo):.0f}–{r_hi:.0f}) |"
@@ -153,7 +203,7 @@ def main() -> None:
     parser.add_argument("--time-limit", type=float, default=40.0)
     parser.add_argument("--flush", default="default,every", help="default,every")
     parser.add_argument("--rf", default="3", help="replication factors, e.g. 1,2,3")
-    parser.add_argument("--targets", default="minority,all", help="minority,all")
+    parser.add_argument("--targets", default="minority,all", help="minority,all,isr")
     parser.add_argument("--faults", default="power-loss", help="power-loss,kill")
     parser.add_argument("--cluster-name", default=CLUSTER)
     parser.add_argument("--store", type=Path, default=Path("store-bench"))
@@ -194,12 +244,8 @@ def main() -> None:
             order = cells if r % 2 == 0 else list(reversed(cells))
             for cell in order:
                 layer = cell_layer(cell, args.time_limit, 5000 + r, args.cluster_name)
-                try:
-                    with held(args.lock):
-                        outcome = run_test(build_spec(layer), store=args.store)
-                    figures = run_figures(outcome.run_dir.path, args.time_limit)
-                except HarnessError as e:
-                    figures = {"verdict": f"harness error: {e}"}
+                with held(args.lock):
+                    figures = one_run(layer, args.store, args.time_limit, args.cluster_name)
                 per_cell[cell].append(figures)
                 print(f"round {r + 1} {cell.name}: {json.dumps(figures)}", flush=True)
     finally:
@@ -212,10 +258,11 @@ def main() -> None:
 
 def print_table(per_cell: dict[Cell, list[dict[str, Any]]]) -> None:
     print(
-        "| flush | RF | targets | fault | runs | runs losing acked values (95% Wilson) "
+        f"| flush | RF | targets | fault | runs | {NOT_BACK} | runs counted "
+        "| runs losing acked values (95% Wilson) "
         "| acked values lost, mean (95% t) | acked msg/s, mean (95% t) |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for cell, runs in per_cell.items():
         print(cell_row(cell, runs))
 
