@@ -102,6 +102,13 @@ def mount(rec: dict[str, str], binary: Path) -> int:
 
 
 def _start(rec: dict[str, str], binary: Path) -> subprocess.Popen[bytes]:
+    # lazyfs's main() drops --config-path when it contains "-o" in any case
+    # (strcasestr) and then aborts on config/default.toml: say why, up front
+    if "-o" in rec["config"].lower():
+        raise HarnessError(
+            f"{rec['config']}: lazyfs ignores a config path with '-o' in it "
+            "(lazyfs/src/main.cpp); put the cluster in a directory without '-o'"
+        )
     for key in ("mount", "backing"):
         Path(rec[key]).mkdir(parents=True, exist_ok=True)
     for key in ("config", "fifo", "log"):

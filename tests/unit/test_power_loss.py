@@ -15,7 +15,7 @@ import pytest
 
 from harness import lazyfs
 from harness.cluster import Cluster
-from harness.errors import ConfigError
+from harness.errors import ConfigError, HarnessError
 from harness.node import Node, SSHTarget
 from harness.spec import NemesisSpec
 from kafka_chaos.options import build_spec
@@ -86,6 +86,14 @@ def test_config_names_the_fifo_and_keeps_unsynced_writes_in_cache(tmp_path: Path
     assert f'fifo_path="{tmp_path}/n1/run/lazyfs.fifo"' in text
     assert "apply_eviction=false" in text
     assert rec["mount"] == f"{tmp_path}/n1/data/kafka"
+
+
+def test_a_config_path_with_dash_o_is_refused_before_lazyfs_starts(tmp_path: Path) -> None:
+    """lazyfs's main() ignores a --config-path holding "-o" (any case) and aborts."""
+    rec = lazyfs.record(str(tmp_path / "kc-Ops" / "n1"))
+    with pytest.raises(HarnessError, match=r"lazyfs ignores a config path with '-o' in it"):
+        lazyfs.mount(rec, Path("/no/such/lazyfs"))
+    assert not Path(rec["mount"]).exists()  # refused before anything was made
 
 
 def _clear(rec: dict[str, str], timeout_s: float) -> int:
