@@ -92,13 +92,14 @@ def test_without_samples_every_broker_fault_may_have_moved_leadership() -> None:
     assert found[0].why == "pause of n2 at 4.0 s (leadership of this partition was not recorded)"
 
 
-def _evidence_shape(same_member: bool, kill: bool) -> tuple[ShareBuilder, dict]:
+def _evidence_shape(same_member: bool, kill: bool, hid: int = 0) -> tuple[ShareBuilder, dict]:
     """The shape of evidence/share-*-after-leader-kill-4.4.0: member p gets a record
-    with count 1 and crashes (or its ack fails), the record's leader n2 is killed,
-    the samples show n3 leading 9 s later, and a member gets the record again with
-    count 1 and accepts it."""
+    with count 1 and crashes (or its ack fails), the record's leader (node 2 of history
+    ``hid``'s own) is killed, the samples show node 3 leading 9 s later, and a member
+    gets the record again with count 1 and accepts it."""
     b = ShareBuilder(step_ms=5)
-    h = ShareHistory(b, Namespace(0), random.Random(0), limit=5)
+    h = ShareHistory(b, Namespace(hid), random.Random(0), limit=5)
+    killed_node = f"n{h.ns.node(2)}"
     p, q = h.member(), h.member()
     b.advance(20)
     r = h.send(1)
@@ -110,82 +111,125 @@ def _evidence_shape(same_member: bool, kill: bool) -> tuple[ShareBuilder, dict]:
     b.advance(2.5)
     killed_at = b.time_ns
     if kill:
-        b.fault("kill", 0, "start", ["n2"])
+        b.fault("kill", 0, "start", [killed_node])
     b.advance(12)  # with what follows, past the first hold's 15 s lock: no re-presentation
     if kill:
-        b.fault("kill", 0, "end", ["n2"])
+        b.fault("kill", 0, "end", [killed_node])
     moved_at = b.time_ns + 1.5 * S
     b.advance(3.5)
     h.deliver(p if same_member else q, [(r, 1)])
     h.ack(p if same_member else q, [(r, "accept")])
     b.advance(20)
     final_drain(h)
-    b.op(h.ns.process(999), "ok", "share-drain", DRAINED)
+    b.op(h.ns.process(999), "ok", "share-drain", {**DRAINED, "group": h.ns.group})
     end = b.time_ns + 3 * S
     for t in range(0, end, S):
-        leader = 3 if kill and t >= moved_at else 2
+        leader = h.ns.node(3 if kill and t >= moved_at else 2)
         b.samples.append({"time": t, "controller": 1, "error": None, "partitions": [
-            {"topic": "t0", "partition": r["partition"], "leader": leader}]})  # fmt: skip
-    return b, {"killed_at": killed_at, "partition": r["partition"]}
+            {"topic": r["topic"], "partition": r["partition"], "leader": leader}]})  # fmt: skip
+    return b, {"killed_at": killed_at, "partition": r["partition"], "node": killed_node}
 
 
-def _judge(spark, tmp_path: Path, b: ShareBuilder, samples: bool) -> tuple[dict, dict]:
-    """(Spark's {check: examples}, the twin's), the samples beside the history or not."""
-    path = write_histories(tmp_path / "history.jsonl", [b.ops])
-    state = tmp_path / "cluster-state.jsonl"
-    state.unlink(missing_ok=True)
+def _old_holders_ack(hid: int) -> ShareBuilder:
+    """A new leader accepts acks only from the record's holder and fences the old
+    leader's writes, so p's release committing after q got the record breaks the lock
+    whatever the leader did."""
+    b = ShareBuilder(step_ms=5)
+    h = ShareHistory(b, Namespace(hid), random.Random(0), limit=5)
+    p, q = h.member(), h.member()
+    b.advance(5)
+    r = h.send(1)
+    h.deliver(p, [(r, 1)])
+    b.fault("kill", 0, "start", [f"n{h.ns.node(2)}"])
+    b.advance(4)
+    b.fault("kill", 0, "end", [f"n{h.ns.node(2)}"])
+    h.deliver(q, [(r, 2)])
+    h.ack(p, [(r, "release")])
+    h.ack(q, [(r, "accept")])
+    final_drain(h)
+    b.op(h.ns.process(999), "ok", "share-drain", {**DRAINED, "group": h.ns.group})
+    return b
+
+
+def _judge(spark, tmp_path: Path, builders: list[ShareBuilder], samples: bool) -> list[tuple]:
+    """Each history's (Spark's {check: examples}, the twin's), the samples beside the
+    histories or not: all of them in one Spark job (history n is namespace n's, with
+    brokers of its own), as the property tests judge theirs, instead of a job each."""
+    path = write_histories(tmp_path / "history.jsonl", [b.ops for b in builders])
     if samples:
-        state.write_text("".join(json.dumps(s) + "\n" for s in b.samples))
+        (tmp_path / "cluster-state.jsonl").write_text(
+            "".join(json.dumps(s) + "\n" for b in builders for s in b.samples)
+        )
     judged, *_ = judge_share(spark, path, examples=None)
-    twin = reference(share_events(b.ops), b.samples if samples else None).anomalies
-    return {k: v[1] for k, v in judged.items() if v[0]}, {k: v for k, v in twin.items() if v}
+    spark_found: list[dict] = [{} for _ in builders]
+    for check, (count, examples) in judged.items():
+        assert count == len(examples)
+        for ex in examples:
+            spark_found[int(ex["group"][1:])].setdefault(check, []).append(ex)
+    twins = [reference(share_events(b.ops), b.samples if samples else None).anomalies
+             for b in builders]  # fmt: skip
+    return [
+        (found, {k: v for k, v in twin.items() if v})
+        for found, twin in zip(spark_found, twins, strict=True)
+    ]
+
+
+# The hand-made histories, by name, in the order of their namespaces: the sampled ones
+# judged in one Spark job, the bare ones (fault lines alone) in another.
+SAMPLED = [("evidence", False), ("evidence", True), ("one-tenure", False), ("one-tenure", True)]
+BARE = [("evidence", False), ("evidence", True), ("old-holder", None)]
+
+
+def _built(cases: list[tuple]) -> list[tuple[ShareBuilder, dict]]:
+    out = []
+    for hid, (name, same_member) in enumerate(cases):
+        if name == "old-holder":
+            out.append((_old_holders_ack(hid), {}))
+        else:
+            out.append(_evidence_shape(same_member, kill=name == "evidence", hid=hid))
+    return out
+
+
+@pytest.fixture(scope="module")
+def judged(spark, tmp_path_factory) -> dict[tuple, dict]:
+    """{(samples?, name, same_member): (Spark's findings, the twin's, the case's facts)}."""
+    out = {}
+    for samples, cases in ((True, SAMPLED), (False, BARE)):
+        built = _built(cases)
+        found = _judge(spark, tmp_path_factory.mktemp("tenures"), [b for b, _ in built], samples)
+        for case, (_, facts), (spark_found, twin_found) in zip(cases, built, found, strict=True):
+            out[(samples, *case)] = (spark_found, twin_found, facts)
+    return out
 
 
 @pytest.mark.parametrize("same_member", [False, True])
-def test_the_evidence_shapes_are_allowed_after_the_leader_kill(spark, tmp_path, same_member):
-    b, at = _evidence_shape(same_member, kill=True)
-    spark_found, twin_found = _judge(spark, tmp_path, b, samples=True)
+def test_the_evidence_shapes_are_allowed_after_the_leader_kill(judged, same_member):
+    spark_found, twin_found, at = judged[(True, "evidence", same_member)]
     assert set(spark_found) == set(twin_found) == {LEADER_CHANGE}
     [ex] = spark_found[LEADER_CHANGE]
     who = "same member" if same_member else "another member"
     assert ex["how"] == twin_found[LEADER_CHANGE][0]["how"] == f"same delivery count, {who}"
-    killed = f"n2, its leader, was killed at {at['killed_at'] / S:.1f} s"
+    killed = f"{at['node']}, its leader, was killed at {at['killed_at'] / S:.1f} s"
     assert ex["change"] == twin_found[LEADER_CHANGE][0]["change"] == killed
     # a bare history: the kill line alone, and the finding says leadership was not recorded
-    spark_found, twin_found = _judge(spark, tmp_path, b, samples=False)
+    spark_found, twin_found, at = judged[(False, "evidence", same_member)]
     [ex] = spark_found[LEADER_CHANGE]
     assert ex["change"] == twin_found[LEADER_CHANGE][0]["change"]
-    assert ex["change"].startswith("kill of n2 at ") and ex["change"].endswith("not recorded)")
+    assert ex["change"].startswith(f"kill of {at['node']} at ")
+    assert ex["change"].endswith("not recorded)")
 
 
 @pytest.mark.parametrize("same_member", [False, True])
-def test_the_same_shapes_within_one_tenure_are_errors(spark, tmp_path, same_member):
-    b, _ = _evidence_shape(same_member, kill=False)
-    spark_found, twin_found = _judge(spark, tmp_path, b, samples=True)
+def test_the_same_shapes_within_one_tenure_are_errors(judged, same_member):
+    spark_found, twin_found, _ = judged[(True, "one-tenure", same_member)]
     check = "share-delivery-count-stalled" if same_member else "share-double-acquire"
     assert set(spark_found) == set(twin_found) == {check}
 
 
 def test_an_old_holders_ack_applied_after_a_new_leader_redelivered_is_still_an_error(
-    spark, tmp_path
+    judged,
 ) -> None:
-    """A new leader accepts acks only from the record's holder and fences the old
-    leader's writes, so p's release committing after q got the record breaks the lock
-    whatever the leader did."""
-    b = ShareBuilder(step_ms=5)
-    h = ShareHistory(b, Namespace(0), random.Random(0), limit=5)
-    p, q = h.member(), h.member()
-    b.advance(5)
-    r = h.send(1)
-    h.deliver(p, [(r, 1)])
-    b.fault("kill", 0, "start", ["n2"])
-    b.advance(4)
-    b.fault("kill", 0, "end", ["n2"])
-    h.deliver(q, [(r, 2)])
-    h.ack(p, [(r, "release")])
-    h.ack(q, [(r, "accept")])
-    final_drain(h)
-    b.op(h.ns.process(999), "ok", "share-drain", DRAINED)
-    spark_found, twin_found = _judge(spark, tmp_path, b, samples=False)
+    """(_old_holders_ack says why.)"""
+    spark_found, twin_found, _ = judged[(False, "old-holder", None)]
     assert set(spark_found) == set(twin_found) == {"share-double-acquire"}
     assert spark_found["share-double-acquire"][0]["how"] == "ack applied after redelivery"
