@@ -18,6 +18,7 @@ import os
 import random
 from typing import Any
 
+import pytest
 from hypothesis import given, seed, settings
 from hypothesis import strategies as st
 
@@ -105,19 +106,50 @@ def test_reference_statistics_are_consistent(history_seed: int) -> None:
     HISTORIES.append(ops)
 
 
-def test_spark_statistics_equal_the_reference(spark, tmp_path, record_property) -> None:
+def crowded_lags() -> list[dict[str, Any]]:
+    """Lags the generator never makes: reads before their ack (negative), at the
+    same moment (zero), and many distinct or equal lags inside one fine bucket,
+    where the percentiles must be counted lag by lag."""
+    b = HistoryBuilder(step_ms=0)
+    b.invoke_send(1, 0)
+    b.poll(10, [("t", 0, 0, 0)])  # read before its ack: a negative lag
+    b.advance(0.003)
+    b.complete_send(1, 0, partition=0, offset=0)
+    b.send(1, 1, partition=0, offset=1)
+    b.poll(10, [("t", 0, 1, 1)])  # zero lag
+    offset = 2
+    for extra_ns in [0, 1, 2, 2, 3, 5, 8, 8, 8, 13] * 3:  # one fine bucket of 1 s lags
+        b.send(1, offset, partition=0, offset=offset)
+        b.advance(1 + extra_ns / 1e9)
+        b.poll(10, [("t", 0, offset, offset)])
+        offset += 1
+    return b.ops
+
+
+@pytest.fixture(scope="module")
+def judged(spark, tmp_path_factory) -> tuple[list[list[dict[str, Any]]], dict[int, dict]]:
+    """The generated histories (those the property test collected), then
+    ``crowded_lags()`` last, judged in one Spark run: (the histories, results by id).
+    One job instead of one for each test: Spark's fixed cost per job is most of a
+    small check's time."""
     from checkers.api import analyse
     from checkers.load import load_history
 
     histories = HISTORIES or [generate(random.Random(SEED + i)) for i in range(EXAMPLES)]
+    path = write_histories(tmp_path_factory.mktemp("stats") / "many.jsonl",
+                           [*histories, crowded_lags()])  # fmt: skip
+    config = {"checker": {"availability_min_rate": THRESHOLD}}
+    return histories, analyse(spark, load_history(spark, path), config, examples=None)
+
+
+def test_spark_statistics_equal_the_reference(judged, record_property) -> None:
+    histories, results = judged
+    results = {hid: results[hid] for hid in range(len(histories))}  # the generated ones
     record_property(
         "logged",
         f"seed={SEED} (CHECKER_PROPERTY_SEED); histories judged in one Spark run: "
         f"{len(histories)} (STATISTICS_PROPERTY_EXAMPLES={EXAMPLES})",
     )
-    path = write_histories(tmp_path / "many.jsonl", histories)
-    config = {"checker": {"availability_min_rate": THRESHOLD}}
-    results = analyse(spark, load_history(spark, path), config, examples=None)
     mismatches = []
     for hid, ops in enumerate(histories):
         if not ops:
@@ -150,28 +182,11 @@ def test_spark_statistics_equal_the_reference(spark, tmp_path, record_property) 
     assert edge and not any(f["off_plan"] for f in edge), "no fault exactly at the tolerance"
 
 
-def test_lag_percentiles_are_exact_for_negative_zero_and_crowded_lags(spark, tmp_path) -> None:
-    """Lags the generator never makes: reads before their ack (negative), at the
-    same moment (zero), and many distinct or equal lags inside one fine bucket,
-    where the percentiles must be counted lag by lag."""
-    from checkers.api import analyse
-    from checkers.load import load_history
-
-    b = HistoryBuilder(step_ms=0)
-    b.invoke_send(1, 0)
-    b.poll(10, [("t", 0, 0, 0)])  # read before its ack: a negative lag
-    b.advance(0.003)
-    b.complete_send(1, 0, partition=0, offset=0)
-    b.send(1, 1, partition=0, offset=1)
-    b.poll(10, [("t", 0, 1, 1)])  # zero lag
-    offset = 2
-    for extra_ns in [0, 1, 2, 2, 3, 5, 8, 8, 8, 13] * 3:  # one fine bucket of 1 s lags
-        b.send(1, offset, partition=0, offset=offset)
-        b.advance(1 + extra_ns / 1e9)
-        b.poll(10, [("t", 0, offset, offset)])
-        offset += 1
-    path = b.write(tmp_path / "lags.jsonl")
-    got = analyse(spark, load_history(spark, path), {}, examples=None)[0]["stats"]
-    want = reference_stats.realtime_lag(b.ops)
+def test_lag_percentiles_are_exact_for_negative_zero_and_crowded_lags(judged) -> None:
+    """(crowded_lags says which lags.)"""
+    histories, results = judged
+    got = results[len(histories)]["stats"]
+    ops = crowded_lags()
+    want = reference_stats.realtime_lag(ops)
     assert got["realtime_lag"] == want
     assert want["count"] == 32 and want["p50_ms"] == 1_000_000_003 / 1e6  # rank 16 of 32
