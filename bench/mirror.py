@@ -32,10 +32,11 @@ from pathlib import Path
 from harness import admin, kafka_db, mirror_pair
 from harness import mirror_maker as mm
 from harness.backends import destroy_cluster, load_cluster
-from harness.spec import ClusterSpec, MirrorSpec, TestSpec, TopicSpec
+from harness.spec import ClusterSpec, TestSpec, TopicSpec
 from kafka_chaos.options import build_spec
 from kafka_chaos.run import ensure_cluster, run_test
 from kafka_chaos.scenarios import SCENARIOS, scenario_layer
+from workloads import mirror_spec
 
 MIRROR_SCENARIOS = tuple(name for name in SCENARIOS if name.startswith("mirror-"))
 CLUSTER = "bench-mirror"
@@ -102,13 +103,14 @@ def throughput(n: int) -> None:
     """Source and mirror rates, side by side, for one burst of ``n`` messages."""
     from confluent_kafka import Producer
 
-    spec = TestSpec(cluster=ClusterSpec(name=CLUSTER), mirror=MirrorSpec(enabled=True))
+    mirror = mirror_spec.MirrorSpec(enabled=True)
+    spec = TestSpec(cluster=ClusterSpec(name=CLUSTER), sections={mirror_spec.NAME: mirror})
     dc1 = ensure_cluster(spec)
-    pair = mirror_pair.ensure(dc1, spec)
+    pair = mirror_pair.ensure(dc1, spec.cluster, mirror_spec.of(spec).dc2_nodes)
     topic = TopicSpec(name=f"mirror-bench-{uuid.uuid4().hex[:6]}", partitions=13)
     try:
         admin.create_topic(dc1.bootstrap_servers(), topic, timeout_s=60)
-        mm.configure(pair.mm_node, spec.mirror, pair.endpoints, topic.name, "none",
+        mm.configure(pair.mm_node, mirror_spec.of(spec), pair.endpoints, topic.name, "none",
                      spec.cluster.kafka_version)  # fmt: skip
         mm.stop(pair.mm_node)
         mm.start(pair.mm_node)

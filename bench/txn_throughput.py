@@ -41,6 +41,7 @@ from harness.cluster import Cluster, cluster_dir
 from harness.distribution import load_cached
 from harness.history import HistoryWriter
 from harness.spec import NEWEST_KAFKA, TestSpec
+from workloads import txn_spec
 from workloads.queue import QueueWorkload
 from workloads.txn import TxnWorkload
 from workloads.txn_client import output_topic
@@ -224,10 +225,10 @@ def _spec(version: str, topic: str, processes: int, client: str) -> TestSpec:
     spec = TestSpec(name="bench-txn-throughput", seed=1, workload="txn")
     spec.cluster.kafka_version = version
     spec.topic.name = topic
-    spec.txn.mode = "ctp"
-    spec.txn.processes = processes
-    spec.txn.rate = 0.0  # unpaced
-    spec.txn.abort_probability = 0.0
+    txn_spec.of(spec).mode = "ctp"
+    txn_spec.of(spec).processes = processes
+    txn_spec.of(spec).rate = 0.0  # unpaced
+    txn_spec.of(spec).abort_probability = 0.0
     spec.producer.rate = 1.0  # the workload's own input producers only trickle
     spec.producer.workers = 1
     spec.producer.client = spec.consumer.client = client

@@ -28,13 +28,14 @@ from checkers.share_checks import SHARE
 from checkers.spec_view import CheckedSpec
 from checkers.txn_checks import TXN
 from harness.generated_docs import write_or_check
+from harness.named import Named
 from workloads import registry as workloads
 
 # results.json lists checks in this order: family by family, each family's own.
 BUILTIN: tuple[Family, ...] = (QUEUE, TXN, CYCLES, SHARE, MIRROR, AVAILABILITY_FAMILY)
 
 _families: dict[str, Family] = {f.name: f for f in BUILTIN}
-_added: dict[str, Check] = {}
+_added: Named[Check] = Named("check")
 
 
 def add(check: Check) -> Check:
@@ -44,17 +45,16 @@ def add(check: Check) -> Check:
     """
     if check.family not in _every_family():
         raise ValueError(f"check {check.name!r}: no family {check.family!r}")
-    if find(check.name) is not None:
+    if find(check.name) is not None:  # a family's own, which ``_added`` does not hold
         raise ValueError(f"check {check.name!r} exists already")
     if check.frames is None:
         raise ValueError(f"check {check.name!r}: an added check needs frames of its own")
-    _added[check.name] = check
-    return check
+    return _added.add(check.name, check)
 
 
 def remove(name: str) -> None:
     """Remove a check added with ``add`` (a test's, when the test is done)."""
-    del _added[name]
+    _added.remove(name)
 
 
 def _every_family() -> dict[str, Family]:

@@ -40,6 +40,7 @@ from checkers.check import Basis, Check, Context, Findings, always
 from checkers.collect import Found, collect_anomalies
 from checkers.spec_view import CheckedSpec
 from checkers.tables import anomaly
+from workloads import mirror_spec
 
 NS = 1e9
 LINE = "index long, time long, process string, type string, f string, value string"
@@ -351,7 +352,7 @@ def judge_mirror(
 
 
 def _eos(spec: CheckedSpec) -> bool:
-    return bool(spec.spec.mirror.exactly_once)
+    return bool(mirror_spec.of(spec.spec).exactly_once)
 
 
 MIRROR_LOST = Check(

@@ -13,6 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.spec import TestSpec
+from workloads import registry, txn_spec
+
+# The workloads' own sections of a config (``txn``, ``mirror``) load once their
+# declarations are read: ``registry`` declares them when imported.
+_DECLARED = registry
 
 
 @dataclass(frozen=True)
@@ -43,12 +48,12 @@ class CheckedSpec:
     @property
     def ctp(self) -> bool:
         """The transactional workload's consume-transform-produce mode."""
-        return self.spec.txn.mode == "ctp"
+        return txn_spec.of(self.spec).mode == "ctp"
 
     @property
     def read_committed(self) -> bool:
         """Whether the workload's consumers promised committed data only."""
-        return self.spec.txn.isolation_level == "read_committed"
+        return txn_spec.of(self.spec).isolation_level == "read_committed"
 
     @property
     def idempotent(self) -> bool:

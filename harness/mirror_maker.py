@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Protocol
 
 from harness import distribution, kafka_db
 from harness import kafka_config as kc
@@ -19,7 +20,6 @@ from harness.cluster import BROKER_PORT
 from harness.errors import ConfigError
 from harness.kafka_db import Service
 from harness.node import Node
-from harness.spec import MirrorSpec
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +37,19 @@ OFFSETS_TOPIC = f"mm2-offsets.{SOURCE}.internal"  # on dc2: how far each source 
 def remote_topic(topic: str, policy: str) -> str:
     """The name dc2's copy of dc1's ``topic`` has under ``policy``."""
     return topic if policy == "identity" else f"{SOURCE}.{topic}"
+
+
+class MirrorSpec(Protocol):
+    """What MirrorMaker's setup reads of the mirror workload's settings
+    (``workloads.mirror_spec.MirrorSpec``, declared by the workload above)."""
+
+    dc2_nodes: int
+    exactly_once: bool
+    replication_policy: str
+    sync_interval_s: float
+    offset_lag_max: int
+    tasks: int
+    heap_mb: int
 
 
 def validate(spec: MirrorSpec) -> None:

@@ -21,7 +21,7 @@ from harness.cluster import Cluster
 from harness.errors import HarnessError
 from harness.mirror_maker import Endpoints
 from harness.node import Node
-from harness.spec import ClusterSpec, TestSpec
+from harness.spec import ClusterSpec
 
 log = logging.getLogger(__name__)
 
@@ -50,14 +50,12 @@ class MirrorPair:
         self.mm.close()
 
 
-def dc2_spec(spec: TestSpec) -> ClusterSpec:
-    return dataclasses.replace(
-        spec.cluster, name=dc2_name(spec.cluster.name), nodes=spec.mirror.dc2_nodes
-    )
+def dc2_spec(dc1: ClusterSpec, dc2_nodes: int) -> ClusterSpec:
+    return dataclasses.replace(dc1, name=dc2_name(dc1.name), nodes=dc2_nodes)
 
 
-def _mm_spec(spec: TestSpec) -> ClusterSpec:
-    return dataclasses.replace(spec.cluster, name=mm_name(spec.cluster.name), nodes=1)
+def _mm_spec(dc1: ClusterSpec) -> ClusterSpec:
+    return dataclasses.replace(dc1, name=mm_name(dc1.name), nodes=1)
 
 
 def _ensure(want: ClusterSpec, with_kafka: bool) -> Cluster:
@@ -80,9 +78,10 @@ def _ensure(want: ClusterSpec, with_kafka: bool) -> Cluster:
     return cluster
 
 
-def ensure(dc1: Cluster, spec: TestSpec) -> MirrorPair:
-    """dc2 with Kafka up, the MirrorMaker node, and the links between them."""
-    dc2 = _ensure(dc2_spec(spec), with_kafka=True)
+def ensure(dc1: Cluster, spec: ClusterSpec, dc2_nodes: int) -> MirrorPair:
+    """dc2 (``dc2_nodes`` brokers, otherwise as ``spec``, dc1's) with Kafka up, the
+    MirrorMaker node, and the links between them."""
+    dc2 = _ensure(dc2_spec(spec, dc2_nodes), with_kafka=True)
     mm = _ensure(_mm_spec(spec), with_kafka=False)
     if mm.backend == "local":
         from harness.backends import local

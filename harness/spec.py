@@ -101,63 +101,12 @@ class ConsumerSpec:
 
 
 @dataclass
-class TxnSpec:
-    """The transactional workload (``--workload txn``); Jepsen's defaults where it has them."""
-
-    processes: int = 4  # each owns one transactional producer and one consumer
-    max_ops: int = 4  # micro-ops per transaction: 1..max_ops sends and polls
-    mode: str = "mixed"  # mixed: sends and polls on one topic | ctp: consume-transform-produce
-    abort_probability: float = 0.1  # a transaction the client aborts on purpose
-    isolation_level: str = "read_committed"  # read_committed | read_uncommitted
-    rewind: bool = True  # seek back after an aborted/unknown txn (KAFKA-17582); off to measure
-    transaction_timeout_ms: int = 10000
-    rate: float = 20.0  # txns/s, all processes (~100 ms commits on 2 cores: ~30/s at most)
-    client_timeout_s: float = 10.0  # bound on each init/begin/commit/abort call
-    # A client pause (a GC pause, a descheduled container): before commit the
-    # process stalls this long, with this probability.  Longer than
-    # transaction_timeout_ms, the coordinator aborts the transaction under it.
-    stall_probability: float = 0.0
-    stall_s: float = 0.0
-
-
-@dataclass
 class NemesisSpec:
     faults: list[str] = field(default_factory=lambda: ["kill", "partition"])
     interval_s: float = 10.0  # quiet time between faults
     duration_s: float = 8.0  # how long a fault lasts before it is healed
     targets: str = "random"  # random | leader | controller
     schedule: list[dict[str, Any]] | None = None  # explicit/replayed schedule overrides generation
-
-
-@dataclass
-class MirrorSpec:
-    """Disaster recovery: a second cluster, MirrorMaker 2 between them, a failover.
-
-    Off unless ``enabled``.  The run's cluster is ``dc1``; ``dc2`` is a cluster
-    of ``dc2_nodes`` named ``<cluster>-dc2`` and MirrorMaker 2 runs on a node
-    of its own, ``<cluster>-mm`` (docs/mirror.md).  ``failover_at_s``: when the
-    producers and the group move to dc2 (None: they never do).
-    """
-
-    enabled: bool = False
-    dc2_nodes: int = 1
-    exactly_once: bool = False  # KIP-656: dc2.exactly.once.source.support=enabled
-    # identity: dc2's copy keeps the name (what a failover writes to);
-    # default: dc2's copy is ``dc1.<topic>`` and the failed-over group reads both.
-    replication_policy: str = "identity"
-    sync_interval_s: float = 5.0  # checkpoints, group offset and topic refresh intervals
-    offset_lag_max: int = 100  # MirrorMaker's default: an offset sync at most every 100 records
-    tasks: int = 2
-    heap_mb: int = 384
-    failover_at_s: float | None = None
-    # After the heal: how long MirrorMaker may take to copy what dc1 holds.
-    catch_up_timeout_s: float = 90.0
-    # MirrorMaker faults (mirror-kill, mirror-pause), scheduled like dc1's own;
-    # they share the nemesis's interval and duration.
-    faults: list[str] = field(default_factory=list)
-    # Faults inside dc2 (kill, pause, ...: any broker fault), on dc2's own
-    # schedule, again with the nemesis's interval and duration.
-    dc2_faults: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -243,9 +192,7 @@ class TestSpec:
     topic: TopicSpec = field(default_factory=TopicSpec)
     producer: ProducerSpec = field(default_factory=ProducerSpec)
     consumer: ConsumerSpec = field(default_factory=ConsumerSpec)
-    txn: TxnSpec = field(default_factory=TxnSpec)
     nemesis: NemesisSpec = field(default_factory=NemesisSpec)
-    mirror: MirrorSpec = field(default_factory=MirrorSpec)
     checker: CheckerSpec = field(default_factory=CheckerSpec)
     debug: DebugSpec = field(default_factory=DebugSpec)
     # Kafka's Java client only: this kafka-clients jar instead of the released one
@@ -256,6 +203,11 @@ class TestSpec:
     # The sections workloads declare (harness/spec_sections.py), by name; each is
     # written at the top level of config.json, and only when set.
     sections: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for declared in spec_sections.every():
+            if declared.always and declared.name not in self.sections:
+                self.sections[declared.name] = declared.type()
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

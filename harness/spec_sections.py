@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from harness.named import Named
+
 
 @dataclass(frozen=True)
 class Section:
@@ -26,22 +28,30 @@ class Section:
     name: str
     type: type
     validate: Callable[[Any], None] | None = None
+    # Written to config.json with its defaults even when a run sets none: the
+    # sections every config.json has held since before workloads declared them
+    # (``txn``, ``mirror``), so old and new run directories read alike.
+    always: bool = False
+    # Keys of this section that list fault kinds: ``kafka_chaos.options``
+    # checks each name against the nemeses' registry.
+    fault_lists: tuple[str, ...] = ()
 
 
-_added: dict[str, Section] = {}
+_added: Named[Section] = Named("spec section")
 
 
 def add(section: Section) -> Section:
-    if section.name in _added:
-        raise ValueError(f"spec section {section.name!r} exists already")
-    _added[section.name] = section
-    return section
+    return _added.add(section.name, section)
 
 
 def remove(name: str) -> None:
     """Remove a section ``add`` ed (a test's workload, when the test is done)."""
-    del _added[name]
+    _added.remove(name)
 
 
 def find(name: str) -> Section | None:
-    return _added.get(name)
+    return _added.find(name)
+
+
+def every() -> tuple[Section, ...]:
+    return _added.values()

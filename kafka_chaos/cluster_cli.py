@@ -126,11 +126,9 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 def _mirror_pair(cluster: Cluster, spec: ClusterSpec, dc2_nodes: int, console: Console) -> None:
     from harness import mirror_pair
-    from harness.spec import MirrorSpec, TestSpec
 
-    run_spec = TestSpec(cluster=spec, mirror=MirrorSpec(enabled=True, dc2_nodes=dc2_nodes))
     console.print(f"starting dc2 ({dc2_nodes} nodes) and the MirrorMaker node ...")
-    pair = mirror_pair.ensure(cluster, run_spec)
+    pair = mirror_pair.ensure(cluster, spec, dc2_nodes)
     try:
         console.print(f"dc2 bootstrap servers: {pair.dc2.bootstrap_servers()}")
         console.print(f"MirrorMaker node: {pair.mm.name} ({pair.mm_node.address})")

@@ -28,6 +28,7 @@ from harness.spec import TestSpec
 from harness.store import RunDir
 from kafka_chaos.guarded import guarded as _guarded
 from nemeses.runner import NemesisRunner
+from workloads import mirror_spec
 from workloads.cluster_history import ClusterHistory
 from workloads.mirror import DC2
 
@@ -41,14 +42,14 @@ def groups_pattern(spec: TestSpec) -> str:
 
 @contextlib.contextmanager
 def mirrored(cluster: Cluster, spec: TestSpec, run: RunDir) -> Iterator[MirrorPair | None]:
-    if not spec.mirror.enabled:
+    if not mirror_spec.of(spec).enabled:
         yield None
         return
-    pair = ensure(cluster, spec)
+    pair = ensure(cluster, spec.cluster, mirror_spec.of(spec).dc2_nodes)
     node = pair.mm_node
     try:
         dist = mm.configure(
-            node, spec.mirror, pair.endpoints, spec.topic.name, groups_pattern(spec),
+            node, mirror_spec.of(spec), pair.endpoints, spec.topic.name, groups_pattern(spec),
             spec.cluster.kafka_version,
         )  # fmt: skip
         _record_version(run, dist.tools_version or spec.cluster.kafka_version)
@@ -62,9 +63,8 @@ def mirrored(cluster: Cluster, spec: TestSpec, run: RunDir) -> Iterator[MirrorPa
             for n in c.nodes:
                 dest = run.file(store_mod.LOGS) / f"{c.name}-{n.name}"
                 _guarded(f"collect logs from {c.name} {n.name}", kafka_db.collect_logs, n, dest)
-        for topic in dict.fromkeys(
-            [spec.topic.name, mm.remote_topic(spec.topic.name, spec.mirror.replication_policy)]
-        ):
+        policy = mirror_spec.of(spec).replication_policy
+        for topic in dict.fromkeys([spec.topic.name, mm.remote_topic(spec.topic.name, policy)]):
             _guarded(f"delete dc2 topic {topic}", admin.delete_topic,
                      pair.dc2.bootstrap_servers(), topic, timeout_s=30)  # fmt: skip
         pair.close()
@@ -90,16 +90,16 @@ def mirror_nemeses(
     if pair is None:
         return []
     runners = []
-    if spec.mirror.faults:
+    if mirror_spec.of(spec).faults:
         runners.append(NemesisRunner(
-            pair.mm, _schedule_of(spec, spec.mirror.faults, 1), history, run_dir,
+            pair.mm, _schedule_of(spec, mirror_spec.of(spec).faults, 1), history, run_dir,
             schedule_file=MIRROR_SCHEDULE, first_id=MIRROR_FIRST_ID,
         ))  # fmt: skip
-    if spec.mirror.dc2_faults:
+    if mirror_spec.of(spec).dc2_faults:
         names = [n.name for n in pair.dc2.nodes]
         dc2_history = ClusterHistory(history, DC2, [spec.topic.name, *names])
         runners.append(NemesisRunner(
-            pair.dc2, _schedule_of(spec, spec.mirror.dc2_faults, 2), dc2_history, run_dir,
+            pair.dc2, _schedule_of(spec, mirror_spec.of(spec).dc2_faults, 2), dc2_history, run_dir,
             schedule_file=DC2_SCHEDULE, first_id=DC2_FIRST_ID,
         ))  # fmt: skip
     return runners
@@ -123,7 +123,7 @@ def _wait_mirroring(pair: MirrorPair, spec: TestSpec) -> None:
     on a loaded machine).  Bounded; a MirrorMaker not ready by then is
     logged and the run goes on, its history showing what it copied.
     """
-    remote = mm.remote_topic(spec.topic.name, spec.mirror.replication_policy)
+    remote = mm.remote_topic(spec.topic.name, mirror_spec.of(spec).replication_policy)
     bootstrap = pair.dc2.bootstrap_servers()
     started = time.monotonic()
     deadline = started + READY_TIMEOUT_S * pair.dc2.time_scale

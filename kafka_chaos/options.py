@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from checkers.remote import address
+from harness import spec_sections
 from harness.errors import ConfigError
 from harness.lazyfs import DISKS
 from harness.option import Option
@@ -458,11 +459,10 @@ def validate(spec: TestSpec) -> None:
     _validate_debug(spec)
     _validate_share(spec)
     _validate_group_protocol(spec)
-    _validate_mirror(spec)
+    _validate_fault_lists(spec)
     workloads.validate_section(spec)
 
 
-MIRROR_FAULTS = ("mirror-kill", "mirror-pause")
 JAVA_LEVELS = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR")
 _LOGGER_NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*(\.[A-Za-z_$][A-Za-z0-9_$]*)*")
 
@@ -506,25 +506,14 @@ def _validate_debug(spec: TestSpec) -> None:
         )
 
 
-def _validate_mirror(spec: TestSpec) -> None:
-    """MirrorMaker faults act on its node, dc2's on dc2's brokers: each list holds
-    only the kinds that can hit what it names."""
-    m = spec.mirror
-    wrong = [f for f in m.faults if f not in MIRROR_FAULTS]
-    if wrong:
-        raise ConfigError(
-            f"mirror.faults: {', '.join(wrong)} cannot hit the MirrorMaker node (known: "
-            f"{', '.join(MIRROR_FAULTS)}; faults inside dc1 go in nemesis.faults, inside "
-            "dc2 in mirror.dc2_faults)"
-        )
-    for f in m.dc2_faults:
-        registry.kind(f, "mirror.dc2_faults")
-        if f in MIRROR_FAULTS:
-            raise ConfigError(f"mirror.dc2_faults: {f} hits the MirrorMaker node (mirror.faults)")
-    if (m.faults or m.dc2_faults or m.failover_at_s is not None) and not m.enabled:
-        raise ConfigError(
-            "mirror.faults, mirror.dc2_faults and mirror.failover_at_s need mirror.enabled"
-        )
+def _validate_fault_lists(spec: TestSpec) -> None:
+    """Each fault a declared section lists (``Section.fault_lists``: a mirror run's
+    dc2 faults) is a kind the nemeses know."""
+    for section in spec_sections.every():
+        if section.name in spec.sections:
+            for key in section.fault_lists:
+                for f in getattr(spec.sections[section.name], key):
+                    registry.kind(f, f"{section.name}.{key}")
 
 
 def _validate_client(spec: TestSpec) -> None:

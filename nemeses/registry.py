@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.errors import ConfigError
+from harness.named import Named
 from nemeses import (
     blackhole,
     clock,
@@ -63,20 +64,17 @@ REFUSED: dict[str, str] = {
     "(see docs/disk-faults.md)",
 }
 
-_kinds: dict[str, FaultKind] = {}
+_kinds: Named[FaultKind] = Named("fault")
 
 
 def register(kind: FaultKind) -> FaultKind:
     """Add a kind; every generator, runner, sweep and model sees it from now on."""
-    if kind.name in _kinds:
-        raise ValueError(f"fault {kind.name!r} is registered already")
-    _kinds[kind.name] = kind
-    return kind
+    return _kinds.add(kind.name, kind)
 
 
 def unregister(name: str) -> None:
     """Remove a kind added with ``register`` (a test's, when the test is done)."""
-    del _kinds[name]
+    _kinds.remove(name)
 
 
 for _builtin in BUILTIN:
@@ -84,16 +82,16 @@ for _builtin in BUILTIN:
 
 
 def names() -> tuple[str, ...]:
-    return tuple(_kinds)
+    return _kinds.names()
 
 
 def find(name: str) -> FaultKind | None:
-    return _kinds.get(name)
+    return _kinds.find(name)
 
 
 def kind(name: str, where: str | None = None) -> FaultKind:
     """The kind called ``name``; a ConfigError (prefixed with ``where``) if there is none."""
-    found = _kinds.get(name)
+    found = _kinds.find(name)
     if found is None:
         prefix = f"{where}: " if where else ""
         if name in REFUSED:

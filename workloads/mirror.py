@@ -32,7 +32,7 @@ from harness.history import HistoryWriter
 from harness.kafka_names import group_name
 from harness.mirror_pair import dc2_name
 from harness.spec import TestSpec
-from workloads import mirror_sync
+from workloads import mirror_spec, mirror_sync
 from workloads.cluster_history import ClusterHistory, qualified
 from workloads.consumer import ConsumerWorker
 from workloads.drain import DrainResult, final_drain
@@ -86,7 +86,7 @@ class MirrorWorkload:
         self.dc2_bootstrap = dc2.bootstrap_servers()
         self.dc2_rf = min(3, len(dc2.nodes))
         dc2.close()
-        self.remote = mm.remote_topic(spec.topic.name, spec.mirror.replication_policy)
+        self.remote = mm.remote_topic(spec.topic.name, mirror_spec.of(spec).replication_policy)
         # dc2's topics: MirrorMaker's copy, and what producers write after a failover.
         self.dc2_topics = list(dict.fromkeys([self.remote, spec.topic.name]))
         self.groups = [group_name(spec, k) for k in range(spec.consumer.groups)]
@@ -102,9 +102,9 @@ class MirrorWorkload:
 
     @staticmethod
     def check_config(spec: TestSpec) -> None:
-        if not spec.mirror.enabled:
+        if not mirror_spec.of(spec).enabled:
             raise ConfigError("workload mirror needs mirror.enabled (a second cluster)")
-        mm.validate(spec.mirror)
+        mm.validate(mirror_spec.of(spec))
         c = spec.consumer
         if c.mode != "subscribe":
             raise ConfigError(
@@ -117,7 +117,7 @@ class MirrorWorkload:
     def start(self) -> None:
         self._t0 = time.monotonic()
         self.dc1.start()
-        if self.spec.mirror.failover_at_s is not None:
+        if mirror_spec.of(self.spec).failover_at_s is not None:
             self._failover.start()
 
     def stop(self, hurry: bool = False) -> MirrorSummary:
@@ -135,7 +135,7 @@ class MirrorWorkload:
         """dc1, then (once MirrorMaker has caught up, or given up on) dc2."""
         deadline = time.monotonic() + timeout_s
         first = self.dc1.final_drain(timeout_s)
-        self.wait_caught_up(self.spec.mirror.catch_up_timeout_s)
+        self.wait_caught_up(mirror_spec.of(self.spec).catch_up_timeout_s)
         results = [first]
         for topic in self._drained_dc2_topics():
             result = final_drain(
@@ -152,14 +152,14 @@ class MirrorWorkload:
     # -- the failover -------------------------------------------------------
 
     def _fail_over_on_time(self) -> None:
-        at = float(self.spec.mirror.failover_at_s or 0.0)
+        at = float(mirror_spec.of(self.spec).failover_at_s or 0.0)
         if self._stop.wait(max(0.0, self._t0 + at - time.monotonic())):
             return
         self.fail_over()
 
     def fail_over(self) -> None:
         """Move producers and the group to dc2, the group at its translated offsets."""
-        planned = float(self.spec.mirror.failover_at_s or 0.0)
+        planned = float(mirror_spec.of(self.spec).failover_at_s or 0.0)
         with self._lock:
             if self._stop.is_set() or self.dc2 is not None:
                 return

@@ -7,7 +7,7 @@ workload need to know of it (which checks judge it, which clients run it,
 which groups a coordinator fault means, what the run records for it) is its
 ``Declaration`` here, so that no package asks which workload a run used by
 name.  Adding a workload is adding a module with a class that keeps this
-protocol and one ``Declaration`` in ``_DECLARED``.  A subclass of
+protocol and one ``Declaration`` in ``_BUILTIN``.  A subclass of
 ``workloads.lifecycle.Lifecycle`` keeps the protocol for it: the module
 supplies only its clients and its summary.
 """
@@ -24,9 +24,11 @@ from harness import spec_sections
 from harness.errors import ConfigError
 from harness.history import HistoryWriter
 from harness.kafka_names import group_name, share_group_name
+from harness.named import Named
 from harness.option import Option
 from harness.spec import TestSpec
 from harness.spec_sections import Section
+from workloads import mirror_spec, txn_spec
 from workloads.declared_parts import LineKind, ReportSection
 from workloads.sampler import Probe
 
@@ -37,7 +39,7 @@ def _queue_group(spec: TestSpec, k: int) -> str:
 
 
 def _txn_consumers(config: dict[str, Any]) -> str:
-    txn = config.get("txn")
+    txn = config.get(txn_spec.NAME)
     return f"transactional, {(txn if isinstance(txn, dict) else {}).get('isolation_level', '?')}"
 
 
@@ -89,7 +91,8 @@ class Declaration:
     report_sections: tuple[ReportSection, ...] = ()
 
 
-_DECLARED = {
+# The product's workloads, declared at the end of this module (``register``).
+_BUILTIN: dict[str, Declaration] = {
     "queue": Declaration(
         "workloads.queue:QueueWorkload",
         ("queue", "share", "availability"),
@@ -104,12 +107,18 @@ _DECLARED = {
         records_features=True,
         shown_as="txn",
         consumers=_txn_consumers,
+        section=txn_spec.SECTION,
     ),
-    "mirror": Declaration("workloads.mirror:MirrorWorkload", ("queue", "mirror", "availability")),
+    "mirror": Declaration(
+        "workloads.mirror:MirrorWorkload",
+        ("queue", "mirror", "availability"),
+        section=mirror_spec.SECTION,
+    ),
 }
 
+_DECLARED: Named[Declaration] = Named("workload")
 # Every declared line kind by its ``f``: ingest asks for each line it parses.
-_LINE_KINDS: dict[str, LineKind] = {k.f: k for d in _DECLARED.values() for k in d.line_kinds}
+_LINE_KINDS: dict[str, LineKind] = {}
 
 
 class Workload(Protocol):
@@ -135,23 +144,23 @@ WorkloadFactory = Callable[..., Workload]
 
 
 def register(name: str, declaration: Declaration) -> Declaration:
-    """Declare workload ``name`` from outside this module (a test's example):
-    every package that asks the declarations knows it from now on."""
-    if name in _DECLARED:
-        raise ValueError(f"workload {name!r} exists already")
+    """Declare workload ``name`` (the product's below, or a test's example from
+    outside this module): every package that asks the declarations knows it
+    from now on, and its spec section loads."""
+    _DECLARED.add(name, declaration)
     clash = [k.f for k in declaration.line_kinds if k.f in _LINE_KINDS]
     if clash:
+        _DECLARED.remove(name)
         raise ValueError(f"workload {name!r}: line kind {clash[0]!r} is declared already")
     if declaration.section is not None:
         spec_sections.add(declaration.section)
-    _DECLARED[name] = declaration
     _LINE_KINDS.update((k.f, k) for k in declaration.line_kinds)
     return declaration
 
 
 def unregister(name: str) -> None:
     """Remove a workload ``register`` ed (a test's, when the test is done)."""
-    declaration = _DECLARED.pop(name)
+    declaration = _DECLARED.remove(name)
     for kind in declaration.line_kinds:
         del _LINE_KINDS[kind.f]
     if declaration.section is not None:
@@ -159,7 +168,7 @@ def unregister(name: str) -> None:
 
 
 def names() -> list[str]:
-    return sorted(_DECLARED)
+    return sorted(_DECLARED.names())
 
 
 def line_kind(f: str) -> LineKind | None:
@@ -183,23 +192,28 @@ def options() -> tuple[Option, ...]:
 
 
 def validate_section(spec: TestSpec) -> None:
-    """Refuse bad values in the run's workload's own section (ConfigError)."""
-    section = declared(spec.workload).section
-    if section is not None and section.validate is not None:
-        section.validate(spec.section(section.name))
+    """Refuse bad values in the sections the run holds (ConfigError): its
+    workload's own, and those every run holds (``always``: a mirror run's
+    settings given to a queue run are refused as before)."""
+    own = declared(spec.workload).section
+    for section in spec_sections.every():
+        held = section.name in spec.sections or section is own
+        if held and section.validate is not None:
+            section.validate(spec.section(section.name))
 
 
 def declared(name: str) -> Declaration:
     """Workload ``name``'s declaration; an unknown name is one clear error."""
-    if name not in _DECLARED:
+    found = _DECLARED.find(name)
+    if found is None:
         raise ConfigError(f"workload: unknown workload {name!r} (known: {', '.join(names())})")
-    return _DECLARED[name]
+    return found
 
 
 def find(name: Any) -> Declaration | None:
     """Workload ``name``'s declaration, or None: for readers of old run
     directories, whose config may name a workload that is gone."""
-    return _DECLARED.get(name) if isinstance(name, str) else None
+    return _DECLARED.find(name) if isinstance(name, str) else None
 
 
 def first_group(spec: TestSpec) -> str | None:
@@ -241,3 +255,7 @@ def validate(name: str, spec: TestSpec | None = None) -> None:
     check = getattr(factory, "check_config", None)
     if spec is not None and check is not None:
         check(spec)
+
+
+for _name, _declaration in _BUILTIN.items():
+    register(_name, _declaration)

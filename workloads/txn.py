@@ -27,6 +27,7 @@ from harness import admin
 from harness.errors import ConfigError
 from harness.history import HistoryWriter
 from harness.spec import TestSpec, replace
+from workloads import txn_spec
 from workloads.drain import DrainResult
 from workloads.lifecycle import Lifecycle, per_second, rate_verdict
 from workloads.producer import Pacer, ProducerWorker, split_rate
@@ -175,13 +176,14 @@ class TxnWorkload(Lifecycle[TxnSummary]):
             from workloads.java.txn_client import java_txn_producer_properties
 
             java_txn_producer_properties(self.spec, self.bootstrap, 0, 0)
-        self.ctp = self.spec.txn.mode == CTP
+        txn = txn_spec.of(self.spec)
+        self.ctp = txn.mode == CTP
         self.workers = [
             TxnWorker(
                 self.spec, self.bootstrap, self.history, self.processes, self.values,
                 slot, rate, self.stop_slots,
             )
-            for slot, rate in enumerate(split_rate(self.spec.txn.rate, self.spec.txn.processes))
+            for slot, rate in enumerate(split_rate(txn.rate, txn.processes))
         ]  # fmt: skip
         self.input_producers = self.plain_producers() if self.ctp else []
         self.senders, self.slots = self.input_producers, self.workers
@@ -199,7 +201,7 @@ class TxnWorkload(Lifecycle[TxnSummary]):
 
     def slot_bound(self, hurry: bool) -> float:
         """A transaction in flight ends within its calls' bounds: a few of them."""
-        return 2.0 if hurry else 4 * (self.spec.txn.client_timeout_s + 5)
+        return 2.0 if hurry else 4 * (txn_spec.of(self.spec).client_timeout_s + 5)
 
     def final_drain(self, timeout_s: float) -> list[DrainResult]:
         """Read every topic the workload wrote, read_committed, up to its high watermarks."""
@@ -210,7 +212,7 @@ class TxnWorkload(Lifecycle[TxnSummary]):
         duration = self.duration_s()
         done = sum(x.ok + x.fail + x.info for x in s)
         achieved = per_second(done, duration)
-        shortfall, message = rate_verdict(self.spec.txn.rate, achieved, self.unit)
+        shortfall, message = rate_verdict(txn_spec.of(self.spec).rate, achieved, self.unit)
         return TxnSummary(
             duration_s=duration,
             txns_ok=sum(x.ok for x in s),
@@ -223,7 +225,7 @@ class TxnWorkload(Lifecycle[TxnSummary]):
             seeks=sum(x.seeks for x in s),
             crashes=sum(x.crashes for x in s),
             input_sends_ok=sum(p.stats.ok for p in self.input_producers),
-            target_rate=self.spec.txn.rate,
+            target_rate=txn_spec.of(self.spec).rate,
             achieved_rate=achieved,
             rate_shortfall=shortfall,
             rate_message=message,

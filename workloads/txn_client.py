@@ -43,7 +43,7 @@ from harness.kafka_clients import (
 )
 from harness.kafka_names import transactional_id
 from harness.spec import TestSpec
-from workloads import client_logs
+from workloads import client_logs, txn_spec
 from workloads.consumer import (
     POLL_BATCH,
     SOCKET_TIMEOUT_MS,
@@ -85,7 +85,7 @@ def txn_group(spec: TestSpec) -> str:
 
 def validate(spec: TestSpec) -> None:
     """Refuse a transactional configuration that cannot mean what it says."""
-    t = spec.txn
+    t = txn_spec.of(spec)
     if t.mode not in (MIXED, CTP):
         raise ConfigError(f"txn.mode: {t.mode!r} is not 'mixed' or 'ctp'")
     if t.max_ops < 1:
@@ -112,7 +112,7 @@ def validate(spec: TestSpec) -> None:
 
 
 def producer_config(spec: TestSpec, bootstrap: str, process: int, slot: int) -> dict[str, Any]:
-    t, p = spec.txn, spec.producer
+    t, p = txn_spec.of(spec), spec.producer
     delivery_ms = min(p.delivery_timeout_ms, t.transaction_timeout_ms)
     return {
         "bootstrap.servers": bootstrap,
@@ -136,7 +136,7 @@ def consumer_config(spec: TestSpec, bootstrap: str, process: int) -> dict[str, A
         "bootstrap.servers": bootstrap,
         "group.id": txn_group(spec),
         "client.id": f"{spec.name}-t{process}",
-        "isolation.level": spec.txn.isolation_level,
+        "isolation.level": txn_spec.of(spec).isolation_level,
         "enable.auto.commit": False,  # offsets are committed inside transactions
         "auto.offset.reset": "earliest",
         "enable.partition.eof": False,
@@ -184,10 +184,10 @@ class TxnClient:
         self.rng = rng
         self.stats = stats
         self.crash_requested = crash_requested
-        self.timeout = spec.txn.client_timeout_s
+        self.timeout = txn_spec.of(spec).client_timeout_s
         self.group = txn_group(spec)
         self.topic = spec.topic.name
-        self.out_topic = output_topic(self.topic) if spec.txn.mode == CTP else self.topic
+        self.out_topic = output_topic(self.topic) if txn_spec.of(spec).mode == CTP else self.topic
         self._rebalanced: set[tuple[str, int]] = set()
         self._muted = False
         self.ownership = Ownership()
@@ -252,7 +252,8 @@ class TxnClient:
             self._subscribe()
             self.history.append(self.process, "ok", "subscribe", value)
             return
-        parts = assigned_partitions(self.spec.topic.partitions, self.spec.txn.processes, self.slot)
+        processes = txn_spec.of(self.spec).processes
+        parts = assigned_partitions(self.spec.topic.partitions, processes, self.slot)
         value = {"group": self.group, "partitions": [[self.topic, p] for p in parts]}
         self.history.append(self.process, "invoke", "assign", value)
         self._assign(parts)
@@ -304,11 +305,11 @@ class TxnClient:
                     records += polled
                     for r in polled:
                         first_polled.setdefault((r["topic"], r["partition"]), r["offset"])
-                    if self.spec.txn.mode == CTP:
+                    if txn_spec.of(self.spec).mode == CTP:
                         ops += self._transforms(polled)
             self._flush(ops)
             stalled = self._maybe_stall()
-            if self.rng.random() < self.spec.txn.abort_probability:
+            if self.rng.random() < txn_spec.of(self.spec).abort_probability:
                 return self._abort(ops, CLIENT_ABORT, first_polled, client=True)
             offsets = next_offsets(records)
             if offsets:
@@ -323,7 +324,7 @@ class TxnClient:
 
     def _maybe_stall(self) -> float | None:
         """A client pause before commit (``txn.stall_probability``); its length, if any."""
-        t = self.spec.txn
+        t = txn_spec.of(self.spec)
         if t.stall_probability <= 0 or self.rng.random() >= t.stall_probability:
             return None
         time.sleep(t.stall_s)
@@ -331,9 +332,9 @@ class TxnClient:
 
     def _plan(self) -> list[dict[str, Any]]:
         """The micro-ops: 1..max_ops sends and polls (ctp: one poll, sends follow it)."""
-        if self.spec.txn.mode == CTP:
+        if txn_spec.of(self.spec).mode == CTP:
             return [{"f": "poll"}]
-        n = self.rng.randint(1, self.spec.txn.max_ops)
+        n = self.rng.randint(1, txn_spec.of(self.spec).max_ops)
         ops: list[dict[str, Any]] = []
         for _ in range(n):
             if self.rng.random() < 0.5:
@@ -452,7 +453,7 @@ class TxnClient:
             raise Teardown(f"abort failed: {e.decision.why}") from e
         self._complete("fail", ops, error=why)
         self.stats.client_aborts += client
-        if self.spec.txn.rewind:
+        if txn_spec.of(self.spec).rewind:
             self._rewind(first_polled)
         return "fail"
 

@@ -84,5 +84,5 @@ def test_unknown_and_duplicate_kinds_are_refused():
     with pytest.raises(ConfigError, match=r"^where: unknown fault 'nuke' \(known: kill, pause, "):
         registry.kind("nuke", "where")
     assert registry.find("nuke") is None
-    with pytest.raises(ValueError, match="'kill' is registered already"):
+    with pytest.raises(ValueError, match="fault 'kill' exists already"):
         registry.register(registry.kind("kill"))

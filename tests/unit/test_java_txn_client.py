@@ -29,13 +29,13 @@ def test_the_transactional_producer_takes_librdkafkas_settings() -> None:
         assert java[key] == str(rd[key]), key
     assert java["enable.idempotence"] == "true" and java["acks"] == "all"
     # Every blocking transactional call returns within the client timeout.
-    assert java["max.block.ms"] == str(int(spec.txn.client_timeout_s * 1000))
+    assert java["max.block.ms"] == str(int(spec.section("txn").client_timeout_s * 1000))
 
 
 def test_a_delivery_bound_java_refuses_is_one_line() -> None:
     spec = build_spec({"workload": "txn", "producer": {"client": "java", "linger_ms": 2000},
                        "consumer": {"client": "java"}})  # fmt: skip
-    spec.txn.transaction_timeout_ms = 3000
+    spec.section("txn").transaction_timeout_ms = 3000
     with pytest.raises(ConfigError, match="needs delivery.timeout.ms"):
         java_txn_producer_properties(spec, "n1:9092", 0, 0)
 

@@ -16,11 +16,12 @@ from hypothesis import strategies as st
 from checkers.api import check_history
 from checkers.builder import HistoryBuilder, write_histories
 from checkers.mirror_checks import judge_mirror
-from harness.spec import MirrorSpec, TestSpec
+from harness.spec import TestSpec
 from reports.mirror import COUNTED, answers
 from reports.render import write_report
 from testkit.reference_mirror import judge_mirror as reference
 from testkit.synthetic_mirror import EXPECTED, KINDS, VALUES_PER_HISTORY, generate_fit, ops
+from workloads.mirror_spec import MirrorSpec
 
 SEED = int(os.environ.get("CHECKER_PROPERTY_SEED", "20261127"))
 EXAMPLES = int(os.environ.get("MIRROR_PROPERTY_EXAMPLES", "30"))
@@ -118,7 +119,7 @@ def test_a_mirror_run_keeps_each_clusters_queue_verdict(spark, tmp_path) -> None
     """The copies on dc2 are no duplicates, dc1's group leaving is no unowned partition,
     and the failover's position owes no reads below it: valid, with the mirror stats."""
     path = _small_run().write(tmp_path / "history.jsonl")
-    config = TestSpec(workload="mirror", mirror=MirrorSpec(enabled=True)).to_dict()
+    config = TestSpec(workload="mirror", sections={"mirror": MirrorSpec(enabled=True)}).to_dict()
     config["nemesis"]["faults"] = []
     results = check_history(path, config, out=tmp_path / "results.json")
     bad = {n: c for n, c in results["checks"].items() if c.get("count")}

@@ -16,10 +16,11 @@ from harness.backends.local_plan import MAX_NODES, leg_address, leg_names
 from harness.errors import ConfigError
 from harness.history import HistoryWriter
 from harness.mirror_maker import Endpoints, properties, remote_topic, validate
-from harness.spec import MirrorSpec, TestSpec
+from harness.spec import TestSpec
 from kafka_chaos.options import build_spec
 from kafka_chaos.options import validate as validate_run
 from workloads.cluster_history import ClusterHistory, split
+from workloads.mirror_spec import MirrorSpec
 from workloads.mirror_sync import (
     CALL_TIMEOUT_S,
     Checkpoint,
@@ -129,7 +130,7 @@ def test_refused_mirror_settings_name_the_setting() -> None:
     with pytest.raises(ConfigError, match="java runs the queue and txn workloads, not mirror"):
         validate_run(build_spec({"workload": "mirror", "mirror": {"enabled": True},
                                  "producer": {"client": "java"}}))  # fmt: skip
-    assert TestSpec.from_dict({"mirror": {"enabled": True}}).mirror.dc2_nodes == 1
+    assert TestSpec.from_dict({"mirror": {"enabled": True}}).section("mirror").dc2_nodes == 1
     with pytest.raises(ConfigError, match="^mirror.dc2_faults: unknown fault 'kil'"):
         validate_run(build_spec({"mirror": {"enabled": True, "dc2_faults": ["kil"]}}))
     with pytest.raises(ConfigError, match="^mirror.dc2_faults: mirror-kill hits the MirrorMaker"):

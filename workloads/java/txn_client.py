@@ -34,6 +34,7 @@ from typing import Any
 from harness.errors import ConfigError
 from harness.kafka_clients import CLOSE_TIMEOUT_S, bounded_call
 from harness.spec import TestSpec
+from workloads import txn_spec
 from workloads.java import jvm
 from workloads.java.consumer import java_consumer_properties, rebalance_listener, records_of
 from workloads.java.errors import judge
@@ -87,7 +88,7 @@ def java_txn_producer_properties(
         "linger.ms": str(linger),
         "request.timeout.ms": str(request),
         "delivery.timeout.ms": str(delivery),
-        "max.block.ms": str(int(spec.txn.client_timeout_s * 1000)),
+        "max.block.ms": str(int(txn_spec.of(spec).client_timeout_s * 1000)),
         "key.serializer": "org.apache.kafka.common.serialization.ByteArraySerializer",
         "value.serializer": "org.apache.kafka.common.serialization.ByteArraySerializer",
     }
@@ -124,7 +125,7 @@ class JavaTxnClient(TxnClient):
         consumer_props = java_consumer_properties(
             self.spec, bootstrap, txn_group(self.spec), f"{self.spec.name}-t{self.process}"
         )
-        consumer_props["isolation.level"] = self.spec.txn.isolation_level
+        consumer_props["isolation.level"] = txn_spec.of(self.spec).isolation_level
         self.producer = jpype.JClass("org.apache.kafka.clients.producer.KafkaProducer")(
             properties(producer_props)
         )
