@@ -3,11 +3,17 @@ the size guess that decides it (made before the history is read)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from checkers import session
+from checkers.api import check_history
 from checkers.load import JSONL_BYTES_PER_OP, PARQUET_BYTES_PER_OP, expected_ops
+from harness.spec import TestSpec
+from testkit.synthetic import generate
 
 
 def test_quick_jit_only_below_the_threshold() -> None:
@@ -96,3 +102,28 @@ def test_a_stderr_log_handler_does_not_feed_the_jvm_log_back_into_itself() -> No
     assert proc.returncode == 0 and "done" in proc.stdout, proc.stderr[-2000:]
     assert "INFO:spark.jvm:INFO:spark.jvm" not in proc.stderr, proc.stderr[:2000]
     assert "INFO:spark.jvm:" in proc.stderr  # the JVM's own lines are still logged
+
+
+def _compiled(jvm) -> int:
+    """Classes Spark has generated in this JVM so far."""
+    metrics = jvm.org.apache.spark.metrics.source.CodegenMetrics
+    return int(metrics.METRIC_COMPILATION_TIME().getCount())
+
+
+def test_a_warm_session_compiles_a_checks_code_once(spark, tmp_path: Path) -> None:
+    """A second history judged by the same engine reuses the generated classes:
+    with Spark's default cache of 100 the first check's ~490 were evicted and
+    compiled again for every history."""
+    try:
+        jvm = spark.sparkContext._jvm
+    except Exception:
+        pytest.skip("a Spark Connect session: its classes are compiled in the server")
+    history = tmp_path / "history.jsonl"
+    generate(2000, history)
+    TestSpec().save(tmp_path / "config.json")
+    config = json.loads((tmp_path / "config.json").read_text())
+    first = check_history(history, config)
+    before = _compiled(jvm)
+    again = check_history(history, config)
+    assert again["checks"] == first["checks"]
+    assert _compiled(jvm) - before < 30
