@@ -4,14 +4,24 @@
 # distributions from Maven Central. Needs root (the local backend creates
 # network namespaces, bridges and iptables rules).
 #
-# Usage: ./setup.sh [--vagrant]
+# Usage: ./setup.sh [--vagrant] [--tansu]
 #   --vagrant  also install Vagrant, libvirt and QEMU, start libvirtd and build
 #              the node box (vagrant/build-box.sh): only the vagrant backend
 #              needs them, so the default path stays fast.
+#   --tansu    also install PostgreSQL and build Tansu, a Kafka-compatible
+#              broker (harness/tansu_build.py; cargo, cached; the build time is
+#              printed): only --broker tansu needs them.
 set -euo pipefail
 cd "$(dirname "$0")"
 with_vagrant=0
-[ "${1:-}" = "--vagrant" ] && with_vagrant=1
+with_tansu=0
+for arg in "$@"; do
+  case "$arg" in
+    --vagrant) with_vagrant=1 ;;
+    --tansu) with_tansu=1 ;;
+    *) echo "setup.sh: unknown option $arg (known: --vagrant, --tansu)" >&2; exit 2 ;;
+  esac
+done
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "setup.sh: must run as root (network namespaces, bridges, iptables need it)" >&2
@@ -23,6 +33,9 @@ APT_PACKAGES=(openssh-server iptables iproute2 procps libfaketime chromium defau
 if [ "$with_vagrant" -eq 1 ]; then
   APT_PACKAGES+=(vagrant vagrant-libvirt libvirt-daemon-system libvirt-clients qemu-system-x86
     qemu-utils dnsmasq-base debootstrap extlinux)
+fi
+if [ "$with_tansu" -eq 1 ]; then
+  APT_PACKAGES+=(postgresql)  # Tansu's shared storage
 fi
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -69,4 +82,12 @@ if [ "$with_vagrant" -eq 1 ]; then
   # libvirtd is started here when no init system did it (containers, CI).
   python3 -c 'from harness.backends.libvirt_host import ensure_daemon; ensure_daemon()'
   vagrant/build-box.sh
+fi
+
+if [ "$with_tansu" -eq 1 ]; then
+  if ! command -v cargo >/dev/null; then
+    echo "setup.sh: --tansu needs cargo (Rust): see https://rustup.rs" >&2
+    exit 1
+  fi
+  python3 -m harness.tansu_build  # prints the binary and the seconds its build took
 fi

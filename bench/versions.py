@@ -428,10 +428,10 @@ def venv_python(version: str, package: str = "confluent-kafka") -> Path:
     module's own version call, which is a string in confluent-kafka 2.16 and
     a (string, int) tuple in older releases.
     """
-    from harness.distribution import cache_root
+    from harness.cache import cache_root
 
     package = package_arg(package)
-    root = cache_root().parent / "venvs" / f"{package}-{version}"  # beside dist/
+    root = cache_root("venvs") / f"{package}-{version}"
     python = root / "bin" / "python"
     ready = root / ".kc-ready"
     if ready.exists():

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape
 
+from harness import cache
 from harness.errors import ConfigError, KafkaFetchError
 from harness.node import Node, quote
 
@@ -62,8 +63,7 @@ Coordinate = tuple[str, str, str]  # group, artifact, version
 
 def cache_root() -> Path:
     """Where distributions are cached; override with ``KAFKA_CHAOS_CACHE``."""
-    base = os.environ.get("KAFKA_CHAOS_CACHE") or str(Path.home() / ".cache" / "kafka-chaos")
-    return Path(base) / "dist"
+    return cache.cache_root("dist")
 
 
 def major(version: str) -> int:

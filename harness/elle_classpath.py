@@ -25,6 +25,7 @@ import tempfile
 from pathlib import Path
 from xml.sax.saxutils import escape
 
+from harness import cache
 from harness.errors import ElleResolveError
 
 ELLE_VERSION = "0.2.5"
@@ -43,8 +44,7 @@ Coordinate = tuple[str, str, str]  # group, artifact, version
 
 def cache_dir(version: str = ELLE_VERSION) -> Path:
     """Where Elle ``version``'s classpath is cached; ``KAFKA_CHAOS_CACHE`` moves it."""
-    base = os.environ.get("KAFKA_CHAOS_CACHE") or str(Path.home() / ".cache" / "kafka-chaos")
-    return Path(base) / "elle" / version
+    return cache.cache_root("elle") / version
 
 
 def extra_repositories(value: str | None = None) -> list[str]:

@@ -32,13 +32,13 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tarfile
 import tempfile
 import time
 from pathlib import Path
 
+from harness import cache
 from harness.errors import HarnessError
 
 # dsrhaslab/lazyfs is the upstream of jepsen-io/lazyfs (Jepsen's fork adds
@@ -63,8 +63,7 @@ target_link_libraries(spdlog INTERFACE spdlog::spdlog)
 
 
 def cache_dir(commit: str = LAZYFS_COMMIT) -> Path:
-    base = os.environ.get("KAFKA_CHAOS_CACHE") or str(Path.home() / ".cache" / "kafka-chaos")
-    return Path(base) / "lazyfs" / commit
+    return cache.cache_root("lazyfs") / commit
 
 
 def binary(commit: str = LAZYFS_COMMIT) -> Path:
@@ -119,24 +118,12 @@ def _clone(dest: Path, commit: str) -> Path:
         ["git", "clone", "--quiet", LAZYFS_REPO, str(tree)],
         ["git", "-C", str(tree), "checkout", "--quiet", commit],
     ):
-        _run(args, dest, "fetching lazyfs's source")
+        _step(args, dest, "fetching lazyfs's source")
     return tree
 
 
-def _run(args: list[str], cwd: Path, what: str, log: Path | None = None) -> None:
-    out = open(log, "a") if log else subprocess.DEVNULL  # noqa: SIM115 - closed below
-    try:
-        res = subprocess.run(
-            args, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, timeout=BUILD_TIMEOUT_S
-        )
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise HarnessError(f"{what}: {e}") from e
-    finally:
-        if log:
-            out.close()
-    if res.returncode != 0:
-        where = f"; see {log}" if log else ""
-        raise HarnessError(f"{what}: `{' '.join(args[:3])} ...` exited {res.returncode}{where}")
+def _step(args: list[str], cwd: Path, what: str, log: Path | None = None) -> None:
+    cache.run_step(args, cwd, what, log, timeout_s=BUILD_TIMEOUT_S)
 
 
 def build(commit: str = LAZYFS_COMMIT, force: bool = False) -> Path:
@@ -164,7 +151,7 @@ def build(commit: str = LAZYFS_COMMIT, force: bool = False) -> Path:
             (work / "shim" / name / "CMakeLists.txt").write_text(text)
         pcache = tree / "libs" / "libpcache" / "build"
         pcache.mkdir(parents=True, exist_ok=True)
-        _run(
+        _step(
             [
                 "cmake", "-DFETCHCONTENT_FULLY_DISCONNECTED=ON",
                 f"-DFETCHCONTENT_SOURCE_DIR_TOML={work / 'shim' / 'toml'}",
@@ -172,10 +159,10 @@ def build(commit: str = LAZYFS_COMMIT, force: bool = False) -> Path:
             ],
             pcache, "configuring libpcache", log,
         )  # fmt: skip
-        _run(["cmake", "--build", ".", "-j2"], pcache, "building libpcache", log)
+        _step(["cmake", "--build", ".", "-j2"], pcache, "building libpcache", log)
         fs = tree / "lazyfs" / "build"
         fs.mkdir(parents=True, exist_ok=True)
-        _run(
+        _step(
             [
                 "cmake", "-DLAZYFS_BUILD_TESTS=OFF",
                 # lazyfs.cpp logs through spdlog with Debian's external fmt
@@ -185,7 +172,7 @@ def build(commit: str = LAZYFS_COMMIT, force: bool = False) -> Path:
             ],
             fs, "configuring lazyfs", log,
         )  # fmt: skip
-        _run(["cmake", "--build", ".", "-j2"], fs, "building lazyfs", log)
+        _step(["cmake", "--build", ".", "-j2"], fs, "building lazyfs", log)
         staged = work / "out"
         (staged / "bin").mkdir(parents=True)
         shutil.copy2(fs / "lazyfs", staged / "bin" / "lazyfs")

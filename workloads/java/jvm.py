@@ -27,7 +27,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from harness import distribution
+from harness import cache, distribution
 from harness.errors import ConfigError, HarnessError
 from harness.spec import DebugSpec
 
@@ -252,7 +252,7 @@ def helper_classes(jars: list[Path]) -> Path:
         digest.update(source.name.encode() + source.read_bytes())
     for jar in jars:
         digest.update(jar.name.encode())
-    out = distribution.cache_root().parent / "java-client" / digest.hexdigest()[:16]
+    out = cache.cache_root("java-client") / digest.hexdigest()[:16]
     if all((out / "kafkachaos" / f"{s.stem}.class").is_file() for s in HELPER_SOURCES):
         return out
     javac = shutil.which("javac")

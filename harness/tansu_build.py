@@ -1,0 +1,106 @@
+"""Build Tansu (a Kafka-compatible broker in Rust) once, and cache it.
+
+Why a module: ``./setup.sh --tansu`` builds it, and the harness must find the
+binary again (``binary``) without knowing how it was made.  Tansu publishes
+no Debian package; its crate ``tansu`` on the Rust crate registry is the
+release, so ``cargo install`` at a pinned version with the features the
+harness uses (``postgres``: brokers keep their data in PostgreSQL) is the
+build.  ``--locked`` takes the crate's own Cargo.lock, so every machine
+compiles the same dependency versions.
+
+Cache layout, ``${KAFKA_CHAOS_CACHE:-~/.cache/kafka-chaos}/tansu/``::
+
+    <version>-<features>/bin/tansu    the broker (``tansu broker ...``)
+    <version>-<features>/BUILD.json   version, features, seconds the build took
+    target/                           cargo's build directory, kept so that an
+                                      interrupted build resumes where it stopped
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from harness import cache
+from harness.errors import HarnessError
+
+TANSU_VERSION = "0.6.0"
+TANSU_FEATURES = ("postgres",)
+# A cold build compiles about 450 crates; on two busy cores that is most of an hour.
+BUILD_TIMEOUT_S = 5400.0
+
+
+def cache_dir(version: str = TANSU_VERSION, features: tuple[str, ...] = TANSU_FEATURES) -> Path:
+    return cache.cache_root("tansu") / f"{version}-{'+'.join(sorted(features)) or 'default'}"
+
+
+def binary(version: str = TANSU_VERSION, features: tuple[str, ...] = TANSU_FEATURES) -> Path:
+    """The cached tansu binary; a HarnessError in one line when it was never built."""
+    path = cache_dir(version, features) / "bin" / "tansu"
+    if not path.is_file():
+        raise HarnessError(
+            f"tansu {version} is not built ({path} is missing): run ./setup.sh --tansu "
+            "or `python3 -m harness.tansu_build`"
+        )
+    return path
+
+
+def build_record(version: str = TANSU_VERSION, features: tuple[str, ...] = TANSU_FEATURES) -> dict:
+    """What BUILD.json says of the cached build (empty when there is none)."""
+    path = cache_dir(version, features) / "BUILD.json"
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def build(
+    version: str = TANSU_VERSION, features: tuple[str, ...] = TANSU_FEATURES, force: bool = False
+) -> Path:
+    """The cached binary, built first if it is not there yet (never rebuilt otherwise)."""
+    out = cache_dir(version, features)
+    if (out / "bin" / "tansu").is_file() and not force:
+        return out / "bin" / "tansu"
+    if shutil.which("cargo") is None:
+        raise HarnessError("building tansu needs `cargo` (Rust): see https://rustup.rs")
+    started = time.monotonic()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    # A target directory the user chose is cargo's own setting, kept; else one in the cache.
+    env.setdefault("CARGO_TARGET_DIR", str(out.parent / "target"))
+    with tempfile.TemporaryDirectory(prefix="kafka-chaos-tansu-", dir=out.parent) as tmp:
+        staged = Path(tmp) / "out"
+        log = out.parent / f"build-{version}.log"
+        args = ["cargo", "install", "tansu", "--version", version, "--locked", "--root", str(staged)]
+        if features:
+            args += ["--features", ",".join(features)]
+        cache.run_step(args, Path(tmp), f"building tansu {version}", log, BUILD_TIMEOUT_S, env)
+        took = round(time.monotonic() - started, 1)
+        record = {"version": version, "features": list(features), "build_s": took}
+        (staged / "BUILD.json").write_text(json.dumps(record, indent=2) + "\n")
+        for leftover in (".crates.toml", ".crates2.json"):  # cargo's own bookkeeping
+            (staged / leftover).unlink(missing_ok=True)
+        if out.exists():
+            shutil.rmtree(out)
+        staged.rename(out)  # whole or not at all: a half-built cache is never "cached"
+    return out / "bin" / "tansu"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="build Tansu into the kafka-chaos cache")
+    parser.add_argument("--force", action="store_true", help="rebuild even when cached")
+    args = parser.parse_args()
+    try:
+        path = build(force=args.force)
+    except HarnessError as e:
+        print(f"tansu: {e}", file=sys.stderr)
+        sys.exit(3)
+    took = build_record().get("build_s")
+    print(f"{path} (built in {took} s)" if took is not None else str(path))
+
+
+if __name__ == "__main__":
+    main()
