@@ -1,12 +1,8 @@
 """Kafka (and ZooKeeper) lifecycle on nodes, over SSH only.
 
-Each process we start is described by a ``Service``: a launcher script in
-``<root_dir>/config`` written by ``configure``, a pid file in
-``<root_dir>/run`` written by that launcher, and stdout/stderr in
-``<root_dir>/logs``.  Every signal goes through ``_signal``: it reads the pid
-file and checks that ``/proc/<pid>/cmdline`` carries this node's
-``-Dkafka.chaos.root=<root_dir>`` before touching the pid, so a reused pid or
-another engineer's broker on the same host is never signalled.
+Each broker and ZooKeeper is a ``harness.services.Service``: a launcher
+script written by ``configure``, a pid file, and every signal guarded by the
+node's ownership tag (see that module).
 
 Harness-side state (the KRaft cluster id, the installed distribution) is
 kept in ``<state_dir>/kafka.json``, so a restarted harness formats nothing
@@ -25,25 +21,22 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
-from harness import admin, fan_out, lazyfs
+from harness import admin, fan_out, lazyfs, services
 from harness import kafka_config as kc
 from harness.cluster import ZOOKEEPER_PORT, Cluster
 from harness.distribution import Distribution, for_spec, major
 from harness.distribution import install as install_dist
 from harness.errors import CommandFailed, HarnessError
 from harness.node import Node, RunResult, quote
+from harness.services import Service
 from harness.spec import ClusterSpec
 
 log = logging.getLogger(__name__)
 
-STOP_TIMEOUT_S = 30.0
 CLUSTER_STOP_GRACE_S = 10.0
-START_CHECK_S = 3.0
-# nice(1) of a slow guest's JVMs: weight 110 against the harness's 1024.
-SLOW_GUEST_NICENESS = 10
 HEALTHY_TIMEOUT_S = 120.0
 FORMAT_TIMEOUT_S = 120.0
 TOOL_HEAP_MB = 256
@@ -53,233 +46,68 @@ TOOL_HEAP_MB = 256
 NODE_STEP_TIMEOUT_S = 600.0
 
 
-@dataclass(frozen=True)
-class Service:
-    """A long-running JVM on a node and the files that describe it."""
-
-    name: str  # kafka | zookeeper
-
-    def pid_file(self, node: Node) -> str:
-        return node.path("run", f"{self.name}.pid")
-
-    def launcher(self, node: Node) -> str:
-        return node.path("config", f"{self.name}-start.sh")
-
-    def stdout(self, node: Node) -> str:
-        return node.path("logs", f"{self.name}.out")
-
-
 KAFKA = Service("kafka")
 ZOOKEEPER = Service("zookeeper")
+STOP_TIMEOUT_S = services.STOP_TIMEOUT_S
 
 
-# --- pid-file guarded signalling -------------------------------------------------
-
-
-# ``alive PID``: the process exists and is not a zombie (a SIGKILLed JVM
-# stays a zombie until reaped, and must count as gone).
-_ALIVE_FN = (
-    "alive() { s=$(sed -n 's/^State:[[:space:]]*\\([A-Z]\\).*/\\1/p' /proc/$1/status "
-    '2>/dev/null); [ -n "$s" ] && [ "$s" != Z ]; }; '
-)
-
-
-def _owned_pid_script(service: Service, node: Node) -> str:
-    """Shell that sets $pid to the service's pid if it is alive and ours, else exits 3.
-
-    The cmdline must contain this node's tag as a whole argument, so node
-    ``n1`` never matches ``n10``'s processes.
-    """
-    tag = f"-Dkafka.chaos.root={node.root_dir}"
-    return (
-        _ALIVE_FN
-        + f"pid=$(cat {quote(service.pid_file(node))} 2>/dev/null) || exit 3; "
-        + 'case "$pid" in ""|*[!0-9]*) exit 3;; esac; '
-        + f"tr '\\0' '\\n' < /proc/$pid/cmdline 2>/dev/null | grep -qxF -- {quote(tag)} "
-        + "|| exit 3; alive $pid || exit 3; "
-    )
-
-
-def _running(service: Service, node: Node) -> bool:
-    res = node.run(_owned_pid_script(service, node) + "exit 0", timeout=15, check=False)
-    return res.exit_code == 0
-
-
-def _signal(service: Service, node: Node, sig: str, wait_exit_s: float = 0.0) -> bool:
-    """Send ``sig`` to the service; with ``wait_exit_s``, wait for it to exit.
-
-    Returns False when the service was not running (nothing signalled).
-    """
-    wait = ""
-    if wait_exit_s > 0:
-        loops = max(1, int(wait_exit_s * 5))
-        wait = (
-            f"i=0; while [ $i -lt {loops} ] && alive $pid; do sleep 0.2; i=$((i+1)); done; "
-            f"alive $pid && exit 4; rm -f {quote(service.pid_file(node))}; "
-        )
-    script = _owned_pid_script(service, node) + f"kill -{sig} $pid; " + wait + "exit 0"
-    res = node.run(script, timeout=wait_exit_s + 20, check=False)
-    if res.exit_code == 3:
-        return False
-    if res.exit_code == 4:
-        raise CommandFailed(f"{node.name}: {service.name} still alive {wait_exit_s}s after {sig}")
-    if res.exit_code != 0:
-        raise CommandFailed(
-            f"{node.name}: signalling {service.name} (SIG{sig}) exited {res.exit_code}: "
-            f"{(res.stderr or res.stdout).strip()}"
-        )
-    return True
-
-
-def _niceness(node: Node) -> str:
-    """``nice`` for a slow guest's JVMs, so the harness's commands run on time.
-
-    A guest under software emulation has one vCPU that its JVM fills, and
-    sshd and iptables wait for it: on 19x slower guests, side by side on one
-    cluster, partitions took 25.3 and 14.6 s to apply without this and 13.8,
-    7.9 and 4.5 s with it.  The JVM still gets every cycle nothing else asks
-    for.
-    """
-    return f"nice -n {SLOW_GUEST_NICENESS} " if node.is_slow_guest else ""
-
-
-def _start(service: Service, node: Node) -> bool:
-    """Start the service detached from the SSH session; False if it was already running.
-
-    One SSH round trip: check, launch, and wait for the launcher to become
-    this node's JVM, all in one script, so a heal that restarts a broker
-    ends as soon as the JVM runs (every round trip is 0.1-0.3 s on a
-    loaded machine, and heals must end within 1 s of plan).
-    """
-    launcher = service.launcher(node)
-    owned = "( " + _owned_pid_script(service, node) + "exit 0 )"
-    checks = max(1, int(START_CHECK_S / 0.1))
-    res = node.run(
-        f"if {owned}; then echo running; exit 0; fi; "
-        f"test -f {quote(launcher)} || "
-        f"{{ echo 'no {launcher}; run configure first' >&2; exit 1; }}; "
-        f"mkdir -p {quote(node.path('run'))} {quote(node.path('logs'))}; "
-        f"rm -f {quote(service.pid_file(node))}; "
-        f"setsid nohup {_niceness(node)}sh {quote(launcher)} "
-        f"</dev/null >>{quote(service.stdout(node))} 2>&1 & "
-        f"i=0; while [ $i -lt {checks} ]; do sleep 0.1; "
-        f"if {owned}; then echo started; exit 0; fi; i=$((i+1)); done; exit 5",
-        timeout=START_CHECK_S + 20,
-        check=False,
-        idempotent=False,  # twice would start two JVMs; callers re-check and start again
-    )
-    if res.exit_code == 0:
-        return res.stdout.split()[-1:] == ["started"]
-    if res.exit_code != 5:
-        raise CommandFailed(
-            f"{node.name}: starting {service.name} exited {res.exit_code}: "
-            f"{(res.stderr or res.stdout).strip() or '(no output)'}"
-        )
-    tail = node.run(f"tail -n 20 {quote(service.stdout(node))}", timeout=15, check=False).stdout
-    raise CommandFailed(f"{node.name}: {service.name} did not stay up; its output:\n{tail}")
-
-
-def _stop(service: Service, node: Node, timeout_s: float, slow_ok: bool = False) -> bool:
-    """SIGTERM (plus SIGCONT so a paused JVM can act on it), then SIGKILL.
-
-    ``slow_ok``: outliving the grace is expected (whole-cluster stops), so it
-    is not worth a warning.
-    """
-    if not _signal(service, node, "TERM"):
-        return False
-    _signal(service, node, "CONT")
-    timeout_s *= node.time_scale
-    try:
-        _signal(service, node, "0", wait_exit_s=timeout_s)
-    except CommandFailed:
-        log.log(
-            logging.INFO if slow_ok else logging.WARNING,
-            "%s: %s still up %ss after SIGTERM; killing it",
-            node.name,
-            service.name,
-            timeout_s,
-        )
-        _kill(service, node)
-    return True
-
-
-def _kill(service: Service, node: Node) -> bool:
-    return _signal(service, node, "KILL", wait_exit_s=10.0)
-
-
-# --- any of our services (MirrorMaker's too: harness.mirror_maker) ------------------
-
-
-def service_running(service: Service, node: Node) -> bool:
-    return _running(service, node)
-
-
-def start_service(service: Service, node: Node) -> bool:
-    """Start ``service`` from its launcher; False if it was already running."""
-    return _start(service, node)
-
-
-def stop_service(service: Service, node: Node, timeout_s: float = STOP_TIMEOUT_S) -> bool:
-    return _stop(service, node, timeout_s)
-
-
-def signal_service(service: Service, node: Node, sig: str) -> bool:
-    """``kill -<sig>`` the service through its pid file; KILL waits for the exit."""
-    return _kill(service, node) if sig == "KILL" else _signal(service, node, sig)
+def _cluster_services(cluster: Cluster) -> tuple[Service, ...]:
+    """The processes each node runs, in start order: ZooKeeper (zk mode only), then Kafka."""
+    return (ZOOKEEPER, KAFKA) if cluster.mode == "zk" else (KAFKA,)
 
 
 # --- public per-node verbs ----------------------------------------------------------
 
 
 def is_running(node: Node) -> bool:
-    return _running(KAFKA, node)
+    return services.running(KAFKA, node)
 
 
 def start(node: Node) -> bool:
     """Start the broker; False if it was already running."""
-    return _start(KAFKA, node)
+    return services.start(KAFKA, node)
 
 
 def stop(node: Node, timeout_s: float = STOP_TIMEOUT_S) -> bool:
     """Clean broker shutdown; False if it was not running."""
-    return _stop(KAFKA, node, timeout_s)
+    return services.stop(KAFKA, node, timeout_s)
 
 
 def kill(node: Node) -> bool:
     """SIGKILL the broker (a crash); False if it was not running."""
-    return _kill(KAFKA, node)
+    return services.kill(KAFKA, node)
 
 
 def pause(node: Node) -> bool:
-    return _signal(KAFKA, node, "STOP")
+    return services.signal(KAFKA, node, "STOP")
 
 
 def resume(node: Node) -> bool:
-    return _signal(KAFKA, node, "CONT")
+    return services.signal(KAFKA, node, "CONT")
 
 
 def zookeeper_running(node: Node) -> bool:
-    return _running(ZOOKEEPER, node)
+    return services.running(ZOOKEEPER, node)
 
 
 def start_zookeeper(node: Node) -> bool:
-    return _start(ZOOKEEPER, node)
+    return services.start(ZOOKEEPER, node)
 
 
 def stop_zookeeper(node: Node, timeout_s: float = STOP_TIMEOUT_S) -> bool:
-    return _stop(ZOOKEEPER, node, timeout_s)
+    return services.stop(ZOOKEEPER, node, timeout_s)
 
 
 def kill_zookeeper(node: Node) -> bool:
-    return _kill(ZOOKEEPER, node)
+    return services.kill(ZOOKEEPER, node)
 
 
 def pause_zookeeper(node: Node) -> bool:
-    return _signal(ZOOKEEPER, node, "STOP")
+    return services.signal(ZOOKEEPER, node, "STOP")
 
 
 def resume_zookeeper(node: Node) -> bool:
-    return _signal(ZOOKEEPER, node, "CONT")
+    return services.signal(ZOOKEEPER, node, "CONT")
 
 
 def unfaked_services(cluster: Cluster, node: Node) -> list[str]:
@@ -292,9 +120,9 @@ def unfaked_services(cluster: Cluster, node: Node) -> list[str]:
     setting = f"FAKETIME_TIMESTAMP_FILE={kc.faketime_file(node)}"
     lib = Path(kc.FAKETIME_LIB).name
     unfaked = []
-    for service in (ZOOKEEPER, KAFKA) if cluster.mode == "zk" else (KAFKA,):
+    for service in _cluster_services(cluster):
         script = (
-            _owned_pid_script(service, node)
+            services.owned_pid_script(service, node)
             + f"grep -qF -- {quote(lib)} /proc/$pid/maps || exit 5; "
             + f"tr '\\0' '\\n' < /proc/$pid/environ | grep -qxF -- {quote(setting)} || exit 5; "
             + "exit 0"
@@ -318,7 +146,7 @@ def install(node: Node, dist: Distribution) -> str:
 def wipe(node: Node) -> None:
     """Delete the node's Kafka and ZooKeeper data; refuses while either runs."""
     for service in (KAFKA, ZOOKEEPER):
-        if _running(service, node):
+        if services.running(service, node):
             raise HarnessError(f"{node.name}: stop {service.name} before wiping its data")
     kafka_dir = quote(node.path("data", "kafka"))
     node.run(
@@ -661,8 +489,7 @@ def start_cluster(
 
 
 def _all_running(cluster: Cluster) -> Callable[[Node], bool]:
-    services = (ZOOKEEPER, KAFKA) if cluster.mode == "zk" else (KAFKA,)
-    return lambda node: all(_running(s, node) for s in services)
+    return lambda node: all(services.running(s, node) for s in _cluster_services(cluster))
 
 
 def stop_cluster(cluster: Cluster, timeout_s: float = CLUSTER_STOP_GRACE_S) -> list[str]:
@@ -673,10 +500,10 @@ def stop_cluster(cluster: Cluster, timeout_s: float = CLUSTER_STOP_GRACE_S) -> l
     the controller quorum and their controlled shutdown waits forever.
     """
     problems: list[str] = []
-    for service in (KAFKA, ZOOKEEPER) if cluster.mode == "zk" else (KAFKA,):
+    for service in _cluster_services(cluster)[::-1]:  # brokers first
         stopped = fan_out.on_nodes(
             cluster.nodes,
-            lambda n, s=service: _stop(s, n, timeout_s, True),
+            lambda n, s=service: services.stop(s, n, timeout_s, True),
             timeout_s=NODE_STEP_TIMEOUT_S + timeout_s,
             what=f"stopping {service.name}",
         )
@@ -694,12 +521,11 @@ def recover_cluster(cluster: Cluster, timeout_s: float = HEALTHY_TIMEOUT_S) -> N
     """
 
     def revive(node: Node) -> None:
-        services = (ZOOKEEPER, KAFKA) if cluster.mode == "zk" else (KAFKA,)
-        for service in services:
-            if _running(service, node):
-                _signal(service, node, "CONT")
+        for service in _cluster_services(cluster):
+            if services.running(service, node):
+                services.signal(service, node, "CONT")
             else:
-                _start(service, node)
+                services.start(service, node)
 
     fan_out.on_nodes(
         cluster.nodes, revive, timeout_s=NODE_STEP_TIMEOUT_S, what="reviving processes"

@@ -3,7 +3,7 @@
 MirrorMaker runs in dedicated mode (``org.apache.kafka.connect.mirror.MirrorMaker``),
 the way Kafka's ``connect-mirror-maker.sh`` runs it, on a node of its own.
 It is a JVM like a broker, so it gets the same launcher, pid file and
-ownership tag (``harness.kafka_db.Service``), and the nemesis kills and
+ownership tag (``harness.services.Service``), and the nemesis kills and
 pauses it exactly as it does a broker.  Its jars come from Maven Central
 (``distribution.fetch_mirror``).
 """
@@ -14,12 +14,12 @@ import logging
 from dataclasses import dataclass
 from typing import Protocol
 
-from harness import distribution, kafka_db
+from harness import distribution, kafka_db, services
 from harness import kafka_config as kc
 from harness.cluster import BROKER_PORT
 from harness.errors import ConfigError
-from harness.kafka_db import Service
 from harness.node import Node
+from harness.services import Service
 
 log = logging.getLogger(__name__)
 
@@ -163,24 +163,24 @@ def configure(
 
 
 def start(node: Node) -> bool:
-    return kafka_db.start_service(MIRROR, node)
+    return services.start(MIRROR, node)
 
 
 def stop(node: Node, timeout_s: float = 20.0) -> bool:
-    return kafka_db.stop_service(MIRROR, node, timeout_s)
+    return services.stop(MIRROR, node, timeout_s)
 
 
 def kill(node: Node) -> bool:
-    return kafka_db.signal_service(MIRROR, node, "KILL")
+    return services.kill(MIRROR, node)
 
 
 def pause(node: Node) -> bool:
-    return kafka_db.signal_service(MIRROR, node, "STOP")
+    return services.signal(MIRROR, node, "STOP")
 
 
 def resume(node: Node) -> bool:
-    return kafka_db.signal_service(MIRROR, node, "CONT")
+    return services.signal(MIRROR, node, "CONT")
 
 
 def is_running(node: Node) -> bool:
-    return kafka_db.service_running(MIRROR, node)
+    return services.running(MIRROR, node)

@@ -74,7 +74,16 @@ def build(
     with tempfile.TemporaryDirectory(prefix="kafka-chaos-tansu-", dir=out.parent) as tmp:
         staged = Path(tmp) / "out"
         log = out.parent / f"build-{version}.log"
-        args = ["cargo", "install", "tansu", "--version", version, "--locked", "--root", str(staged)]
+        args = [
+            "cargo",
+            "install",
+            "tansu",
+            "--version",
+            version,
+            "--locked",
+            "--root",
+            str(staged),
+        ]
         if features:
             args += ["--features", ",".join(features)]
         cache.run_step(args, Path(tmp), f"building tansu {version}", log, BUILD_TIMEOUT_S, env)

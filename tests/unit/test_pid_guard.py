@@ -1,4 +1,4 @@
-"""The pid-file guard of kafka_db, run by the real shell on real processes.
+"""The pid-file guard of harness.services, run by the real shell on real processes.
 
 Only the transport differs from production (``sh -c`` here, SSH there): the
 script that decides whether a pid may be signalled is the one nodes run.
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import kafka_db
+from harness import kafka_db, services
 from harness.node import Node, RunResult, SSHTarget
 
 
@@ -25,7 +25,7 @@ def node_at(root: Path) -> Node:
 
 
 def guarded(node: Node, action: str) -> int:
-    script = kafka_db._owned_pid_script(kafka_db.KAFKA, node) + action
+    script = services.owned_pid_script(kafka_db.KAFKA, node) + action
     return subprocess.run(["sh", "-c", script], timeout=20).returncode
 
 
@@ -98,7 +98,7 @@ def _niceness(pid: int) -> int:
 
 
 @pytest.mark.parametrize(
-    ("time_scale", "expected"), [(1.0, 0), (26.0, kafka_db.SLOW_GUEST_NICENESS)]
+    ("time_scale", "expected"), [(1.0, 0), (26.0, services.SLOW_GUEST_NICENESS)]
 )
 def test_a_slow_guests_jvm_yields_the_cpu_to_the_harness(tmp_path, time_scale, expected):
     """The real start line: a slow guest's service runs niced, a host-speed one does not."""
@@ -110,7 +110,7 @@ def test_a_slow_guests_jvm_yields_the_cpu_to_the_harness(tmp_path, time_scale, e
         f"echo $$ > {kafka_db.KAFKA.pid_file(node)}\n"
         f'exec {sys.executable} -c "import time; time.sleep(60)" -Dkafka.chaos.root={root}\n'
     )
-    assert kafka_db._start(kafka_db.KAFKA, node) is True
+    assert services.start(kafka_db.KAFKA, node) is True
     pid = int(Path(kafka_db.KAFKA.pid_file(node)).read_text())
     try:
         assert _niceness(pid) == expected + os.nice(0)
