@@ -4,9 +4,9 @@ Why a module of its own: Kafka, ZooKeeper and MirrorMaker are each one
 ``Service`` (a launcher script in ``<root_dir>/config``, a pid file in
 ``<root_dir>/run`` the launcher writes, stdout in ``<root_dir>/logs``), and
 every signal to any of them goes through ``signal``: it reads the pid file and
-checks that ``/proc/<pid>/cmdline`` carries this node's
-``-Dkafka.chaos.root=<root_dir>`` before touching the pid, so a reused pid or
-another engineer's process on the same host is never signalled.
+checks that the process carries this node's tag (``tag``) before touching
+the pid, so a reused pid or another engineer's process on the same host is
+never signalled.
 """
 
 from __future__ import annotations
@@ -27,9 +27,24 @@ SLOW_GUEST_NICENESS = 10
 
 @dataclass(frozen=True)
 class Service:
-    """A long-running JVM on a node and the files that describe it."""
+    """A long-running process on a node and the files that describe it.
 
-    name: str  # kafka | zookeeper | mirrormaker: the files below are named after it
+    ``tagged_by``: where the process carries its node's tag. A JVM takes
+    any ``-D`` system property on its command line; a program that refuses
+    unknown arguments (PostgreSQL, Tansu) carries it in its environment,
+    which its launcher exports before the ``exec``.
+    ``stop_signal``: the signal that asks for a clean stop (PostgreSQL's
+    SIGTERM waits for every client to disconnect; SIGINT does not).
+    ``with_children``: every other signal goes to the process's children
+    too.  PostgreSQL's server is many processes, each in its own session: a
+    crash or a pause of the server is one of all of them, and the stop
+    signal alone goes to the parent, which brings its children down.
+    """
+
+    name: str  # kafka | zookeeper | mirrormaker | postgres: the files below are named after it
+    tagged_by: str = "cmdline"  # cmdline | environ
+    stop_signal: str = "TERM"
+    with_children: bool = False
 
     def pid_file(self, node: Node) -> str:
         return node.path("run", f"{self.name}.pid")
@@ -52,18 +67,25 @@ _ALIVE_FN = (
 )
 
 
+def tag(service: Service, node: Node) -> str:
+    """The whole argument (or environment entry) that marks the process as this node's."""
+    if service.tagged_by == "environ":
+        return f"KAFKA_CHAOS_ROOT={node.root_dir}"
+    return f"-Dkafka.chaos.root={node.root_dir}"
+
+
 def owned_pid_script(service: Service, node: Node) -> str:
     """Shell that sets $pid to the service's pid if it is alive and ours, else exits 3.
 
-    The cmdline must contain this node's tag as a whole argument, so node
-    ``n1`` never matches ``n10``'s processes.
+    The tag must be a whole argument (or environment entry), so node ``n1``
+    never matches ``n10``'s processes.
     """
-    tag = f"-Dkafka.chaos.root={node.root_dir}"
     return (
         _ALIVE_FN
         + f"pid=$(cat {quote(service.pid_file(node))} 2>/dev/null) || exit 3; "
         + 'case "$pid" in ""|*[!0-9]*) exit 3;; esac; '
-        + f"tr '\\0' '\\n' < /proc/$pid/cmdline 2>/dev/null | grep -qxF -- {quote(tag)} "
+        + f"tr '\\0' '\\n' < /proc/$pid/{service.tagged_by} 2>/dev/null "
+        + f"| grep -qxF -- {quote(tag(service, node))} "
         + "|| exit 3; alive $pid || exit 3; "
     )
 
@@ -85,7 +107,11 @@ def signal(service: Service, node: Node, sig: str, wait_exit_s: float = 0.0) -> 
             f"i=0; while [ $i -lt {loops} ] && alive $pid; do sleep 0.2; i=$((i+1)); done; "
             f"alive $pid && exit 4; rm -f {quote(service.pid_file(node))}; "
         )
-    script = owned_pid_script(service, node) + f"kill -{sig} $pid; " + wait + "exit 0"
+    # Children by their parent's pid (never by name), listed while the parent runs.
+    targets = (
+        "$pid $(pgrep -P $pid)" if service.with_children and sig != service.stop_signal else "$pid"
+    )
+    script = owned_pid_script(service, node) + f"kill -{sig} {targets}; " + wait + "exit 0"
     res = node.run(script, timeout=wait_exit_s + 20, check=False)
     if res.exit_code == 3:
         return False
@@ -148,12 +174,12 @@ def start(service: Service, node: Node) -> bool:
 
 
 def stop(service: Service, node: Node, timeout_s: float, slow_ok: bool = False) -> bool:
-    """SIGTERM (plus SIGCONT so a paused JVM can act on it), then SIGKILL.
+    """The stop signal (plus SIGCONT so a paused process can act on it), then SIGKILL.
 
     ``slow_ok``: outliving the grace is expected (whole-cluster stops), so it
     is not worth a warning.
     """
-    if not signal(service, node, "TERM"):
+    if not signal(service, node, service.stop_signal):
         return False
     signal(service, node, "CONT")
     timeout_s *= node.time_scale
@@ -162,9 +188,10 @@ def stop(service: Service, node: Node, timeout_s: float, slow_ok: bool = False) 
     except CommandFailed:
         log.log(
             logging.INFO if slow_ok else logging.WARNING,
-            "%s: %s still up %ss after SIGTERM; killing it",
+            "%s: %s still up %ss after SIG%s; killing it",
             node.name,
             service.name,
+            service.stop_signal,
             timeout_s,
         )
         kill(service, node)

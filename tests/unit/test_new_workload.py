@@ -73,9 +73,7 @@ def test_its_line_kind_is_validated_and_made_into_rows(tmp_path: Path) -> None:
     line = {"index": 0, "time": 1, "process": 0, "type": "ok", "f": LINE,
             "value": {"topic": "t", "partition": 0, "offset": 12}}  # fmt: skip
     rows = line_rows.rows_of(line_rows.checked(line, 1, tmp_path))
-    assert [(r["f"], r["topic"], r["partition"], r["offset"]) for r in rows] == [
-        (LINE, "t", 0, 12)
-    ]
+    assert [(r["f"], r["topic"], r["partition"], r["offset"]) for r in rows] == [(LINE, "t", 0, 12)]
     assert line_rows.kind_of(rows[0]) == "control"
     bad = {**line, "value": {"topic": "t", "partition": "0", "offset": 12}}
     with pytest.raises(HistoryError, match=r"line 3: watermark ok: needs topic \(str\), partition"):

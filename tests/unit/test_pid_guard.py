@@ -14,9 +14,10 @@ import time
 from pathlib import Path
 
 import pytest
+from _shell_node import ShellNode
 
 from harness import kafka_db, services
-from harness.node import Node, RunResult, SSHTarget
+from harness.node import Node, SSHTarget
 
 
 def node_at(root: Path) -> Node:
@@ -80,16 +81,6 @@ def test_a_zombie_counts_as_gone(tagged_process):
         assert time.monotonic() < deadline
         time.sleep(0.05)
     assert guarded(node, "exit 0") == 3
-
-
-class ShellNode(Node):
-    """A node whose commands run in this machine's shell instead of over SSH."""
-
-    def run(self, command, timeout=60, check=True, idempotent=True):  # type: ignore[override]
-        proc = subprocess.run(
-            ["sh", "-c", command], capture_output=True, text=True, timeout=timeout
-        )
-        return RunResult(proc.returncode, proc.stdout, proc.stderr)
 
 
 def _niceness(pid: int) -> int:
