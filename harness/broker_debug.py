@@ -109,7 +109,7 @@ def set_loggers(cluster: Cluster, loggers: Sequence[str]) -> None:
     stale = [n for n in stale if kafka_db.is_running(n)]  # a broker down reads it as it starts
     for node in cluster.nodes:
         text = kc.logging_config(cluster.kafka_version, node.path("logs", "server.log"), wanted)
-        kafka_db.write_files(node, {_config_path(node): text})
+        node.write_files({_config_path(node): text})
     if stale:
         log.info(
             "restarting %s once: started before their log config was reloadable",

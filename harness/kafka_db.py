@@ -193,18 +193,6 @@ def collect_logs(node: Node, dest_dir: str | Path) -> list[Path]:
 # --- configuration ------------------------------------------------------------------
 
 
-def write_files(node: Node, files: dict[str, str], timeout_s: float = 30.0) -> None:
-    """Write text files on the node in one SSH command (base64: no quoting issues)."""
-    parts = ["set -e"]
-    for path, content in files.items():
-        b64 = base64.b64encode(content.encode()).decode()
-        parts.append(
-            f"mkdir -p {quote(str(Path(path).parent))}; "
-            f"echo {b64} | base64 -d > {quote(path)}.tmp; mv {quote(path)}.tmp {quote(path)}"
-        )
-    node.run("; ".join(parts), timeout=timeout_s)
-
-
 def node_files(
     cluster: Cluster, node: Node, spec: ClusterSpec, dist: Distribution
 ) -> dict[str, str]:
@@ -260,7 +248,7 @@ def configure(cluster: Cluster, spec: ClusterSpec, dist: Distribution) -> None:
     """Render and write every node's configs and launchers (running JVMs keep theirs)."""
     fan_out.on_nodes(
         cluster.nodes,
-        lambda n: write_files(n, node_files(cluster, n, spec, dist)),
+        lambda n: n.write_files(node_files(cluster, n, spec, dist)),
         timeout_s=NODE_STEP_TIMEOUT_S,
         what="writing configs",
     ).values()

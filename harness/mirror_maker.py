@@ -14,7 +14,7 @@ import logging
 from dataclasses import dataclass
 from typing import Protocol
 
-from harness import distribution, kafka_db, services
+from harness import distribution, services
 from harness import kafka_config as kc
 from harness.cluster import BROKER_PORT
 from harness.errors import ConfigError
@@ -158,7 +158,7 @@ def configure(
     validate(spec)
     dist = distribution.fetch_mirror(version)
     distribution.install(node, dist)
-    kafka_db.write_files(node, node_files(node, spec, ends, topic, groups, version, dist))
+    node.write_files(node_files(node, spec, ends, topic, groups, version, dist))
     return dist
 
 

@@ -11,6 +11,7 @@ never hang the harness.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import logging
 import shlex
@@ -300,6 +301,17 @@ class Node:
     def put(self, local: str | Path, remote: str) -> None:
         """Upload a file over SFTP (whole-file writes may be repeated)."""
         self._transfer(f"upload of {local}", lambda c: c.put(str(local), remote))
+
+    def write_files(self, files: dict[str, str], timeout_s: float = 30.0) -> None:
+        """Write text files in one command (base64: no quoting issues), each whole or not at all."""
+        parts = ["set -e"]
+        for path, content in files.items():
+            b64 = base64.b64encode(content.encode()).decode()
+            parts.append(
+                f"mkdir -p {quote(str(Path(path).parent))}; "
+                f"echo {b64} | base64 -d > {quote(path)}.tmp; mv {quote(path)}.tmp {quote(path)}"
+            )
+        self.run("; ".join(parts), timeout=timeout_s)
 
     def get(self, remote: str, local: str | Path) -> None:
         """Download a file over SFTP."""

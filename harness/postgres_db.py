@@ -108,6 +108,24 @@ def sql(node: Node, query: str, database: str = "postgres", port: int = PORT) ->
     return res.stdout
 
 
+def apply_file(node: Node, text: str, database: str, port: int = PORT) -> None:
+    """Run a whole SQL file (a schema) on ``database``, stopping at its first error."""
+    remote = node.path("config", "postgres-apply.sql")
+    node.write_files({remote: text})
+    res = node.run(
+        _NEED_BIN
+        + f'"$bin/psql" -X -q -v ON_ERROR_STOP=1 -h {quote(socket_dir(node))} -p {port} '
+        + f"-U {USER} -d {quote(database)} -f {quote(remote)}",
+        timeout=INIT_TIMEOUT_S,
+        check=False,
+    )
+    if res.exit_code != 0:
+        raise CommandFailed(
+            f"{node.name}: applying SQL to {database} exited {res.exit_code}: "
+            f"{(res.stderr or res.stdout).strip() or '(no output)'}"
+        )
+
+
 def ready(node: Node, port: int = PORT) -> bool:
     """Whether the server accepts connections (``pg_isready``), bounded in time."""
     res = node.run(

@@ -14,17 +14,27 @@ Cache layout, ``${KAFKA_CHAOS_CACHE:-~/.cache/kafka-chaos}/tansu/``::
     <version>-<features>/BUILD.json   version, features, seconds the build took
     target/                           cargo's build directory, kept so that an
                                       interrupted build resumes where it stopped
+    src/<version>-010-schema.sql      the PostgreSQL schema (``schema``)
+
+The crate does not ship the PostgreSQL schema its storage needs (its
+``ddl/`` is SQLite's); upstream applies ``etc/initdb.d/010-schema.sql`` of the
+release tag by hand.  ``schema`` finds that file, first found wins:
+``KC_TANSU_SCHEMA`` (a path), ``../shared/sources/tansu-<version>-010-schema.sql``,
+the cache, then the tag's raw file on GitHub; each is checked against the
+pinned sha256 before it is kept or used.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 from harness import cache
@@ -32,6 +42,14 @@ from harness.errors import HarnessError
 
 TANSU_VERSION = "0.6.0"
 TANSU_FEATURES = ("postgres",)
+SCHEMAS = {  # version: (the release tag's etc/initdb.d/010-schema.sql, its sha256)
+    "0.6.0": (
+        "https://raw.githubusercontent.com/tansu-io/tansu/v0.6.0/etc/initdb.d/010-schema.sql",
+        "e4941efd0bb20bbadc16db1a8d52d4d3aed10d9f12147fea1a116d47cbce626e",
+    ),
+}
+DOWNLOAD_TIMEOUT_S = 60.0
+CHECKOUT = Path(__file__).resolve().parent.parent
 # A cold build compiles about 450 crates; on two busy cores that is most of an hour.
 BUILD_TIMEOUT_S = 5400.0
 
@@ -49,6 +67,45 @@ def binary(version: str = TANSU_VERSION, features: tuple[str, ...] = TANSU_FEATU
             "or `python3 -m harness.tansu_build`"
         )
     return path
+
+
+def schema(version: str = TANSU_VERSION) -> Path:
+    """The PostgreSQL schema of Tansu ``version``, checked and kept in the cache."""
+    if version not in SCHEMAS:
+        raise HarnessError(f"no PostgreSQL schema is known for tansu {version}")
+    url, sha = SCHEMAS[version]
+    kept = cache.cache_root("tansu") / "src" / f"{version}-010-schema.sql"
+    name = f"tansu-{version}-010-schema.sql"
+    given = os.environ.get("KC_TANSU_SCHEMA")
+    if given:
+        if not Path(given).is_file():
+            raise HarnessError(f"KC_TANSU_SCHEMA={given}: no such file")
+        return _keep(Path(given).read_bytes(), given, sha, kept)
+    for source in (CHECKOUT.parent / "shared" / "sources" / name, kept):
+        if source.is_file():
+            return _keep(source.read_bytes(), str(source), sha, kept)
+    try:
+        with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_S) as res:
+            data = res.read()
+    except OSError as e:
+        raise HarnessError(
+            f"tansu's PostgreSQL schema: {url} could not be fetched ({e}); "
+            f"put the file at KC_TANSU_SCHEMA or ../shared/sources/{name}"
+        ) from e
+    return _keep(data, url, sha, kept)
+
+
+def _keep(data: bytes, source: str, sha: str, kept: Path) -> Path:
+    """``data`` at ``kept``, once its sha256 is the pinned one."""
+    got = hashlib.sha256(data).hexdigest()
+    if got != sha:
+        raise HarnessError(f"tansu's PostgreSQL schema from {source}: sha256 {got}, not {sha}")
+    if not kept.is_file():
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        tmp = kept.with_suffix(".part")
+        tmp.write_bytes(data)
+        tmp.rename(kept)
+    return kept
 
 
 def build_record(version: str = TANSU_VERSION, features: tuple[str, ...] = TANSU_FEATURES) -> dict:
@@ -104,6 +161,7 @@ def main() -> None:
     args = parser.parse_args()
     try:
         path = build(force=args.force)
+        schema()
     except HarnessError as e:
         print(f"tansu: {e}", file=sys.stderr)
         sys.exit(3)

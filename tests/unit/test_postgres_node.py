@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from _shell_node import ShellNode
 
-from harness import postgres_db, services
-from harness.errors import HarnessError
+from harness import postgres_db, services, tansu_build
+from harness.errors import CommandFailed, HarnessError
 from harness.node import SSHTarget
 
 pytestmark = pytest.mark.skipif(
@@ -82,6 +82,27 @@ def test_other_addresses_are_not_let_in(node: ShellNode) -> None:
         capture_output=True, text=True, timeout=30,
     )  # fmt: skip
     assert res.returncode != 0 and "no pg_hba.conf entry" in res.stderr
+
+
+def test_tansus_schema_applies_to_this_postgresql(node: ShellNode) -> None:
+    """Tansu 0.6.0's own schema (its release tag's, checked by sha256) on Debian's server."""
+    try:
+        schema = tansu_build.schema()
+    except HarnessError as e:
+        pytest.skip(f"Tansu's schema is not available here: {e}")
+    port = _free_port()
+    postgres_db.configure(node, clients=[], port=port)
+    postgres_db.start(node)
+    _wait_ready(node, port)
+    postgres_db.create_database(node, "tansu", port=port)
+    postgres_db.apply_file(node, schema.read_text(), "tansu", port=port)
+    postgres_db.apply_file(node, schema.read_text(), "tansu", port=port)  # again: idempotent
+    tables = postgres_db.sql(
+        node, "SELECT tablename FROM pg_tables WHERE schemaname = 'public'", "tansu", port
+    ).split()
+    assert {"cluster", "topic", "topition", "record", "watermark", "producer"} <= set(tables)
+    with pytest.raises(CommandFailed, match="applying SQL to tansu exited"):
+        postgres_db.apply_file(node, "SELECT * FROM no_such_table;", "tansu", port=port)
 
 
 def test_wipe_refuses_a_running_server_and_then_removes_everything(node: ShellNode) -> None:

@@ -56,3 +56,29 @@ def test_without_cargo_the_build_fails_in_one_line(cache: Path, tmp_path: Path) 
         "tansu: building tansu needs `cargo` (Rust): see https://rustup.rs"
     ]
     assert not (cache / "tansu" / "0.6.0-postgres").exists()  # nothing half-made is cached
+
+
+def test_the_schema_is_checked_then_kept(cache: Path, tmp_path: Path, monkeypatch) -> None:
+    good = tmp_path / "good.sql"
+    good.write_bytes(b"-- not the schema\n")
+    monkeypatch.setenv("KC_TANSU_SCHEMA", str(good))
+    with pytest.raises(HarnessError, match=r"sha256 [0-9a-f]{64}, not e4941efd"):
+        tansu_build.schema()
+    assert not (cache / "tansu" / "src").exists()  # a wrong file is never kept
+    monkeypatch.setenv("KC_TANSU_SCHEMA", str(tmp_path / "absent.sql"))
+    with pytest.raises(HarnessError, match="KC_TANSU_SCHEMA=.*absent.sql: no such file"):
+        tansu_build.schema()
+    with pytest.raises(HarnessError, match="no PostgreSQL schema is known for tansu 9.9.9"):
+        tansu_build.schema("9.9.9")
+
+
+def test_a_good_schema_is_kept_and_found_again(cache: Path, monkeypatch) -> None:
+    real = Path.home() / ".cache" / "kafka-chaos" / "tansu" / "src" / "0.6.0-010-schema.sql"
+    if not real.is_file():
+        pytest.skip("Tansu's schema was never fetched here (./setup.sh --tansu)")
+    monkeypatch.setenv("KC_TANSU_SCHEMA", str(real))
+    kept = tansu_build.schema()
+    assert kept == cache / "tansu" / "src" / "0.6.0-010-schema.sql"
+    assert kept.read_bytes() == real.read_bytes()
+    monkeypatch.delenv("KC_TANSU_SCHEMA")
+    assert tansu_build.schema() == kept  # from the cache now, nothing fetched
