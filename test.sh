@@ -9,9 +9,11 @@
 # minutes, not the better part of an hour.
 # ./test.sh --vagrant runs the tests on real VMs instead (tests/vagrant):
 # it installs Vagrant, libvirt and QEMU and builds the box first.
+# ./test.sh --tansu runs the tests of the second broker, Tansu (tests/tansu):
+# it installs PostgreSQL and builds Tansu first (docs/brokers.md).
 set -uo pipefail
 cd "$(dirname "$0")"
-suite=(tests --ignore=tests/vagrant)
+suite=(tests --ignore=tests/vagrant --ignore=tests/tansu)
 setup_args=()
 case "${1:-}" in
   --fast)
@@ -23,6 +25,11 @@ case "${1:-}" in
     shift
     suite=(tests/vagrant)
     setup_args=(--vagrant)
+    ;;
+  --tansu)
+    shift
+    suite=(tests/tansu)
+    setup_args=(--tansu)
     ;;
 esac
 # A Maven mirror of Clojars beside the repository (machines that cannot reach
