@@ -45,11 +45,11 @@ fi
 ruff check . || exit 1
 # --durations: every run, CI included, shows where its time went.
 # -n: pytest-xdist workers, one per core: the cluster tests all run in one of
-# them, in order, and the unit modules beside them.  KC_TEST_CLUSTER_UNITS=2
-# (opt-in) splits the cluster tests over two clusters and adds a worker
-# (tests/_xdist_order.py says why, and why not yet by default).
+# them, in order, and the unit modules beside them.  The cluster tests run
+# as two units on two clusters, with a third worker (tests/_xdist_order.py
+# says why); KC_TEST_CLUSTER_UNITS=1 keeps them in one.
 workers=2
-[ "${KC_TEST_CLUSTER_UNITS:-1}" = 2 ] && [ "${KC_TEST_TIER:-}" != fast ] && workers=3
+[ "${KC_TEST_CLUSTER_UNITS:-2}" = 2 ] && [ "${KC_TEST_TIER:-}" != fast ] && workers=3
 python3 -m pytest -p no:cacheprovider -n "${KC_TEST_WORKERS:-$workers}" --timeout=900 \
   --durations=30 "$@" "${suite[@]}"
 rc=$?

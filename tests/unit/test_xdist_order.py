@@ -46,6 +46,11 @@ def test_modules_sharing_session_runs_or_fixed_names_share_a_unit() -> None:
     assert by_name and all(len(units) == 1 for units in by_name.values()), by_name
 
 
-def test_by_default_every_cluster_test_is_one_unit(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_by_default_the_cluster_tests_are_two_units(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("KC_TEST_CLUSTER_UNITS")
+    assert {_unit(m) for m in MODULES} == set(CLUSTER_UNITS)
+
+
+def test_one_unit_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KC_TEST_CLUSTER_UNITS", "1")
     assert {_unit(m) for m in MODULES} == {"cluster"}
