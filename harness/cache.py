@@ -8,6 +8,7 @@ of them together with one variable, ``KAFKA_CHAOS_CACHE``.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -18,6 +19,13 @@ def cache_root(kind: str) -> Path:
     """``${KAFKA_CHAOS_CACHE:-~/.cache/kafka-chaos}/<kind>``."""
     base = os.environ.get("KAFKA_CHAOS_CACHE") or str(Path.home() / ".cache" / "kafka-chaos")
     return Path(base) / kind
+
+
+def replace_whole(staged: Path, out: Path) -> None:
+    """Put a finished build at ``out`` by one rename: a half-built cache is never "cached"."""
+    if out.exists():
+        shutil.rmtree(out)
+    staged.rename(out)
 
 
 def run_step(

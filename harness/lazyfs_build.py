@@ -185,9 +185,7 @@ def build(commit: str = LAZYFS_COMMIT, force: bool = False) -> Path:
             if not kept.exists():
                 kept.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(source, kept)
-        if out.exists():
-            shutil.rmtree(out)
-        staged.rename(out)  # whole or not at all: a half-built cache is never "cached"
+        cache.replace_whole(staged, out)
     return out / "bin" / "lazyfs"
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from harness import services
 from harness.errors import CommandFailed, HarnessError
-from harness.node import Node, quote
+from harness.node import Node, RunResult, quote
 from harness.services import Service
 
 POSTGRES = Service("postgres", tagged_by="environ", stop_signal="INT", with_children=True)
@@ -81,49 +81,45 @@ def configure(node: Node, clients: list[str], port: int = PORT) -> None:
         + f"chown {USER}: {data}/pg_hba.conf; "
         + f"printf '%s' {quote(launcher)} > {quote(POSTGRES.launcher(node))}"
     )
-    res = node.run(script, timeout=INIT_TIMEOUT_S, check=False)
-    if res.exit_code == 7:
-        raise HarnessError(f"{node.name}: {res.stderr.strip()}")
-    if res.exit_code != 0:
-        raise CommandFailed(
-            f"{node.name}: configuring PostgreSQL exited {res.exit_code}: "
-            f"{(res.stderr or res.stdout).strip() or '(no output)'}"
-        )
+    _checked(node, node.run(script, timeout=INIT_TIMEOUT_S, check=False), "configuring PostgreSQL")
 
 
 def sql(node: Node, query: str, database: str = "postgres", port: int = PORT) -> str:
     """Run ``query`` over the node's socket; its rows, ``|``-separated, one per line."""
-    res = node.run(
-        _NEED_BIN
-        + f'"$bin/psql" -X -q -At -v ON_ERROR_STOP=1 -h {quote(socket_dir(node))} -p {port} '
-        + f"-U {USER} -d {quote(database)} -c {quote(query)}",
-        timeout=SQL_TIMEOUT_S,
-        check=False,
-    )
-    if res.exit_code != 0:
-        raise CommandFailed(
-            f"{node.name}: psql on {database} exited {res.exit_code}: "
-            f"{(res.stderr or res.stdout).strip() or '(no output)'}"
-        )
-    return res.stdout
+    what = f"psql on {database}"
+    return _psql(node, f"-At -c {quote(query)}", database, port, what, SQL_TIMEOUT_S)
 
 
 def apply_file(node: Node, text: str, database: str, port: int = PORT) -> None:
     """Run a whole SQL file (a schema) on ``database``, stopping at its first error."""
     remote = node.path("config", "postgres-apply.sql")
     node.write_files({remote: text})
+    what = f"applying SQL to {database}"
+    _psql(node, f"-f {quote(remote)}", database, port, what, INIT_TIMEOUT_S)
+
+
+def _psql(node: Node, args: str, database: str, port: int, what: str, timeout_s: float) -> str:
+    """``psql`` as the superuser over the node's socket, stopping at the first error."""
     res = node.run(
         _NEED_BIN
         + f'"$bin/psql" -X -q -v ON_ERROR_STOP=1 -h {quote(socket_dir(node))} -p {port} '
-        + f"-U {USER} -d {quote(database)} -f {quote(remote)}",
-        timeout=INIT_TIMEOUT_S,
+        + f"-U {USER} -d {quote(database)} {args}",
+        timeout=timeout_s,
         check=False,
     )
+    return _checked(node, res, what).stdout
+
+
+def _checked(node: Node, res: RunResult, what: str) -> RunResult:
+    """``res`` when it succeeded; else one line: PostgreSQL missing, or what failed and why."""
+    if res.exit_code == 7:
+        raise HarnessError(f"{node.name}: {res.stderr.strip()}")
     if res.exit_code != 0:
         raise CommandFailed(
-            f"{node.name}: applying SQL to {database} exited {res.exit_code}: "
+            f"{node.name}: {what} exited {res.exit_code}: "
             f"{(res.stderr or res.stdout).strip() or '(no output)'}"
         )
+    return res
 
 
 def ready(node: Node, port: int = PORT) -> bool:

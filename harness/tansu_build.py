@@ -149,9 +149,7 @@ def build(
         (staged / "BUILD.json").write_text(json.dumps(record, indent=2) + "\n")
         for leftover in (".crates.toml", ".crates2.json"):  # cargo's own bookkeeping
             (staged / leftover).unlink(missing_ok=True)
-        if out.exists():
-            shutil.rmtree(out)
-        staged.rename(out)  # whole or not at all: a half-built cache is never "cached"
+        cache.replace_whole(staged, out)
     return out / "bin" / "tansu"
 
 
