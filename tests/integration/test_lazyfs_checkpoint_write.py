@@ -19,6 +19,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from _lazyfs_skip import lazyfs_missing
 
 REPRO = (
     Path(__file__).resolve().parents[2]
@@ -28,24 +29,10 @@ REPRO = (
 )
 
 
-def _lazyfs_missing() -> str:
-    """Why lazyfs cannot run here ('' when it can), as test_power_loss_run.py says it."""
-    from harness import lazyfs_build
-    from harness.errors import HarnessError
-
-    if not os.path.exists("/dev/fuse"):
-        return "/dev/fuse is absent"
-    try:
-        lazyfs_build.binary()
-    except HarnessError as e:
-        return str(e)
-    return ""
-
-
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.skipif(os.geteuid() != 0, reason="mounting lazyfs with allow_other needs root"),
-    pytest.mark.skipif(bool(_lazyfs_missing()), reason=_lazyfs_missing() or "lazyfs built"),
+    pytest.mark.skipif(bool(lazyfs_missing()), reason=lazyfs_missing() or "lazyfs built"),
 ]
 
 

@@ -18,6 +18,7 @@ from shlex import quote
 
 import pytest
 from _kafka_clusters import SHARED_CLUSTER, running_cluster
+from _lazyfs_skip import lazyfs_missing
 from _local_leftovers import (
     down,
     leftovers,
@@ -33,25 +34,10 @@ from harness.spec import NEWEST_KAFKA, ClusterSpec, TopicSpec
 from nemeses.base import FaultOp
 from nemeses.power_loss import PowerLoss
 
-
-def _lazyfs_missing() -> str:
-    """Why lazyfs cannot run here ('' when it can): setup.sh builds it only where its
-    source is at hand (../shared/sources, a checkout, the cache or GitHub) and only warns
-    otherwise, so its tests say why they skip instead of failing on a missing binary."""
-    from harness import lazyfs_build
-    from harness.errors import HarnessError
-
-    try:
-        lazyfs_build.binary()
-    except HarnessError as e:
-        return str(e)
-    return ""
-
-
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.skipif(os.geteuid() != 0, reason="the local backend needs root"),
-    pytest.mark.skipif(bool(_lazyfs_missing()), reason=_lazyfs_missing() or "lazyfs built"),
+    pytest.mark.skipif(bool(lazyfs_missing()), reason=lazyfs_missing() or "lazyfs built"),
 ]
 
 MESSAGES = 200
