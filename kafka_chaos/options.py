@@ -527,8 +527,7 @@ def _validate_client(spec: TestSpec) -> None:
         if client == "java" and (declared is None or not declared.java_client):
             java = [n for n in workloads.names() if workloads.declared(n).java_client]
             raise ConfigError(
-                f"{role}.client java runs the {' and '.join(java)} workloads, "
-                f"not {spec.workload}'s"
+                f"{role}.client java runs the {' and '.join(java)} workloads, not {spec.workload}'s"
             )
     if spec.client_jar is not None:
         jar = Path(spec.client_jar)
