@@ -54,15 +54,17 @@ def configure(node: Node, clients: list[str], port: int = PORT) -> None:
     launcher = (
         "#!/bin/sh\n"
         "# written by kafka-chaos (harness/postgres_db.py)\n"
-        f"export KAFKA_CHAOS_ROOT={quote(node.root_dir)}\n" + _BIN.rstrip("; ") + "\n"
+        f"export KAFKA_CHAOS_ROOT={quote(node.root_dir)}\n"
+        + _BIN.rstrip("; ")
+        + "\n"
         # A crashed server's lock files (data directory, socket) name its pid,
         # which may still be a zombie its new parent has not reaped: PostgreSQL
         # would take that for a live server and refuse to start. A dead or
         # zombie owner's lock is stale.
-        f"for lock in {data}/postmaster.pid {sock}/.s.PGSQL.*.lock; do "
+        + services.ALIVE_FN
+        + f"\nfor lock in {data}/postmaster.pid {sock}/.s.PGSQL.*.lock; do "
         'old=$(head -n 1 "$lock" 2>/dev/null); case "$old" in ""|*[!0-9]*) continue;; esac; '
-        "s=$(sed -n 's/^State:[[:space:]]*\\([A-Z]\\).*/\\1/p' /proc/$old/status 2>/dev/null); "
-        '{ [ -z "$s" ] || [ "$s" = Z ]; } && rm -f "$lock"; done\n'
+        'alive "$old" || rm -f "$lock"; done\n'
         f"echo $$ > {quote(POSTGRES.pid_file(node))}\n"
         f'exec {_AS_POSTGRES} "$bin/postgres" -D {data} -p {port} '
         f"-c listen_addresses={quote(node.address)} -c unix_socket_directories={sock} "

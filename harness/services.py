@@ -61,7 +61,7 @@ class Service:
 
 # ``alive PID``: the process exists and is not a zombie (a SIGKILLed JVM
 # stays a zombie until reaped, and must count as gone).
-_ALIVE_FN = (
+ALIVE_FN = (
     "alive() { s=$(sed -n 's/^State:[[:space:]]*\\([A-Z]\\).*/\\1/p' /proc/$1/status "
     '2>/dev/null); [ -n "$s" ] && [ "$s" != Z ]; }; '
 )
@@ -81,7 +81,7 @@ def owned_pid_script(service: Service, node: Node) -> str:
     never matches ``n10``'s processes.
     """
     return (
-        _ALIVE_FN
+        ALIVE_FN
         + f"pid=$(cat {quote(service.pid_file(node))} 2>/dev/null) || exit 3; "
         + 'case "$pid" in ""|*[!0-9]*) exit 3;; esac; '
         + f"tr '\\0' '\\n' < /proc/$pid/{service.tagged_by} 2>/dev/null "

@@ -34,6 +34,7 @@ from abc import abstractmethod
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from harness import kafka_config as kc
+from harness import services
 from harness.cluster import Cluster
 from harness.errors import ConfigError
 from harness.node import Node, quote
@@ -49,12 +50,6 @@ STROBE_LOG = "clock-strobe.log"
 OFFSET_RECORD = "clock-offset-ms"
 STROBE_STOP_WAIT_S = 2.5  # how long a SIGKILLed loop may take to be gone
 STROBE_START_WAIT_S = 3.0
-
-# ``alive PID``: exists and is not a zombie.
-_ALIVE_FN = (
-    "alive() { s=$(sed -n 's/^State:[[:space:]]*\\([A-Z]\\).*/\\1/p' /proc/$1/status "
-    '2>/dev/null); [ -n "$s" ] && [ "$s" != Z ]; }\n'
-)
 
 
 def offset_text(ms: int) -> str:
@@ -155,7 +150,7 @@ def stop_strobe_script(node: Node) -> str:
     script = quote(node.path("run", STROBE_SCRIPT))
     loops = int(STROBE_STOP_WAIT_S * 20)
     return (
-        _ALIVE_FN
+        services.ALIVE_FN
         + f"stopped=0; pid=$(cat {pid_file} 2>/dev/null); "
         + 'case "$pid" in ""|*[!0-9]*) pid=;; esac\n'
         + 'if [ -n "$pid" ] && alive "$pid" && '
