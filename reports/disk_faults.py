@@ -5,7 +5,9 @@ segments, the log end it came back with, truncations, corruption, unclean
 elections, a log directory taken offline); a fault kind adds rows just by
 being in ``kafka_chaos.disk_account.DISK_FAULTS``.  Below it, the lost
 values by partition: which replicas held them at the ack, which came back
-from the cut without them, which hold them now.
+from the cut without them, which hold them now; and the first lost values
+one by one (value, partition, offset, each replica's story), so the report
+itself says what was lost and where.
 """
 
 from __future__ import annotations
@@ -64,6 +66,38 @@ def tally(t: dict[str, Any], key: str, total: Any) -> str:
     return f"{yes}/{total}" if isinstance(total, int) and total > 0 else "—"
 
 
+def _known(flag: Any) -> str:
+    """provenance's True/False/None (never guessed) as yes/no/unknown."""
+    return "unknown" if flag is None else ("yes" if flag else "no")
+
+
+def replica_story(r: dict[str, Any]) -> str:
+    """One replica of one lost value, in a line: held at the ack, came back without
+    it from which cut (and with what log end), and what it holds now."""
+    said = [f"{r.get('node')}: held at ack {_known(r.get('held_at_ack'))}"]
+    if r.get("cut") is not None:
+        said.append(
+            f"came back from cut #{r['cut']} with log end {r.get('recovered_log_end')}"
+            f" (without it: {_known(r.get('came_back_without'))})"
+        )
+    said.append(f"holds it now {_known(r.get('holds_now'))}")
+    if r.get("now_at_offset") is not None:
+        said.append(f"its offset now holds {r['now_at_offset']}")
+    return ", ".join(said)
+
+
+def example(v: dict[str, Any]) -> dict[str, Any]:
+    """One lost value of provenance.json: where it was acknowledged, and each replica."""
+    return {
+        "value": v.get("value"),
+        "partition": v.get("partition"),
+        "offset": v.get("offset"),
+        "acked_s": v.get("acked_s"),
+        "leader": v.get("leader"),
+        "replicas": [replica_story(as_dict(r)) for r in as_list(v.get("replicas"))],
+    }
+
+
 def lost_section(prov: dict[str, Any]) -> dict[str, Any]:
     parts = []
     for p in as_list(prov.get("partitions")):
@@ -90,7 +124,7 @@ def lost_section(prov: dict[str, Any]) -> dict[str, Any]:
         "checker": prov.get("checker_acked_lost"),
         "acks_all": prov.get("acks_all"),
         "partitions": parts,
-        "examples": [as_dict(v) for v in as_list(prov.get("values"))[:MAX_EXAMPLES]],
+        "examples": [example(as_dict(v)) for v in as_list(prov.get("values"))[:MAX_EXAMPLES]],
     }
 
 

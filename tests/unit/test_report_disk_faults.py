@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from collections.abc import Iterator
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kafka_chaos import disk_account, provenance
-from reports.disk_faults import disk_faults_section, log_ends
+from reports.disk_faults import disk_faults_section, log_ends, replica_story
 from reports.render import render_report
 
 DATA = Path(__file__).parent / "data" / "power-loss-all"
@@ -43,6 +44,35 @@ def test_one_row_per_fault_and_node_and_the_lost_partition(run_dir: Path) -> Non
     assert {n["holds"] for n in part["nodes"]} == {f"0/{lost}"}
     page = render_report(run_dir)
     assert 'id="disk-faults"' in page and "Recovering unflushed segment" in page
+
+
+def test_the_report_names_each_lost_value_its_offset_and_its_replicas(run_dir: Path) -> None:
+    """What was lost and where, value by value: not only the per-partition tallies."""
+    first = json.loads((run_dir / "provenance.json").read_text())["values"][0]
+    section = disk_faults_section(run_dir)
+    assert section is not None
+    ex = section["lost"]["examples"][0]
+    assert (ex["value"], ex["partition"], ex["offset"]) == (
+        first["value"], first["partition"], first["offset"],
+    )  # fmt: skip
+    r = first["replicas"][0]
+    assert ex["replicas"][0].startswith(
+        f"{r['node']}: held at ack {'yes' if r['held_at_ack'] else 'unknown'}, "
+        f"came back from cut #{r['cut']} with log end {r['recovered_log_end']} (without it: yes)"
+    )
+    now = r["now_at_offset"]
+    assert ex["replicas"][0].endswith(
+        "holds it now no" + ("" if now is None else f", its offset now holds {now}")
+    )
+    page = render_report(run_dir)
+    assert "lost values, one by one" in page
+    row = f'<td class="n">{first["value"]}</td><td class="n">{first["partition"]}</td>'
+    assert row + f'<td class="n">{first["offset"]}</td>' in page
+
+
+def test_a_replica_story_says_unknown_never_guesses() -> None:
+    said = replica_story({"node": "n2", "held_at_ack": None, "cut": None, "holds_now": None})
+    assert said == "n2: held at ack unknown, holds it now unknown"
 
 
 def test_no_section_without_disk_faults(tmp_path: Path) -> None:
