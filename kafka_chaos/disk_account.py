@@ -4,8 +4,13 @@ After the heal the run has each node's server.log (``logs/<node>/logs``).
 For every disk fault in the history (power loss now; disk-full and
 corrupt-segment add rows by being named in ``DISK_FAULTS``), this keeps the
 recovery and truncation lines (``harness.recovery_log``) each target wrote
-from the fault's start until the next disk fault on that node, with per
-partition the log end offset the broker came back with.  That is the only
+from the moment the fault was in effect until the next disk fault on that
+node was, with per partition the log end offset the broker came back with.
+"In effect" is ``applied_s`` in schedule.json (the broker killed, the cache
+dropped), else the fault's start: a broker still loading its logs when the
+next cut begins logs them before that cut's SIGKILL lands, and those lines
+tell what the earlier cut left (seen on a loaded machine: n1's 13 "Completed
+load" lines 0.2-0.3 s after the second cut's start).  That is the only
 place the harness learns what reached a broker's disk before the cut.
 
 Brokers stamp lines with wall-clock time and the history with its own
@@ -85,6 +90,20 @@ def disk_faults(history: Path) -> list[dict[str, Any]]:
     )
 
 
+def applied_at(run_dir: Path) -> dict[int, float]:
+    """Each fault's ``applied_s`` (when it was in effect) from schedule.json, by id."""
+    try:
+        ops = json.loads((run_dir / "schedule.json").read_text()).get("ops") or []
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return {
+        op["id"]: op["applied_s"]
+        for op in ops
+        if isinstance(op, dict) and isinstance(op.get("id"), int)
+        and isinstance(op.get("applied_s"), (int, float))
+    }  # fmt: skip
+
+
 def node_lines(run_dir: Path, node: str, topic: str) -> list[RecoveryLine]:
     """``node``'s recovery lines for ``topic`` from its collected server.log files, oldest first."""
     logs = run_dir / "logs" / node / "logs"
@@ -118,15 +137,18 @@ def account(run_dir: Path, topic: str, anchor: dict[str, float] | None = None) -
 
     nodes = sorted({n for f in faults for n in f["targets"]})
     lines = {n: node_lines(run_dir, n, topic) for n in nodes}
+    applied = applied_at(run_dir)
+    for f in faults:
+        f["from_s"] = applied.get(f["id"], f["start_s"])
     for i, fault in enumerate(faults):
         row = {**fault, "nodes": {}}
         for node in fault["targets"]:
-            later = [g["start_s"] for g in faults[i + 1 :] if node in g["targets"]]
+            later = [g["from_s"] for g in faults[i + 1 :] if node in g["targets"]]
             until = later[0] if later else float("inf")
             mine = [
                 ln
                 for ln in lines.get(node, [])
-                if ln.time_ms is not None and fault["start_s"] <= on_axis(ln.time_ms) < until
+                if ln.time_ms is not None and fault["from_s"] <= on_axis(ln.time_ms) < until
             ]
             row["nodes"][node] = node_summary(mine, on_axis)
         result["faults"].append(row)

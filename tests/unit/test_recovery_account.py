@@ -165,3 +165,68 @@ def test_a_minority_cut_is_told_by_its_target_alone(
         assert list(fault["nodes"]) == [node]
         assert fault["nodes"][node]["recovered_log_end"] == {"3": 0}
         assert fault["nodes"][node]["unclean_elections"] == []
+
+
+LOAD_N1 = (  # a real line: n1 of power-loss-all, 2026-11-28, loading after the first cut
+    "[2026-11-28 13:31:19,922] INFO Completed load of Log(dir=/d/chaos-x-2, topicId=p, "
+    "topic=chaos-x, partition=2, highWatermark=0, lastStableOffset=0, logStartOffset=0, "
+    "logEndOffset=0) with 1 segments, local-log-start-offset 0 and log-end-offset 0 in 40ms "
+    "(4/23 completed in /d) (org.apache.kafka.storage.internals.log.LogManager)"
+)
+
+
+def _two_cuts_of_n1(run: Path, applied: tuple[float, float] | None) -> dict:
+    """Two power losses of n1 (starts 5.36 s and 21.228 s, as in that run) and n1's
+    load line, logged 0.28 s after the second began (the anchor puts it there)."""
+    (run / "logs" / "n1" / "logs").mkdir(parents=True)
+    (run / "logs" / "n1" / "logs" / "server.log").write_text(LOAD_N1 + "\n")
+    ops = []
+    for i, (start, end) in enumerate(((5.36, 13.802), (21.228, 29.419))):
+        for phase, at in (("start", start), ("end", end)):
+            value = {"phase": phase, "id": i, "targets": ["n1"], "at_s": at}
+            ops.append({"index": len(ops), "time": int(at * 1e9), "process": "nemesis",
+                        "type": "info", "f": "power-loss", "value": value})  # fmt: skip
+    (run / "history.jsonl").write_text("".join(json.dumps(o) + "\n" for o in ops))
+    if applied is not None:
+        sched = {"ops": [{"id": i, "applied_s": a} for i, a in enumerate(applied)]}
+        (run / "schedule.json").write_text(json.dumps(sched))
+    wall_ms = 1795872679922.0  # the line's own stamp, 2026-11-28 13:31:19,922 UTC
+    return disk_account.account(run, "chaos-x", {"history_s": 21.51, "wall_ms": wall_ms})
+
+
+def test_lines_logged_before_the_next_cut_took_effect_belong_to_the_cut_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The broker was still loading its logs when the second cut began; its SIGKILL
+    landed later (applied_s), so the log end it reports is what the first cut left."""
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    try:
+        (tmp_path / "a").mkdir()
+        (tmp_path / "b").mkdir()
+        first, second = _two_cuts_of_n1(tmp_path / "a", (6.183, 21.693))["faults"]
+        assert first["nodes"]["n1"]["recovered_log_end"] == {"2": 0}
+        assert second["nodes"]["n1"]["recovered_log_end"] == {}
+        # Without schedule.json (an older run), the fault's start is the boundary.
+        first, second = _two_cuts_of_n1(tmp_path / "b", None)["faults"]
+        assert first["nodes"]["n1"]["recovered_log_end"] == {}
+        assert second["nodes"]["n1"]["recovered_log_end"] == {"2": 0}
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+def test_a_replica_cut_again_while_loading_came_back_from_the_next_cut() -> None:
+    """n1 loaded partition 2 but not 5 before the second cut: for 5 it came back
+    from the second; with no load at all, the first cut and "unknown"."""
+    faults = [
+        {"id": 0, "targets": ["n1"], "start_s": 5.36,
+         "nodes": {"n1": {"recovered_log_end": {"2": 0}}}},
+        {"id": 1, "targets": ["n1"], "start_s": 21.2,
+         "nodes": {"n1": {"recovered_log_end": {"2": 0, "5": 0}}}},
+    ]  # fmt: skip
+    assert [(f["id"], end) for f, end in [provenance.came_back(faults, "n1", 2, 1.0)]] == [(0, 0)]
+    assert [(f["id"], end) for f, end in [provenance.came_back(faults, "n1", 5, 1.0)]] == [(1, 0)]
+    cut, end = provenance.came_back(faults, "n1", 7, 1.0)
+    assert (cut["id"], end) == (0, None)
+    assert provenance.came_back(faults, "n2", 2, 1.0) == (None, None)
