@@ -36,6 +36,47 @@ def log_ends(recovered: dict[str, Any]) -> str:
     return "; ".join(f"{', '.join(ps)}: {end}" for end, ps in by_end.items()) or "—"
 
 
+def _mb(n: Any) -> str:
+    return f"{n / 1e6:,.0f} MB" if isinstance(n, (int, float)) else "?"
+
+
+def fault_did(kind: Any, resolved: dict[str, Any], node: str) -> str:
+    """What the fault itself did to ``node``, from its history end line's ``resolved``:
+    the harness's side, beside the broker's lines."""
+    if kind == "power-loss":
+        dropped = node in as_list(resolved.get("unsynced_dropped"))
+        return "killed; its unsynced writes dropped" if dropped else "not confirmed applied"
+    if kind == "corrupt-segment":
+        c = as_dict(as_dict(resolved.get("corrupted")).get(node))
+        if not c:
+            return "not confirmed applied"
+        how = "flipped" if c.get("mode") == "flip" else "cut off"
+        n = c.get("bytes")
+        said = (
+            f"{n} byte{'' if n == 1 else 's'} {how} at the tail of partition "
+            f"{c.get('partition')}'s {c.get('which', 'active')} segment "
+            f"{Path(str(c.get('segment'))).name} "
+            f"(from byte {c.get('from_byte')}; {c.get('size_before')} → {c.get('size_after')} "
+            "bytes)"
+        )
+        if c.get("recovery_point") is not None:
+            below = "below" if c.get("below_recovery_point") else "not below"
+            said += f", {below} the checkpointed recovery point {c['recovery_point']}"
+        return said
+    if kind == "disk-full":
+        d = as_dict(as_dict(resolved.get("disk_full")).get(node))
+        if not d:
+            return "not confirmed applied"
+        yes = {True: "yes", False: "no"}
+        return (
+            f"filled with {_mb(d.get('ballast_bytes'))} of ballast, {d.get('free_bytes')} bytes "
+            f"free; ENOSPC in its log: {yes.get(d.get('enospc_seen'), '?')}; broker halted: "
+            f"{yes.get(d.get('broker_halted'), '?')}; restarted: "
+            f"{yes.get(d.get('restarted'), '?')}"
+        )
+    return ""
+
+
 def fault_rows(account: dict[str, Any]) -> list[dict[str, Any]]:
     rows = []
     for fault in as_list(account.get("faults")):
@@ -50,6 +91,7 @@ def fault_rows(account: dict[str, Any]) -> list[dict[str, Any]]:
                     "start_s": fault.get("start_s"),
                     "end_s": fault.get("end_s"),
                     "node": node,
+                    "did": fault_did(fault.get("f"), as_dict(fault.get("resolved")), node),
                     "counts": {k: counts.get(k, 0) for k in COLUMNS},
                     "log_ends": log_ends(as_dict(summary.get("recovered_log_end"))),
                     "lines": [as_dict(ln) for ln in as_list(summary.get("lines"))],

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kafka_chaos import disk_account, provenance
-from reports.disk_faults import disk_faults_section, log_ends, replica_story
+from reports.disk_faults import disk_faults_section, fault_did, log_ends, replica_story
 from reports.render import render_report
 
 DATA = Path(__file__).parent / "data" / "power-loss-all"
@@ -81,3 +81,37 @@ def test_no_section_without_disk_faults(tmp_path: Path) -> None:
 
 def test_log_ends_grouped() -> None:
     assert log_ends({"2": 7, "0": 0, "1": 0}) == "p0, p1: 0; p2: 7"
+
+
+# ``resolved`` as the pl48b nightly runs of 2026-11-28 recorded them (trimmed).
+CORRUPTED = {"corrupted": {"n3": {
+    "partition": 8, "segment": "/d/chaos-8/00000000000000000000.log", "which": "active",
+    "recovery_point": 0, "below_recovery_point": False, "size_before": 277072,
+    "size_after": 277071, "from_byte": 277071, "mode": "truncate", "bytes": 1}}}  # fmt: skip
+FILLED = {"disk_full": {"n1": {"ballast_bytes": 532905984, "free_bytes": 0,
+    "broker_halted": True, "enospc_seen": True, "restarted": True}}}  # fmt: skip
+
+
+def test_each_row_says_what_the_fault_itself_did() -> None:
+    assert fault_did("corrupt-segment", CORRUPTED, "n3") == (
+        "1 byte cut off at the tail of partition 8's active segment 00000000000000000000.log "
+        "(from byte 277071; 277072 → 277071 bytes), not below the checkpointed recovery point 0"
+    )
+    assert fault_did("disk-full", FILLED, "n1") == (
+        "filled with 533 MB of ballast, 0 bytes free; ENOSPC in its log: yes; broker halted: "
+        "yes; restarted: yes"
+    )
+    assert fault_did("power-loss", {"unsynced_dropped": ["n2"]}, "n2").endswith("dropped")
+    for kind, resolved in (("power-loss", {}), ("corrupt-segment", {}), ("disk-full", FILLED)):
+        assert fault_did(kind, resolved, "n9") == "not confirmed applied"
+
+
+def test_a_run_that_lost_nothing_says_so(tmp_path: Path) -> None:
+    fault = {"id": 0, "f": "disk-full", "targets": ["n1"], "start_s": 4.3, "end_s": 15.7,
+             "resolved": FILLED, "nodes": {"n1": {"counts": {"log-dir-offline": 1}}}}  # fmt: skip
+    (tmp_path / "disk-faults.json").write_text(json.dumps({"faults": [fault]}))
+    (tmp_path / "provenance.json").write_text(json.dumps({"lost": 0, "partitions": []}))
+    section = disk_faults_section(tmp_path)
+    assert section is not None and section["rows"][0]["did"].startswith("filled with 533 MB")
+    page = render_report(tmp_path)
+    assert "Nothing acknowledged was lost." in page and "filled with 533 MB" in page
