@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +21,7 @@ from harness.errors import ConfigError, HarnessError
 from kafka_chaos.options import build_spec
 from nemeses import corrupt_segment, registry
 from nemeses.disk_full import DiskFull
+from nemeses.kinds import Ctx
 
 
 def test_disk_full_off_tmpfs_is_refused_before_anything_runs() -> None:
@@ -107,7 +109,9 @@ def test_the_ballast_fills_the_mount_to_enospc_and_goes(small_tmpfs: dict) -> No
         ({"mode": "shred"}, r"mode must be flip or truncate, not 'shred'$"),
         ({"bytes": 0}, r"bytes must be a whole number 1\.\.4096, not 0$"),
         ({"bytes": "8"}, r"bytes must be a whole number 1\.\.4096, not '8'$"),
-        ({"offset": 3}, r"takes mode and bytes, not offset$"),
+        ({"offset": 3}, r"takes mode, bytes and segment, not offset$"),
+        ({"segment": "oldest"}, r"segment must be active or closed, not 'oldest'$"),
+        ({"segment": None}, r"segment must be active or closed, not None$"),
     ],
 )
 def test_bad_corrupt_segment_params_are_one_line(params: dict, says: str) -> None:
@@ -120,6 +124,17 @@ def test_bad_corrupt_segment_params_are_one_line(params: dict, says: str) -> Non
 def test_corrupt_segment_params_get_their_defaults() -> None:
     op = {"id": 0, "f": "corrupt-segment", "at_s": 1, "duration_s": 1, "targets": ["n1"]}
     assert registry.op_from_dict(op).params == {"mode": "flip", "bytes": 8}
+
+
+def test_segment_is_kept_as_given_and_never_filled_in() -> None:
+    """Schedules recorded before ``segment`` existed replay as they were recorded."""
+    op = {"id": 0, "f": "corrupt-segment", "at_s": 1, "duration_s": 1, "targets": ["n1"],
+          "params": {"segment": "closed", "mode": "truncate"}}  # fmt: skip
+    assert registry.op_from_dict(op).params == {"mode": "truncate", "bytes": 8, "segment": "closed"}
+    kind = registry.find("corrupt-segment")
+    rng = random.Random(7)
+    drafts = [kind.draw_params(rng, Ctx(("n1", "n2"))) for _ in range(50)]
+    assert all(set(d) == {"mode", "bytes"} for d in drafts), "the generator's drafts changed"
 
 
 def _segments(data: Path, topic: str, sizes: dict[int, list[int]]) -> dict[int, list[Path]]:
@@ -136,8 +151,10 @@ def _segments(data: Path, topic: str, sizes: dict[int, list[int]]) -> dict[int, 
     return made
 
 
-def _damage(data: Path, topic: str, mode: str, n: int) -> subprocess.CompletedProcess[str]:
-    args = ["python3", "-c", corrupt_segment._SCRIPT, str(data), topic, mode, str(n)]
+def _damage(
+    data: Path, topic: str, mode: str, n: int, *segment: str
+) -> subprocess.CompletedProcess[str]:
+    args = ["python3", "-c", corrupt_segment._SCRIPT, str(data), topic, mode, str(n), *segment]
     return subprocess.run(args, capture_output=True, text=True, timeout=60)
 
 
@@ -163,7 +180,45 @@ def test_truncate_cuts_the_tail_and_nothing_to_damage_is_exit_3(tmp_path: Path) 
     assert made[0][0].stat().st_size == 636
     _segments(tmp_path, "empty", {0: [0]})
     res = _damage(tmp_path, "empty", "flip", 8)
-    assert res.returncode == 3 and "no segment of empty with data" in res.stdout
+    assert res.returncode == 3 and "no active segment of empty with data" in res.stdout
+
+
+def test_closed_picks_the_second_newest_segment_and_reads_the_recovery_point(
+    tmp_path: Path,
+) -> None:
+    # partition 0's closed segment (9000 bytes) beats partition 1's (100); partition 2
+    # has only an active segment, so no closed one to damage
+    made = _segments(tmp_path, "chaos", {0: [9000, 300], 1: [100, 1024], 2: [512]})
+    (tmp_path / "recovery-point-offset-checkpoint").write_text(
+        "0\n3\nchaos 0 1000\nchaos-extra 0 5\nchaos 1 0\n"
+    )
+    before = made[0][0].read_bytes()
+    res = _damage(tmp_path, "chaos", "flip", 8, "closed")
+    assert res.returncode == 0, res.stderr
+    done = json.loads(res.stdout)
+    assert (done["partition"], done["segment"], done["which"]) == (0, str(made[0][0]), "closed")
+    bounds = (done["base_offset"], done["next_base_offset"], done["recovery_point"])
+    assert bounds == (0, 1000, 1000)
+    assert done["below_recovery_point"] is True
+    after = made[0][0].read_bytes()
+    assert after[:-8] == before[:-8] and after[-8:] != before[-8:]
+    assert made[0][1].stat().st_size == 300  # the active segment is untouched
+
+
+def test_closed_with_no_closed_segment_is_exit_3_naming_what_there_is(tmp_path: Path) -> None:
+    _segments(tmp_path, "one", {0: [700], 1: [50]})
+    res = _damage(tmp_path, "one", "truncate", 8, "closed")
+    assert res.returncode == 3
+    assert json.loads(res.stdout)["error"].startswith("no closed segment of one with data")
+    assert "one-0: 1 segment(s)" in res.stdout
+
+
+def test_an_active_segment_above_the_checkpoint_is_not_below_it(tmp_path: Path) -> None:
+    _segments(tmp_path, "a", {0: [700, 900]})
+    (tmp_path / "recovery-point-offset-checkpoint").write_text("0\n1\na 0 1000\n")
+    done = json.loads(_damage(tmp_path, "a", "flip", 1).stdout)
+    assert (done["which"], done["base_offset"], done["next_base_offset"]) == ("active", 1000, None)
+    assert done["below_recovery_point"] is False
 
 
 def test_replica_verification_says_which_broker_cut_a_damaged_segment() -> None:
