@@ -75,7 +75,8 @@ if ! python3 -m harness.lazyfs_build >/dev/null; then
 fi
 
 # Archive the JVM classes a check loads, once, so every later check's JVM
-# starts faster (testkit/class_archive_build.py; kept per Spark version).
+# starts faster (testkit/class_archive_build.py; kept per Spark version and JDK build,
+# so a JDK update makes this build a new one).
 python3 -m testkit.class_archive_build >/dev/null
 
 if [ "$with_vagrant" -eq 1 ]; then

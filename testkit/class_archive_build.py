@@ -58,7 +58,17 @@ def build(force: bool = False, timeout: float = 600.0) -> Path:
             partial.unlink()
             raise HarnessError(f"class archive: Java cannot load the archive it wrote ({partial})")
         os.replace(partial, archive)  # readers never see half an archive
+    _drop_stale(archive)
     return archive
+
+
+def _drop_stale(archive: Path) -> None:
+    """Remove the archives of other Spark or JDK builds (about 180 MB each, never used
+    again), and the one kept before archives were named by JDK build too."""
+    legacy = archive.parent.parent.glob("spark-*-classes.jsa")
+    for old in [*archive.parent.glob("*.jsa"), *legacy]:
+        if old != archive:
+            old.unlink(missing_ok=True)
 
 
 def _loads(archive: Path) -> bool:
