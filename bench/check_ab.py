@@ -6,8 +6,10 @@ alternating the variants round by round so that machine noise hits them alike.
 
 A variant is a KC_SPARK_CONF value ("key=value,...", see checkers/session.py);
 "" is the defaults.  --cold removes the Parquet cache before every run, so
-the conversion is timed too.  Prints every run, then each variant's mean and
-its ratio to the first variant's.
+the conversion is timed too; --config judges under that run config.  Prints
+every run (and whether its output is the first variant's, by
+bench/check_diff.py's rule), then each variant's mean and its ratio to the
+first variant's.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from check_diff import differences, normalized  # noqa: E402
 from timed_check import timed_check  # noqa: E402
 
 
@@ -28,15 +31,20 @@ def main() -> None:
     parser.add_argument("variants", nargs="+", help='KC_SPARK_CONF values; "" = defaults')
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--cold", action="store_true", help="convert afresh every run")
+    parser.add_argument("--config", type=Path, help="the run config to judge under")
     args = parser.parse_args()
     times: dict[str, list[float]] = {v: [] for v in args.variants}
+    first: dict | None = None  # the first run's output, the one every other must equal
     for round_ in range(1, args.rounds + 1):
         for variant in args.variants:
             if args.cold:
                 shutil.rmtree(args.history.with_suffix(".parquet"), ignore_errors=True)
-            took, results = timed_check(args.history, spark_conf=variant)
+            took, results = timed_check(args.history, spark_conf=variant, config=args.config)
             times[variant].append(took)
-            print(f"round {round_} {took:7.1f} s  {results['verdict']:8} [{variant}]", flush=True)
+            first = first if first is not None else normalized(results)
+            same = not any(differences(first, normalized(results)))
+            print(f"round {round_} {took:7.1f} s  {results['verdict']:8} "
+                  f"{'same' if same else 'DIFFERENT'} [{variant}]", flush=True)  # fmt: skip
     base = statistics.mean(times[args.variants[0]])
     for variant, runs in times.items():
         mean = statistics.mean(runs)
