@@ -19,6 +19,9 @@ _BATCH = re.compile(
     r"^baseOffset: (?P<base>\d+) lastOffset: (?P<last>\d+) .*"
     r"producerId: (?P<pid>-?\d+) producerEpoch: (?P<epoch>-?\d+) "
 )
+# DumpLogSegments checks each batch's CRC ("isvalid"); a batch damaged on disk
+# below the recovery point is never re-checked by the broker, only here.
+_POSITION = re.compile(r" position: (?P<pos>\d+) ")
 _PAYLOAD = re.compile(r" payload: (?P<payload>\S*)")
 _MARKER = re.compile(r" endTxnMarker: (?P<marker>\w+)")
 _TIME = re.compile(r"^\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]")
@@ -48,6 +51,16 @@ class Batch:
     producer_epoch: int
 
 
+@dataclass(frozen=True)
+class InvalidBatch:
+    """A batch DumpLogSegments read with a CRC that does not match its bytes."""
+
+    segment: str  # the segment file
+    base_offset: int
+    last_offset: int
+    position: int | None  # its byte position in the segment
+
+
 @dataclass
 class ReplicaLog:
     """One copy of one partition's log: offset -> the value stored there."""
@@ -55,6 +68,7 @@ class ReplicaLog:
     directory: str  # the segment files' directory on the node
     records: dict[int, str] = field(default_factory=dict)
     batches: list[Batch] = field(default_factory=list)
+    invalid: list[InvalidBatch] = field(default_factory=list)
     _by_base: list[Batch] = field(default_factory=list, repr=False, compare=False)
 
     def batch_at(self, offset: int) -> Batch | None:
@@ -93,10 +107,12 @@ def parse_dump(lines: Iterable[str]) -> dict[str, ReplicaLog]:
     """Records and batches per segment directory, from ``DumpLogSegments --print-data-log``."""
     logs: dict[str, ReplicaLog] = {}
     current: ReplicaLog | None = None
+    segment = ""
     for line in lines:
         if line.startswith("Dumping "):
             path = _DUMPING.match(line)
-            directory = path.group("path").rsplit("/", 1)[0] if path else ""
+            segment = path.group("path") if path else ""
+            directory = segment.rsplit("/", 1)[0]
             current = logs.setdefault(directory, ReplicaLog(directory))
             continue
         if current is None:
@@ -107,6 +123,12 @@ def parse_dump(lines: Iterable[str]) -> dict[str, ReplicaLog]:
                 current.batches.append(
                     Batch(int(b["base"]), int(b["last"]), int(b["pid"]), int(b["epoch"]))
                 )
+                if "isvalid: false" in line:
+                    pos = _POSITION.search(line)
+                    current.invalid.append(
+                        InvalidBatch(segment, int(b["base"]), int(b["last"]),
+                                     int(pos["pos"]) if pos else None)
+                    )  # fmt: skip
             continue
         if not line.startswith("| offset: "):
             continue
@@ -115,6 +137,16 @@ def parse_dump(lines: Iterable[str]) -> dict[str, ReplicaLog]:
         if m and value is not None:
             current.records[int(m.group("offset"))] = value
     return logs
+
+
+def last_dumped(lines: Iterable[str]) -> str | None:
+    """The segment file whose dump began last: where a dump that died stopped."""
+    last = None
+    for line in lines:
+        if line.startswith("Dumping "):
+            m = _DUMPING.match(line)
+            last = m.group("path") if m else last
+    return last
 
 
 def parse_checkpoint(text: str, topic: str) -> dict[int, int]:

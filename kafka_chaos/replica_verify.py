@@ -27,7 +27,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
-from harness import admin, host_dump, kafka_db
+from harness import admin, host_dump
 from harness.cluster import Cluster
 from harness.errors import HarnessError
 from harness.fan_out import on_nodes
@@ -45,6 +45,7 @@ from harness.log_dump import (
 )
 from harness.node import Node
 from harness.replica_compare import compare_before_rejoin, compare_follower, stored_twice
+from harness.segment_dump import dump_segments
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +53,6 @@ RESULT = "replicas.json"
 RAW_DIR = "replicas"
 IN_SYNC_TIMEOUT_S = 60.0
 ADMIN_TIMEOUT_S = 10.0
-DUMP_TIMEOUT_S = 300.0
 # Backstop for one node's reads and dump (on the node, or fetched and dumped
 # here by ``host_dump``): each command is bounded, all of them well within it.
 NODE_DUMP_TIMEOUT_S = 1800.0
@@ -69,6 +69,22 @@ class NodeDump:
     copy_watermarks: dict[int, dict[int, int]] = field(default_factory=dict)  # fault -> p -> hw
     truncations: list[dict[str, Any]] = field(default_factory=list)
     corruptions: list[dict[str, Any]] = field(default_factory=list)
+    unreadable: list[dict[str, Any]] = field(default_factory=list)  # segments the dump stopped in
+
+    def invalid_batches(self) -> list[dict[str, Any]]:
+        """Batches whose CRC fails, as DumpLogSegments read them (damage Kafka never re-read)."""
+        return [
+            {"node": self.node.name, "broker_id": self.node.node_id,
+             "partition": _partition_of(b.segment), **asdict(b)}
+            for log in self.logs.values()
+            for b in log.invalid
+        ]  # fmt: skip
+
+
+def _partition_of(path: str) -> int | None:
+    """The partition of a segment file's path (``.../<topic>-<p>/<base>.log``)."""
+    part = path.rsplit("/", 2)[-2].rpartition("-")[2] if path.count("/") >= 1 else ""
+    return int(part) if part.isdigit() else None
 
 
 def verify(
@@ -98,6 +114,8 @@ def verify(
         result["partitions"] = [_partition_result(cluster, topic, s, high, dumps) for s in states]
         result["truncations"] = [t for d in dumps for t in d.truncations]
         result["corruptions"] = [c for d in dumps for c in d.corruptions]
+        result["unreadable"] = [u for d in dumps for u in d.unreadable]
+        result["invalid_batches"] = [b for d in dumps for b in d.invalid_batches()]
         if on_history_axis is not None:
             for t in result["truncations"]:
                 if t["time_ms"] is not None:
@@ -116,6 +134,8 @@ def verify(
     result.setdefault("partitions", [])
     result.setdefault("truncations", [])
     result.setdefault("corruptions", [])
+    result.setdefault("unreadable", [])
+    result.setdefault("invalid_batches", [])
     (run_dir / RESULT).write_text(json.dumps(result, indent=1) + "\n")
     log.info("%s", summary(result))
     return result
@@ -138,8 +158,23 @@ def summary(result: dict[str, Any]) -> str:
                 f"leader's at offsets {spans} ({c['lost_values']} values now on no replica)"
             )
     return "replicas: " + "; ".join(
-        (said or [_agreement(parts)]) + _stored_twice(parts) + _recovered(result)
+        (said or [_agreement(parts)]) + _stored_twice(parts) + _recovered(result) + _damaged(result)
     )
+
+
+def _damaged(result: dict[str, Any]) -> list[str]:
+    """Damage the brokers did not find, found by reading the segments (a closed one)."""
+    said = [
+        f"{b['node']}'s partition {b['partition']} holds a batch that fails its CRC "
+        f"(offsets {b['base_offset']}-{b['last_offset']}, {b['segment'].rsplit('/', 1)[-1]})"
+        for b in result.get("invalid_batches", [])
+    ]
+    said += [
+        f"{u['node']}'s partition {u['partition']} cannot be read past a damaged batch "
+        f"({u['segment'].rsplit('/', 1)[-1]}: {u['error']})"
+        for u in result.get("unreadable", [])
+    ]
+    return said
 
 
 def _recovered(result: dict[str, Any]) -> list[str]:
@@ -243,28 +278,17 @@ def dump_node(
         if on_host:
             host_dump.dump_on_host(cluster, node, files, local)
         else:
-            _dump_on_node(cluster, node, topic, files, local)
+            result.unreadable = [
+                {"node": node.name, "broker_id": node.node_id,
+                 "partition": _partition_of(u["segment"]), **u}
+                for u in dump_segments(cluster, node, topic, files, local)
+            ]  # fmt: skip
         result.raw = raw.as_posix()
         with gzip.open(local, "rt", errors="replace") as lines:
             result.logs = parse_dump(lines)
     except HarnessError as e:
         result.error = str(e)
     return result
-
-
-def _dump_on_node(cluster: Cluster, node: Node, topic: str, files: list[str], local: Path) -> None:
-    remote = node.path("run", f"replica-dump-{topic}.txt.gz")
-    tool = kafka_db.tool_command(
-        cluster,
-        node,
-        kafka_db.dump_log_segments_class(cluster.kafka_version),
-        ["--files", ",".join(files), "--print-data-log"],
-    )
-    try:
-        node.run(f"set -o pipefail; {tool} | gzip -1 > {quote(remote)}", timeout=DUMP_TIMEOUT_S)
-        node.get(remote, local)
-    finally:
-        node.run(f"rm -f {quote(remote)}", timeout=30, check=False)
 
 
 def node_truncations(node: Node, topic: str) -> list[dict[str, Any]]:

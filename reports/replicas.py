@@ -59,6 +59,31 @@ def twice_sentence(partition: int, twice: dict[str, Any]) -> str:
     return said + "."
 
 
+def damage_sentences(data: dict[str, Any]) -> list[str]:
+    """Damaged segments in words: those a broker found and cut back on start, and those
+    only reading them found (a batch failing its CRC, a segment the dump could not
+    read past), which a broker never re-reads below its recovery point."""
+    said = [
+        f"{c.get('node')} found a damaged segment of partition {c.get('partition')} on start "
+        f"and cut it back: {c.get('line')}"
+        for c in (as_dict(x) for x in as_list(data.get("corruptions")))
+    ]
+    said += [
+        f"{b.get('node')}'s copy of partition {b.get('partition')} holds a batch that fails its "
+        f"CRC: offsets {b.get('base_offset')}–{b.get('last_offset')} at byte "
+        f"{b.get('position')} of {str(b.get('segment')).rsplit('/', 1)[-1]}. The broker did "
+        "not find it on start (the segment is below its recovery point)."
+        for b in (as_dict(x) for x in as_list(data.get("invalid_batches")))
+    ]
+    said += [
+        f"{u.get('node')}'s copy of partition {u.get('partition')} cannot be read past a damaged "
+        f"batch of {str(u.get('segment')).rsplit('/', 1)[-1]} (DumpLogSegments: "
+        f"{u.get('error')}); what it holds after that is not compared."
+        for u in (as_dict(x) for x in as_list(data.get("unreadable")))
+    ]
+    return said
+
+
 def replicas_section(run_dir: Path) -> dict[str, Any]:
     loaded = load_json(run_dir / "replicas.json")
     if loaded.missing:
@@ -67,16 +92,20 @@ def replicas_section(run_dir: Path) -> dict[str, Any]:
     if data.get("error"):
         return {"missing": f"replica verification could not run: {data['error']}"}
     parts = [as_dict(p) for p in as_list(data.get("partitions"))]
-    findings = [
-        sentence(p.get("partition"), as_dict(c))
-        for p in parts
-        for c in as_list(p.get("compared"))
-        if as_dict(c).get("agree") is False
-    ] + [
-        twice_sentence(p.get("partition"), as_dict(p["stored_twice"]))
-        for p in parts
-        if p.get("stored_twice")
-    ]
+    findings = (
+        [
+            sentence(p.get("partition"), as_dict(c))
+            for p in parts
+            for c in as_list(p.get("compared"))
+            if as_dict(c).get("agree") is False
+        ]
+        + [
+            twice_sentence(p.get("partition"), as_dict(p["stored_twice"]))
+            for p in parts
+            if p.get("stored_twice")
+        ]
+        + damage_sentences(data)
+    )
     live_agree = all(p.get("agree") is True for p in parts)
     return {
         "topic": data.get("topic"),
