@@ -145,12 +145,21 @@ def test_a_closed_segment_damaged_below_the_recovery_point(
     kafka_db.wait_healthy(cluster, 180.0, topic=TOPIC)
     assert Path(kafka_db.KAFKA.pid_file(node)).read_text().strip() != pid, "not restarted"
 
-    # The topic is new, so every line about it in the broker's log is from this test.
-    logs = node.run(f"cat {quote(node.path('logs'))}/server.log*", timeout=30).stdout
-    mine = [x for x in logs.splitlines() if f"{TOPIC}-0" in x or f"partition={TOPIC}-0" in x]
-    print("\n".join(mine))
-    # Not re-read on start: no corruption line for the closed segment.
+    # The topic is new, so every line about it in the broker's log is from this test;
+    # its first "Completed load" is the restart's (the broker started before the topic).
+    # wait_healthy can pass on the killed broker's registration, before the restart loads.
+    def restarted_lines() -> list[str]:
+        logs = node.run(f"cat {quote(node.path('logs'))}/server.log*", timeout=30).stdout
+        mine = [x for x in logs.splitlines() if f"{TOPIC}-0" in x]
+        loaded = any("Completed load of Log" in x for x in mine)
+        return mine if loaded else []
+
+    mine = wait_for(f"{node.name} to load {TOPIC}-0 again", restarted_lines, 120.0)
+    print("\n".join(x for x in mine if "LogLoader" in x or "Completed load" in x or "WARN" in x))
+    # Not re-read on start: only the active segment (from the recovery point) is recovered.
     assert not [x for x in mine if any(n in x for n in CORRUPTION_NEEDLES)], mine
+    recovered = [x for x in mine if "Recovering unflushed segment" in x]
+    assert recovered and all(f"Recovering unflushed segment {second}." in x for x in recovered)
     ends = wait_for(
         f"{TOPIC}-0's end offset", lambda: admin.end_offsets(bootstrap, TOPIC, 1, 10.0), 60.0
     )
