@@ -22,6 +22,9 @@ _BATCH = re.compile(
 # DumpLogSegments checks each batch's CRC ("isvalid"); a batch damaged on disk
 # below the recovery point is never re-checked by the broker, only here.
 _POSITION = re.compile(r" position: (?P<pos>\d+) ")
+# ... and a segment whose tail holds no whole batch (cut short): Kafka reads past it
+# to the next segment, so the offsets in it vanish from this replica without an error.
+_INVALID_TAIL = re.compile(r"^Found (?P<n>\d+) invalid bytes at the end of ")
 _PAYLOAD = re.compile(r" payload: (?P<payload>\S*)")
 _MARKER = re.compile(r" endTxnMarker: (?P<marker>\w+)")
 _TIME = re.compile(r"^\[(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]")
@@ -53,12 +56,14 @@ class Batch:
 
 @dataclass(frozen=True)
 class InvalidBatch:
-    """A batch DumpLogSegments read with a CRC that does not match its bytes."""
+    """A batch DumpLogSegments read with a CRC that does not match its bytes, or
+    (``invalid_bytes``, no offsets) a segment's tail that holds no whole batch."""
 
     segment: str  # the segment file
-    base_offset: int
-    last_offset: int
+    base_offset: int | None
+    last_offset: int | None
     position: int | None  # its byte position in the segment
+    invalid_bytes: int | None = None
 
 
 @dataclass
@@ -116,6 +121,10 @@ def parse_dump(lines: Iterable[str]) -> dict[str, ReplicaLog]:
             current = logs.setdefault(directory, ReplicaLog(directory))
             continue
         if current is None:
+            continue
+        tail = _INVALID_TAIL.match(line)
+        if tail:
+            current.invalid.append(InvalidBatch(segment, None, None, None, int(tail["n"])))
             continue
         if line.startswith("baseOffset: "):
             b = _BATCH.match(line)

@@ -167,6 +167,10 @@ def _damaged(result: dict[str, Any]) -> list[str]:
     said = [
         f"{b['node']}'s partition {b['partition']} holds a batch that fails its CRC "
         f"(offsets {b['base_offset']}-{b['last_offset']}, {b['segment'].rsplit('/', 1)[-1]})"
+        if b.get("invalid_bytes") is None
+        else f"{b['node']}'s partition {b['partition']} ends a segment with "
+        f"{b['invalid_bytes']} bytes that hold no whole batch "
+        f"({b['segment'].rsplit('/', 1)[-1]}): the offsets in them cannot be read"
         for b in result.get("invalid_batches", [])
     ]
     said += [

@@ -73,6 +73,11 @@ def damage_sentences(data: dict[str, Any]) -> list[str]:
         f"CRC: offsets {b.get('base_offset')}–{b.get('last_offset')} at byte "
         f"{b.get('position')} of {str(b.get('segment')).rsplit('/', 1)[-1]}. The broker did "
         "not find it on start (the segment is below its recovery point)."
+        if b.get("invalid_bytes") is None
+        else f"{b.get('node')}'s copy of partition {b.get('partition')} ends segment "
+        f"{str(b.get('segment')).rsplit('/', 1)[-1]} with {b.get('invalid_bytes')} bytes that "
+        "hold no whole batch: Kafka reads past them to the next segment, so the offsets in "
+        "them cannot be read from this copy, and no error says so."
         for b in (as_dict(x) for x in as_list(data.get("invalid_batches")))
     ]
     said += [

@@ -69,3 +69,25 @@ def test_replica_verification_and_the_report_say_what_reading_found() -> None:
     sentences = damage_sentences(result)
     assert sentences[0].startswith("n1's copy of partition 8 holds a batch that fails its CRC")
     assert "java.nio.BufferUnderflowException" in sentences[1]
+
+
+def test_a_segment_cut_short_is_an_invalid_tail_and_said_so() -> None:
+    """The real lines of a closed segment whose last 8 bytes were cut (Kafka 4.4.0, 2026-11-28):
+    the tool skips the broken batch and says how many bytes it could not read."""
+    lines = [
+        f"Dumping {SEG}",
+        "Log starting offset: 0",
+        "Found 997747 invalid bytes at the end of 00000000000000000000.log",
+    ]
+    [log] = parse_dump(lines).values()
+    assert log.invalid == [InvalidBatch(SEG, None, None, None, 997747)]
+    assert log.records == {}
+    tail = {"node": "n3", "partition": 0, "segment": SEG, "base_offset": None,
+            "last_offset": None, "position": None, "invalid_bytes": 997747}  # fmt: skip
+    said = summary({"partitions": [], "invalid_batches": [tail]})
+    assert said.endswith(
+        "n3's partition 0 ends a segment with 997747 bytes that hold no whole batch "
+        "(00000000000000000000.log): the offsets in them cannot be read"
+    )
+    [sentence] = damage_sentences({"invalid_batches": [tail]})
+    assert "with 997747 bytes that hold no whole batch" in sentence
