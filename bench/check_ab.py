@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from check_diff import differences, normalized  # noqa: E402
-from timed_check import timed_check  # noqa: E402
+from timed_check import measured_check  # noqa: E402
 
 
 def main() -> None:
@@ -34,21 +34,27 @@ def main() -> None:
     parser.add_argument("--config", type=Path, help="the run config to judge under")
     args = parser.parse_args()
     times: dict[str, list[float]] = {v: [] for v in args.variants}
+    cpus: dict[str, list[float]] = {v: [] for v in args.variants}
     first: dict | None = None  # the first run's output, the one every other must equal
     for round_ in range(1, args.rounds + 1):
         for variant in args.variants:
             if args.cold:
                 shutil.rmtree(args.history.with_suffix(".parquet"), ignore_errors=True)
-            took, results = timed_check(args.history, spark_conf=variant, config=args.config)
+            done = measured_check(args.history, spark_conf=variant, config=args.config)
+            took, results = done.seconds, done.results
             times[variant].append(took)
+            cpus[variant].append(done.jvm_cpu_s)
             first = first if first is not None else normalized(results)
             same = not any(differences(first, normalized(results)))
-            print(f"round {round_} {took:7.1f} s  {results['verdict']:8} "
+            print(f"round {round_} {took:7.1f} s  JVM {done.jvm_cpu_s:6.1f} CPU-s  "
+                  f"{results['verdict']:8} "
                   f"{'same' if same else 'DIFFERENT'} [{variant}]", flush=True)  # fmt: skip
     base = statistics.mean(times[args.variants[0]])
+    base_cpu = statistics.mean(cpus[args.variants[0]]) or 1.0
     for variant, runs in times.items():
-        mean = statistics.mean(runs)
-        print(f"mean {mean:7.1f} s  {mean / base:5.2f}x  [{variant}]")
+        mean, cpu = statistics.mean(runs), statistics.mean(cpus[variant])
+        print(f"mean {mean:7.1f} s  {mean / base:5.2f}x  JVM {cpu:6.1f} CPU-s  "
+              f"{cpu / base_cpu:5.2f}x  [{variant}]")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -11,14 +11,42 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
+
+TICKS_PER_S = os.sysconf("SC_CLK_TCK")
+POLL_S = 0.2
+
+
+@dataclass
+class Measured:
+    """One check: wall seconds, its Spark JVM's CPU seconds, and its ``--json`` output.
+
+    On a machine shared with other work the wall time drifts two- or threefold
+    with the load; the CPU seconds the check's own JVM spent move far less
+    (the same check at load 3-14: 19-23 CPU-s, 18-65 s wall), so they show
+    whether a change saves work when the wall times cannot.
+    """
+
+    seconds: float
+    jvm_cpu_s: float  # user + system of the CLI's child JVM, as last seen before it ended
+    results: dict
 
 
 def timed_check(
     history: Path, master: str | None = None, spark_conf: str = "", config: Path | None = None
 ) -> tuple[float, dict]:
-    """Wall time and results of one `kafka-chaos check` in a fresh process.
+    """Wall time and results of one `kafka-chaos check` in a fresh process."""
+    done = measured_check(history, master, spark_conf, config)
+    return done.seconds, done.results
+
+
+def measured_check(
+    history: Path, master: str | None = None, spark_conf: str = "", config: Path | None = None
+) -> Measured:
+    """One `kafka-chaos check` in a fresh process, its JVM's CPU read from /proc as it runs.
 
     ``spark_conf`` ("key=value,...") goes to checkers/session.py through KC_SPARK_CONF;
     ``config``: the run config to judge under (default: the CLI's).
@@ -30,8 +58,36 @@ def timed_check(
         cmd += ["--spark-master", master]
     env = {**os.environ, "KC_SPARK_CONF": spark_conf}
     t0 = time.monotonic()
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600, env=env)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    out: list[str] = []
+    reader = threading.Thread(target=lambda: out.extend(proc.communicate(timeout=3600)))
+    reader.start()
+    cpu = 0.0
+    while reader.is_alive():
+        cpu = max(cpu, _children_cpu_s(proc.pid))
+        reader.join(POLL_S)
     took = time.monotonic() - t0
+    if not out:  # communicate timed out
+        proc.kill()
+        raise SystemExit(f"check of {history} still running after 3600 s: killed")
+    stdout, stderr = out
     if proc.returncode not in (0, 1, 2):
-        raise SystemExit(f"check failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    return took, json.loads(proc.stdout)
+        raise SystemExit(f"check failed ({proc.returncode}): {stderr[-2000:]}")
+    return Measured(took, cpu, json.loads(stdout))
+
+
+def _children_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of ``pid``'s live children (the CLI's one child is Spark's
+    JVM; the JVM is never waited for, so the kernel's rusage of children misses it)."""
+    try:
+        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return 0.0
+    total = 0.0
+    for kid in kids:
+        try:  # fields after the command's closing parenthesis: utime and stime are 12th, 13th
+            fields = Path(f"/proc/{kid}/stat").read_text().rsplit(") ", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / TICKS_PER_S
+    return total
