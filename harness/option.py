@@ -7,6 +7,7 @@ beside its table.
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,3 +22,18 @@ class Option:
     also: tuple[str, ...] = ()  # more paths that take the same value (``--client``)
     bare: Any = None  # the value of the flag given without one (``--client-debug``)
     metavar: str | None = None
+
+
+def parse_bool(text: str) -> bool:
+    """A flag's true/false, in the spellings people type."""
+    lowered = text.lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def parse_faults(text: str) -> list[str]:
+    """A comma-separated list of fault kinds; ``none`` or nothing is no fault."""
+    return [] if text in ("", "none") else [f.strip() for f in text.split(",") if f.strip()]

@@ -20,25 +20,12 @@ from checkers.remote import address
 from harness import spec_sections
 from harness.errors import ConfigError
 from harness.lazyfs import DISKS
-from harness.option import Option
+from harness.option import Option, parse_bool, parse_faults
 from harness.spec import LIBRDKAFKA_DEBUG_CONTEXTS, TestSpec
 from nemeses import registry
 from nemeses.base import TARGET_MODES
 from nemeses.schedule import validate_nemesis
 from workloads import registry as workloads
-
-
-def _bool(text: str) -> bool:
-    lowered = text.lower()
-    if lowered in ("1", "true", "yes", "on"):
-        return True
-    if lowered in ("0", "false", "no", "off"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
-
-
-def _faults(text: str) -> list[str]:
-    return [] if text in ("", "none") else [f.strip() for f in text.split(",") if f.strip()]
 
 
 def _spark_remote(text: str) -> str:
@@ -83,12 +70,12 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "--unclean-leader-election",
         "topic.unclean_leader_election",
-        _bool,
+        parse_bool,
         "unclean.leader.election.enable (true/false)",
     ),
     Option("--producers", "producer.workers", int, "producer workers"),
     Option("--acks", "producer.acks", str, "producer acks", ("0", "1", "all")),
-    Option("--idempotence", "producer.enable_idempotence", _bool, "enable.idempotence"),
+    Option("--idempotence", "producer.enable_idempotence", parse_bool, "enable.idempotence"),
     Option("--retries", "producer.retries", int, "producer retries"),
     Option("--max-in-flight", "producer.max_in_flight", int, "max in-flight requests"),
     Option("--linger-ms", "producer.linger_ms", int, "producer linger.ms"),
@@ -157,7 +144,7 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "--share-probe",
         "consumer.share_probe",
-        _bool,
+        parse_bool,
         "share: probe a share-partition that stops delivering, while it lasts (true/false)",
     ),
     Option(
@@ -166,36 +153,10 @@ OPTIONS: tuple[Option, ...] = (
         float,
         "crash and restart a consumer this often (seconds)",
     ),
-    Option("--txn-processes", "txn.processes", int, "txn: transactional processes"),
-    Option("--txn-max-ops", "txn.max_ops", int, "txn: micro-ops per transaction, 1..N"),
-    Option("--txn-mode", "txn.mode", str, "txn: what a transaction does", ("mixed", "ctp")),
-    Option("--txn-rate", "txn.rate", float, "txn: transactions per second, all processes"),
-    Option("--abort-probability", "txn.abort_probability", float, "txn: aborts on purpose"),
-    Option(
-        "--isolation-level",
-        "txn.isolation_level",
-        str,
-        "txn: consumer isolation.level",
-        ("read_committed", "read_uncommitted"),
-    ),
-    Option("--rewind", "txn.rewind", _bool, "txn: seek back after an abort (true/false)"),
-    Option("--faults", "nemesis.faults", _faults, "comma-separated fault kinds, or none"),
+    Option("--faults", "nemesis.faults", parse_faults, "comma-separated fault kinds, or none"),
     Option("--fault-interval", "nemesis.interval_s", float, "quiet seconds between faults"),
     Option("--fault-duration", "nemesis.duration_s", float, "seconds each fault lasts"),
     Option("--targets", "nemesis.targets", str, "fault targets", TARGET_MODES),
-    Option("--mirror", "mirror.enabled", _bool, "disaster recovery: dc2 and MirrorMaker 2"),
-    Option("--dc2-nodes", "mirror.dc2_nodes", int, "mirror: brokers of dc2"),
-    Option("--failover-at", "mirror.failover_at_s", float, "mirror: seconds until the failover"),
-    Option("--mirror-eos", "mirror.exactly_once", _bool, "mirror: exactly-once MirrorMaker"),
-    Option(
-        "--replication-policy",
-        "mirror.replication_policy",
-        str,
-        "mirror: dc2's topic names",
-        ("identity", "default"),
-    ),  # fmt: skip
-    Option("--mirror-faults", "mirror.faults", _faults, "mirror: MirrorMaker faults, or none"),
-    Option("--dc2-faults", "mirror.dc2_faults", _faults, "mirror: faults inside dc2, or none"),
     Option("--spark-master", "checker.spark_master", str, "Spark master for the checkers"),
     Option(
         "--spark-remote",
@@ -207,7 +168,7 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "--ww-deps",
         "checker.ww_deps",
-        _bool,
+        parse_bool,
         "txn cycle checks: infer ww edges from offset order (false: --no-ww-deps)",
     ),
     Option(
@@ -261,7 +222,7 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         _add(group, opt)
     group.add_argument(
         "--no-ww-deps",
-        dest=_dest(Option("", "checker.ww_deps", _bool, "")),
+        dest=_dest(Option("", "checker.ww_deps", parse_bool, "")),
         action="store_const",
         const=False,
         help="txn cycle checks from wr edges only (Jepsen's --no-ww-deps): G1c becomes an error",

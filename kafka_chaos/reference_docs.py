@@ -1,6 +1,6 @@
 """The docs' tables of flags, scenarios and faults, written from the code that declares them.
 
-Why: the README kept these three tables by hand beside ``options.OPTIONS``,
+Why: the README kept these three tables by hand beside the options table,
 ``scenarios.SCENARIOS`` and ``nemeses.registry``, and each drifted from its
 code.  Now a table sits between markers in a Markdown file::
 
@@ -25,7 +25,7 @@ from typing import Any
 
 from harness.generated_docs import write_or_check
 from harness.spec import TestSpec
-from kafka_chaos.options import OPTIONS, Option, merge
+from kafka_chaos.options import Option, every_option, merge
 from kafka_chaos.scenarios import SCENARIOS, scenario_layer
 from nemeses import registry
 from nemeses.kinds import FaultKind
@@ -70,7 +70,7 @@ def flags() -> str:
     """Every run flag: what it sets in config.json, its choices and its default."""
     one, two = TestSpec().to_dict(), TestSpec().to_dict()
     rows = ["| flag | sets | what it does | choices | default |", "|---|---|---|---|---|"]
-    for opt in OPTIONS:
+    for opt in every_option():
         sets = ", ".join(f"`{p}`" for p in (opt.path, *opt.also))
         choices = ", ".join(f"`{c}`" for c in opt.choices or ())
         help_text = opt.help + (f" (bare: `{opt.bare}`)" if opt.bare is not None else "")

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.errors import ConfigError
+from harness.option import Option, parse_bool, parse_faults
 from harness.spec_sections import Section
 
 NAME = "mirror"
@@ -78,3 +79,20 @@ def validate(m: MirrorSpec) -> None:
 
 
 SECTION = Section(NAME, MirrorSpec, validate, always=True, fault_lists=("dc2_faults",))
+
+# The mirror workload's run options (kafka_chaos/options.py adds a declaration's own).
+OPTIONS: tuple[Option, ...] = (
+    Option("--mirror", "mirror.enabled", parse_bool, "disaster recovery: dc2 and MirrorMaker 2"),
+    Option("--dc2-nodes", "mirror.dc2_nodes", int, "mirror: brokers of dc2"),
+    Option("--failover-at", "mirror.failover_at_s", float, "mirror: seconds until the failover"),
+    Option("--mirror-eos", "mirror.exactly_once", parse_bool, "mirror: exactly-once MirrorMaker"),
+    Option(
+        "--replication-policy",
+        "mirror.replication_policy",
+        str,
+        "mirror: dc2's topic names",
+        ("identity", "default"),
+    ),
+    Option("--mirror-faults", "mirror.faults", parse_faults, "mirror: MirrorMaker faults, or none"),
+    Option("--dc2-faults", "mirror.dc2_faults", parse_faults, "mirror: faults inside dc2, or none"),
+)

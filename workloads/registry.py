@@ -108,11 +108,13 @@ _BUILTIN: dict[str, Declaration] = {
         shown_as="txn",
         consumers=_txn_consumers,
         section=txn_spec.SECTION,
+        options=txn_spec.OPTIONS,
     ),
     "mirror": Declaration(
         "workloads.mirror:MirrorWorkload",
         ("queue", "mirror", "availability"),
         section=mirror_spec.SECTION,
+        options=mirror_spec.OPTIONS,
     ),
 }
 

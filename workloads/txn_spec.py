@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from harness.option import Option, parse_bool
 from harness.spec_sections import Section
 
 NAME = "txn"
@@ -42,3 +43,20 @@ def of(spec: Any) -> TxnSpec:
 
 
 SECTION = Section(NAME, TxnSpec, always=True)
+
+# The txn workload's run options (kafka_chaos/options.py adds a declaration's own).
+OPTIONS: tuple[Option, ...] = (
+    Option("--txn-processes", "txn.processes", int, "txn: transactional processes"),
+    Option("--txn-max-ops", "txn.max_ops", int, "txn: micro-ops per transaction, 1..N"),
+    Option("--txn-mode", "txn.mode", str, "txn: what a transaction does", ("mixed", "ctp")),
+    Option("--txn-rate", "txn.rate", float, "txn: transactions per second, all processes"),
+    Option("--abort-probability", "txn.abort_probability", float, "txn: aborts on purpose"),
+    Option(
+        "--isolation-level",
+        "txn.isolation_level",
+        str,
+        "txn: consumer isolation.level",
+        ("read_committed", "read_uncommitted"),
+    ),
+    Option("--rewind", "txn.rewind", parse_bool, "txn: seek back after an abort (true/false)"),
+)

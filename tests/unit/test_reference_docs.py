@@ -1,7 +1,7 @@
 """The docs' flag, scenario and fault tables are the code's, and a stale one fails here.
 
 docs/reference.md, docs/scenarios.md and docs/faults.md hold tables written by
-``kafka_chaos.reference_docs`` from ``options.OPTIONS``, ``scenarios.SCENARIOS``
+``kafka_chaos.reference_docs`` from ``options.every_option()``, ``scenarios.SCENARIOS``
 and the fault registry (as docs/results.md's are from the check catalog,
 tests/unit/test_new_check.py).  A flag, preset or fault added without
 regenerating them fails ``test_generated_docs_are_fresh``.
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kafka_chaos import reference_docs
-from kafka_chaos.options import OPTIONS
+from kafka_chaos.options import every_option
 from kafka_chaos.scenarios import SCENARIOS
 from nemeses import registry
 from testkit.fault_example import NAME, Marker
@@ -32,7 +32,7 @@ def test_generated_docs_are_fresh(doc: str) -> None:
 
 def test_every_flag_scenario_and_fault_has_its_row() -> None:
     flags, scenarios, faults = (reference_docs.TABLES[t]() for t in TABLES)
-    assert all(f"| `{opt.flag}` |" in flags for opt in OPTIONS)
+    assert all(f"| `{opt.flag}` |" in flags for opt in every_option())
     assert all(f"| `{name}` |" in scenarios for name in SCENARIOS)
     assert all(f"| `{name}` |" in faults for name in registry.names())
 
@@ -53,7 +53,7 @@ def test_a_fault_registered_elsewhere_makes_the_fault_table_stale() -> None:
 def test_defaults_come_from_the_spec_and_a_drawn_one_says_so() -> None:
     flags = reference_docs.flags()
     assert "| `--seed` | `seed` |" in flags and "| random, recorded |" in flags
-    time_limit = next(o for o in OPTIONS if o.flag == "--time-limit")
+    time_limit = next(o for o in every_option() if o.flag == "--time-limit")
     row = next(line for line in flags.splitlines() if line.startswith("| `--time-limit`"))
     assert row.endswith(" | 60 |") and time_limit.help in row
     assert reference_docs._cell("a | b\nc") == "a \\| b c"  # a help text cannot break a row
