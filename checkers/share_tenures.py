@@ -43,6 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from workloads import mirror_spec
+
 NS = 1_000_000_000
 # Samples are ~1 s apart; farther apart than this, a change and a change back
 # could both fall between them unseen.
@@ -62,8 +64,8 @@ WIPING = {
     "hard-rolling-restart": "killed in a hard rolling restart",
     "unclean-election": "killed in an unclean election",
 }
-# Faults of the MirrorMaker node move no broker's leadership.
-NOT_BROKER = ("mirror-kill", "mirror-pause")
+# Faults of the MirrorMaker node (the mirror workload's own) move no broker's leadership.
+NOT_BROKER = mirror_spec.FAULTS
 UNKNOWN = "unknown"  # a sample that failed, or did not list the partition
 Key = tuple[str, int]  # topic, partition
 
