@@ -17,7 +17,6 @@ from reports import svg
 from reports.render import (
     ReportError,
     as_dict,
-    environment,
     expectation,
     headline,
     load_json,
@@ -26,6 +25,7 @@ from reports.render import (
     write_atomic,
 )
 from reports.shrink_view import shrink_view
+from reports.templating import environment
 
 RUN_MARKERS = ("config.json", "results.json", "history.jsonl")
 STAMP = "%Y%m%dT%H%M%SZ"

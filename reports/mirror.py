@@ -17,14 +17,16 @@ from markupsafe import Markup
 from harness.history import NEMESIS, read_history
 from reports import svg
 from reports.inputs import as_dict
+from reports.templating import environment
+from reports.timeline import fault_bands, run_faults
 
 NS = 1_000_000_000
 PREFIX = "dc2/"
 
 
-def mirror_section(
-    run_dir: Path, results: dict[str, Any], bands: list[svg.Band]
-) -> dict[str, Any] | None:
+def mirror_section(run_dir: Path, config: dict[str, Any], results: dict[str, Any]) -> str | None:
+    """The section's body (the mirror workload declares it: workloads/registry.py),
+    or None for a run the mirror checks did not judge."""
     stats = as_dict(as_dict(results.get("stats")).get("mirror"))
     if not stats:
         return None
@@ -34,12 +36,14 @@ def mirror_section(
         return int(as_dict(checks.get(name)).get("count") or 0)
 
     flow = _flows(run_dir / "history.jsonl")
-    return {
+    bands = fault_bands(run_faults(run_dir, results))
+    mirror = {
         "stats": stats,
         "answers": answers(stats, {n: count(n) for n in COUNTED}, flow),
         "translated": _translated(stats),
         "svg": _chart(flow, bands) if flow["rows"] else None,
     }
+    return environment().get_template("mirror.j2").render(mirror=mirror)
 
 
 COUNTED = (

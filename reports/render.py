@@ -9,7 +9,6 @@ section says "not available" instead of the whole report failing.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import math
 import os
 import re
@@ -18,7 +17,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-import jinja2
 from markupsafe import Markup
 
 from checkers import fault_plan
@@ -32,14 +30,13 @@ from reports.explanations import explain, hints, promise
 from reports.grouping import group, mechanism
 from reports.inputs import Input, as_dict, as_list, load_json
 from reports.mechanism import mechanism_section
-from reports.mirror import mirror_section
 from reports.operations import MAX_OPS, load_operations, operations_view
 from reports.replicas import replicas_section, truncation_marks
 from reports.shrink_view import shrink_view
-from reports.timeline import COUNT_KEYS, summarize_history
+from reports.templating import environment, show_value
+from reports.timeline import COUNT_KEYS, fault_bands, summarize_history
 from workloads import registry
 
-TEMPLATES = Path(__file__).parent / "templates"
 STATIC = Path(__file__).parent / "static"
 VERDICTS = ("valid", "invalid", "unknown")
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}  # anomalies are listed worst first
@@ -62,43 +59,9 @@ class ReportError(HarnessError):
     """A report or index cannot be written (e.g. the run directory does not exist)."""
 
 
-def environment() -> jinja2.Environment:
-    """Autoescaping everywhere: Kafka data and history text must stay inert."""
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES),
-        autoescape=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters["num"] = fmt_num
-    env.filters["show"] = show_value
-    return env
-
-
 def stylesheet() -> Markup:
     """Our own CSS file, trusted: escaping would break its quotes and selectors in <style>."""
     return Markup((STATIC / "report.css").read_text(encoding="utf-8"))
-
-
-def fmt_num(v: Any, digits: int = 1) -> str:
-    if isinstance(v, bool) or v is None:
-        return "—" if v is None else str(v).lower()
-    if isinstance(v, int):
-        return f"{v:,}"
-    if isinstance(v, float):
-        if math.isnan(v):
-            return "—"
-        return f"{v:,.{digits}f}" if abs(v) < 1e6 else f"{v:,.0f}"
-    return str(v)
-
-
-def show_value(v: Any) -> str:
-    """Compact text for any JSON value (the template escapes it)."""
-    if isinstance(v, str):
-        return v
-    if isinstance(v, (int, float, bool)) or v is None:
-        return fmt_num(v) if not isinstance(v, int) or isinstance(v, bool) else str(v)
-    return json.dumps(v, separators=(", ", ": "), ensure_ascii=False, default=str)
 
 
 # --- verdict and configuration -------------------------------------------------
@@ -226,7 +189,7 @@ def workload_sections(
     those with something to show for this run; each body is the workload's HTML."""
     declared = registry.find(config.get("workload"))
     sections = declared.report_sections if declared is not None else ()
-    shown = ((s, s.html(run_dir, config, results)) for s in sections)
+    shown = ((s, s.body(run_dir, config, results)) for s in sections)
     return [{"id": s.id, "title": s.title, "html": Markup(body)} for s, body in shown if body]
 
 
@@ -264,21 +227,6 @@ def _f(v: Any) -> float | None:
 
 def _mean(vals: list[float]) -> float:
     return sum(vals) / len(vals)
-
-
-def fault_bands(faults: Sequence[dict[str, Any]]) -> list[svg.Band]:
-    bands = []
-    for fault in faults:
-        start, end = _f(fault.get("start_s")), _f(fault.get("end_s"))
-        if start is None:
-            continue
-        targets = ",".join(map(str, as_list(fault.get("targets"))))
-        label = f"{fault.get('f', '?')} {targets}".strip()
-        title = f"fault {fault.get('id', '?')}: {label}, {start:.1f}s–" + (
-            f"{end:.1f}s" if end is not None else "end"
-        )
-        bands.append(svg.Band(start, end if end is not None else start, label, title))
-    return bands
 
 
 def timeline_section(run_dir: Path, results: dict[str, Any]) -> dict[str, Any]:
@@ -602,7 +550,6 @@ def build_context(run_dir: Path) -> dict[str, Any]:
         "replicas": replicas_section(run_dir),
         "disk_faults": disk_faults_section(run_dir),
         "coordinators": coordinators_section(run_dir),
-        "mirror": mirror_section(run_dir, results, fault_bands(timeline["faults"])),
         "workload_sections": workload_sections(run_dir, config, results),
         "answer": answer(results),
         "checks": checks,

@@ -8,6 +8,7 @@ soon as the history has moved past that second (lines are time-ordered).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,8 @@ from typing import Any
 from checkers import fault_plan
 from harness.errors import HistoryError
 from harness.history import NEMESIS, read_history
+from reports import svg
+from reports.inputs import as_dict, as_list
 
 NS = 1_000_000_000
 COUNT_KEYS = ("acked", "failed", "info", "polled")
@@ -156,3 +159,34 @@ def summarize_history(path: Path) -> HistorySummary:
     except OSError as e:
         problem = f"{path}: cannot read: {e.strerror or e}"
     return agg.summary(problem)
+
+
+def _seconds(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(v):
+        return None
+    return float(v)
+
+
+def fault_bands(faults: Sequence[dict[str, Any]]) -> list[svg.Band]:
+    bands = []
+    for fault in faults:
+        start, end = _seconds(fault.get("start_s")), _seconds(fault.get("end_s"))
+        if start is None:
+            continue
+        targets = ",".join(map(str, as_list(fault.get("targets"))))
+        label = f"{fault.get('f', '?')} {targets}".strip()
+        title = f"fault {fault.get('id', '?')}: {label}, {start:.1f}s–" + (
+            f"{end:.1f}s" if end is not None else "end"
+        )
+        bands.append(svg.Band(start, end if end is not None else start, label, title))
+    return bands
+
+
+def run_faults(run_dir: Path, results: dict[str, Any]) -> list[dict[str, Any]]:
+    """The run's faults as the timeline draws them: the checkers' own list, or
+    one read of the history when results.json has none."""
+    avail = as_dict(as_dict(results.get("stats")).get("availability"))
+    if "faults" in avail:
+        return [as_dict(f) for f in as_list(avail["faults"])]
+    history = run_dir / "history.jsonl"
+    return [as_dict(f) for f in summarize_history(history).faults] if history.exists() else []

@@ -7,6 +7,7 @@ so a workload brings them without any of those packages naming it.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,8 +32,21 @@ class LineKind:
 @dataclass(frozen=True)
 class ReportSection:
     """A section of the run's HTML report: ``html(run_dir, config, results)`` is
-    its body (escaped by the workload), or None to leave it out of this run's."""
+    its body (escaped by the workload), or None to leave it out of this run's.
+
+    ``html`` may be a "module:function" name instead, imported when a report is
+    drawn: a section drawn with the report package's own charts (the mirror
+    workload's, reports/mirror.py) is declared here without the workload
+    importing the floor above it.
+    """
 
     id: str
     title: str
-    html: Callable[[Path, dict[str, Any], dict[str, Any]], str | None]
+    html: Callable[[Path, dict[str, Any], dict[str, Any]], str | None] | str
+
+    def body(self, run_dir: Path, config: dict[str, Any], results: dict[str, Any]) -> str | None:
+        draw = self.html
+        if isinstance(draw, str):
+            module, _, name = draw.partition(":")
+            draw = getattr(importlib.import_module(module), name)
+        return draw(run_dir, config, results)

@@ -18,6 +18,7 @@ from harness.option import Option, parse_bool, parse_faults
 from harness.spec_sections import Section
 
 NAME = "mirror"
+REPORT_TITLE = "Disaster recovery: dc1, dc2 and the failover"
 # The fault kinds that hit the MirrorMaker node (nemeses/mirror_maker.py), what
 # ``mirror.faults`` may hold; faults inside dc2 are broker faults.
 FAULTS = ("mirror-kill", "mirror-pause")

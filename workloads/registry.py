@@ -115,6 +115,9 @@ _BUILTIN: dict[str, Declaration] = {
         ("queue", "mirror", "availability"),
         section=mirror_spec.SECTION,
         options=mirror_spec.OPTIONS,
+        report_sections=(
+            ReportSection("mirror", mirror_spec.REPORT_TITLE, "reports.mirror:mirror_section"),
+        ),
     ),
 }
 
