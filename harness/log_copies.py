@@ -2,7 +2,7 @@
 
 Kafka's rejoin truncates a deposed leader's divergent tail, so a fault that
 kills such a leader (``nemeses.unclean``) copies its log while it is down,
-and replica verification (``kafka_chaos.replica_verify``) compares the copy
+and replica verification (``forensics.replica_verify``) compares the copy
 with the cluster's log afterwards.  Both sides meet at ``copies_dir``.
 """
 

@@ -5,7 +5,8 @@ checkers -> results.json -> report.html.  The order of steps is fixed:
 
 1. bring the cluster up, or reuse one;   2. create the topic;
 3. run workload and nemesis for the time limit;   4. heal;
-5. final drain and replica verification;   6. collect node logs;
+5. final drain, then forensics while the cluster answers;   6. collect node logs,
+   then forensics on them (forensics/steps.py);
 7. Spark check;   8. report.
 
 Healing is guaranteed: it runs in a ``finally`` with SIGINT/SIGTERM turned
@@ -30,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from checkers.recorded_rows import RowsRecorder
+from forensics.steps import Moment, Scene
+from forensics.steps import at as forensic_steps
 from harness import admin, broker_debug, distribution, kafka_db
 from harness import store as store_mod
 from harness.backends import create_cluster, destroy_cluster, load_cluster, why_not_reusable
@@ -38,14 +41,7 @@ from harness.errors import HarnessError
 from harness.history import HistoryWriter
 from harness.spec import TestSpec
 from harness.store import RunDir
-from kafka_chaos import (
-    coordinator_state,
-    disk_account,
-    probe_logs,
-    provenance,
-    replica_verify,
-    slow_guests,
-)
+from kafka_chaos import slow_guests
 from kafka_chaos.guarded import guarded as _guarded
 from kafka_chaos.lease import cluster_lease
 from kafka_chaos.mirror_run import mirror_nemeses, mirrored
@@ -227,8 +223,7 @@ def run_test(
         if interrupted:
             return RunOutcome(run, None, None, interrupted=True)
         results = _check(run, spec)
-        if run.file(disk_account.RESULT).is_file():  # after the check: it cites its count
-            _guarded("trace the lost values", provenance.write, run.path, topic_name)
+        _forensics(Moment.CHECKED, Scene(run.path, run_spec, topic_name))
         report = _report(run, store)
         verdict = results["verdict"]
         held = None if spec.expected_verdict is None else verdict == spec.expected_verdict
@@ -328,29 +323,12 @@ def _execute(spec: TestSpec, run: RunDir) -> bool:
                 finally:
                     if watch is not None:  # the share drain is watched too
                         _guarded("stop the share stall watch", watch.stop, PROBE_TIMEOUT_S + 5)
-                _guarded(
-                    "verify replicas",
-                    replica_verify.verify,
-                    cluster,
-                    spec.topic.name,
-                    run.path,
-                    history.elapsed_ns,
-                )
-                if coordinator_state.wanted(spec):
-                    _guarded(
-                        "keep the coordinators' state",
-                        coordinator_state.keep,
-                        cluster,
-                        spec,
-                        run.path,
-                        history.elapsed_ns,
-                    )
+                live = Scene(run.path, spec, spec.topic.name, cluster, history.elapsed_ns)
+                _forensics(Moment.LIVE, live)
         finally:
             signals.watched = True  # a second signal must not cut the clean-up short
             _collect_logs(cluster, run)
-            topic = spec.topic.name
-            _guarded("account for the disk faults", disk_account.write, run.path, topic, clock)
-            _guarded("cut the logs around share probes", probe_logs.cut, run.path, spec.topic.name)
+            _forensics(Moment.LOGS, Scene(run.path, spec, spec.topic.name, clock=clock))
             if spec.debug.broker:
                 _guarded("restore the brokers' log config", broker_debug.set_loggers, cluster, [])
             _guarded(
@@ -362,6 +340,13 @@ def _execute(spec: TestSpec, run: RunDir) -> bool:
             )
             cluster.close()
     return False
+
+
+def _forensics(moment: Moment, scene: Scene) -> None:
+    """The forensic steps of ``moment`` (forensics/steps.py), each guarded: one
+    that fails is logged and costs only its own file."""
+    for step in forensic_steps(moment, scene):
+        _guarded(step.name, step.do, scene)
 
 
 def _end_phase(nemesis: Any, workload: Any, hurry: bool, time_scale: float = 1.0) -> None:

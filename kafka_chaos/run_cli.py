@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from checkers.cli import answer_line
+from forensics.replica_verify import RESULT, summary
 from harness import store as store_mod
 from harness.errors import ConfigError, HarnessError
 from harness.rates import rate_text
@@ -22,7 +23,6 @@ from kafka_chaos.options import (
     debug_overrides,
     load_mapping,
 )
-from kafka_chaos.replica_verify import RESULT, summary
 from kafka_chaos.run import RunOutcome, run_test
 from kafka_chaos.scenarios import describe, scenario_layer
 from kafka_chaos.shrink.cli import anomalies, default_anomalies

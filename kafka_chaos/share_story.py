@@ -4,7 +4,7 @@ the broker persisted, partition by partition.
 Why: a share-group finding ("delivery stopped", "two members held one
 record") is explained by the share-partition's state, not by the clients.
 This prints, for a run that kept its coordinators' state
-(kafka_chaos/coordinator_state.py): the faults and member crashes; for each
+(forensics/coordinator_state.py): the faults and member crashes; for each
 partition, every pause in deliveries longer than ``--gap`` seconds beside the
 pauses in its persisted state writes, and the persisted state when delivery
 stopped; and for each record a share check reported, the persisted writes
@@ -18,9 +18,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from forensics.coordinator_state import SHARE_TIMELINE, offset_story, state_at
 from harness.errors import HarnessError
 from harness.history import NEMESIS
-from kafka_chaos.coordinator_state import SHARE_TIMELINE, offset_story, state_at
 from workloads.share_watch import PROBES_FILE
 
 STORY_CHECKS = (

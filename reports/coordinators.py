@@ -1,5 +1,5 @@
 """The report's section on what the coordinators persisted, from coordinators.json
-(kafka_chaos/coordinator_state.py).  Absent for runs that do not keep it.
+(forensics/coordinator_state.py).  Absent for runs that do not keep it.
 
 Why here: a share-group or commit finding is explained by the broker's
 state, not only by what clients saw, and the reader of a report should see

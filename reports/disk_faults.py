@@ -3,7 +3,7 @@
 One row per fault and target node, in the broker's own words (recovered
 segments, the log end it came back with, truncations, corruption, unclean
 elections, a log directory taken offline); a fault kind adds rows just by
-being in ``kafka_chaos.disk_account.DISK_FAULTS``.  Below it, the lost
+being in ``forensics.disk_account.DISK_FAULTS``.  Below it, the lost
 values by partition: which replicas held them at the ack, which came back
 from the cut without them, which hold them now; and the first lost values
 one by one (value, partition, offset, each replica's story), so the report

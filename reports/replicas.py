@@ -1,4 +1,4 @@
-"""The report's replica verification section, from replicas.json (kafka_chaos/replica_verify.py).
+"""The report's replica verification section, from replicas.json (forensics/replica_verify.py).
 
 Says in words whether the replicas agree, and where a deposed leader's log
 differed from what the cluster holds now: the divergence the checkers infer

@@ -282,7 +282,7 @@ class StallWatch:
                               for s in stalls),
                     self.probes, self.max_probes,
                 )  # fmt: skip
-                wall_ms = int(time.time() * 1000)  # for the logs' stamps (kafka_chaos.probe_logs)
+                wall_ms = int(time.time() * 1000)  # for the logs' stamps (forensics.probe_logs)
                 record = self.probe(stalls, self.probes, now)
                 self._write({"kind": "probe", "probe": self.probes, "at_s": round(now, 3),
                              "wall_ms": wall_ms,

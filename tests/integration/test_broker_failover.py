@@ -18,11 +18,11 @@ import pytest
 from _kafka_clusters import running_cluster
 from _waiting import wait_for
 
+from forensics import replica_verify
 from harness import admin, kafka_db
 from harness.cluster import Cluster
 from harness.errors import ConfigError, HarnessError
 from harness.spec import KAFKA_39, ClusterSpec, TopicSpec
-from kafka_chaos import replica_verify
 
 pytestmark = pytest.mark.integration
 

@@ -34,11 +34,11 @@ from _local_leftovers import (
 )
 from _waiting import wait_for
 
+from forensics import replica_verify
 from harness import admin, kafka_db, lazyfs, tmpfs_disk
 from harness.cluster import Cluster
 from harness.node import Node, quote
 from harness.spec import NEWEST_KAFKA, ClusterSpec, TopicSpec
-from kafka_chaos import replica_verify
 from nemeses.base import FaultOp
 from nemeses.corrupt_segment import CorruptSegment
 from nemeses.disk_full import DiskFull

@@ -27,9 +27,9 @@ from _local_leftovers import (
     up_killed_once_kafka_starts,
 )
 
+from forensics.recovery_log import recovery_lines
 from harness import admin, kafka_db, lazyfs
 from harness.cluster import Cluster
-from harness.recovery_log import recovery_lines
 from harness.spec import NEWEST_KAFKA, ClusterSpec, TopicSpec
 from nemeses.base import FaultOp
 from nemeses.power_loss import PowerLoss
@@ -124,7 +124,7 @@ def test_acked_writes_fsynced_per_message_survive_power_loss_of_all(after_power_
 
 
 def test_each_broker_logs_the_log_end_it_recovered_to(after_power_loss):
-    """The brokers' own account (harness.recovery_log) agrees with what was kept."""
+    """The brokers' own account (forensics.recovery_log) agrees with what was kept."""
     nodes = ("n1", "n2", "n3")
     assert after_power_loss[DEFAULTS][2] == dict.fromkeys(nodes, 0)
     assert after_power_loss[FLUSHED][2] == dict.fromkeys(nodes, MESSAGES)

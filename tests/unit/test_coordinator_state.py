@@ -1,4 +1,4 @@
-"""Decoded coordinator records -> the state the broker persisted (kafka_chaos.coordinator_state).
+"""Decoded coordinator records -> the state the broker persisted (forensics.coordinator_state).
 
 The lines are DumpLogSegments' own output on Kafka 4.4.0 (shortened to the
 fields read), so a change of its format shows here first.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from kafka_chaos.coordinator_state import commit_summary, parse, share_row, share_summary, state_at
+from forensics.coordinator_state import commit_summary, parse, share_row, share_summary, state_at
 
 G, T = "chaos-20261127t102027z-s0", "OT5FI9o8Sly4cqhlVrzpKg"
 

@@ -222,7 +222,7 @@ def test_an_active_segment_above_the_checkpoint_is_not_below_it(tmp_path: Path) 
 
 
 def test_replica_verification_says_which_broker_cut_a_damaged_segment() -> None:
-    from kafka_chaos.replica_verify import summary
+    from forensics.replica_verify import summary
 
     found = [{"node": "n2", "partition": 0, "kind": "invalid-batch"},
              {"node": "n2", "partition": 0, "kind": "truncated"}]  # fmt: skip

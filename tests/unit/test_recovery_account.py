@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.recovery_log import recovery_lines
-from kafka_chaos import disk_account, provenance
+from forensics import disk_account, provenance
+from forensics.recovery_log import recovery_lines
 
 DATA = Path(__file__).parent / "data" / "power-loss-all"
 TOPIC = "chaos-20261128t070228z"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kafka_chaos import disk_account, provenance
+from forensics import disk_account, provenance
 from reports.disk_faults import disk_faults_section, fault_did, log_ends, replica_story
 from reports.render import render_report
 

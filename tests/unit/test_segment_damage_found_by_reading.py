@@ -9,8 +9,9 @@ tool prints it for a batch whose CRC does not match.
 from __future__ import annotations
 
 from harness.log_dump import InvalidBatch, last_dumped, parse_dump
-from harness.segment_dump import exception_line
 from kafka_chaos.replica_verify import summary
+
+from forensics.segment_dump import exception_line
 from reports.replicas import damage_sentences
 
 SEG = "/d/n1/data/kafka/chaos-8/00000000000000000000.log"

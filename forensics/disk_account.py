@@ -3,7 +3,7 @@
 After the heal the run has each node's server.log (``logs/<node>/logs``).
 For every disk fault in the history (power loss now; disk-full and
 corrupt-segment add rows by being named in ``DISK_FAULTS``), this keeps the
-recovery and truncation lines (``harness.recovery_log``) each target wrote
+recovery and truncation lines (``forensics.recovery_log``) each target wrote
 from the moment the fault was in effect until the next disk fault on that
 node was, with per partition the log end offset the broker came back with.
 "In effect" is ``applied_s`` in schedule.json (the broker killed, the cache
@@ -31,7 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from harness.recovery_log import RecoveryLine, recovery_lines
+from forensics.recovery_log import RecoveryLine, recovery_lines
 from harness.run_files import NEMESIS, read_lines
 
 log = logging.getLogger(__name__)

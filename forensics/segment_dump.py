@@ -16,10 +16,10 @@ from pathlib import Path
 from shlex import quote
 from typing import Any
 
+from forensics.log_dump import last_dumped
 from harness import kafka_db
 from harness.cluster import Cluster
 from harness.errors import HarnessError
-from harness.log_dump import last_dumped
 from harness.node import Node
 
 DUMP_TIMEOUT_S = 300.0

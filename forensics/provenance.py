@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.log_dump import ReplicaLog, parse_dump
+from forensics.log_dump import ReplicaLog, parse_dump
 from harness.run_files import NEMESIS, read_lines
 
 log = logging.getLogger(__name__)

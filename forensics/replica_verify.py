@@ -27,14 +27,8 @@ from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
-from harness import admin, host_dump
-from harness.cluster import Cluster
-from harness.errors import HarnessError
-from harness.fan_out import on_nodes
-from harness.history import wall_clock_on_history_axis
-from harness.kafka_clients import CLIENT_LOGGER, close_quietly
-from harness.log_copies import CHECKPOINT, copies_dir
-from harness.log_dump import (
+from forensics import host_dump
+from forensics.log_dump import (
     CORRUPTION_NEEDLES,
     ReplicaLog,
     corruptions,
@@ -43,9 +37,16 @@ from harness.log_dump import (
     parse_dump,
     truncations,
 )
+from forensics.replica_compare import compare_before_rejoin, compare_follower, stored_twice
+from forensics.segment_dump import dump_segments
+from harness import admin
+from harness.cluster import Cluster
+from harness.errors import HarnessError
+from harness.fan_out import on_nodes
+from harness.history import wall_clock_on_history_axis
+from harness.kafka_clients import CLIENT_LOGGER, close_quietly
+from harness.log_copies import CHECKPOINT, copies_dir
 from harness.node import Node
-from harness.replica_compare import compare_before_rejoin, compare_follower, stored_twice
-from harness.segment_dump import dump_segments
 
 log = logging.getLogger(__name__)
 
