@@ -236,7 +236,7 @@ def agree_examples() -> int:
     sys.path[:0] = [str(HERE.parent / "tests" / "unit")]
     import test_checker_examples as examples  # type: ignore[import-not-found]
 
-    from checkers.builder import HistoryBuilder
+    from testkit.builder import HistoryBuilder
 
     differ = 0
     with tempfile.TemporaryDirectory(prefix="kc-reference-") as tmp:

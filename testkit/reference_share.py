@@ -36,7 +36,7 @@ from typing import Any
 
 from checkers.catalog import names
 from checkers.share_checks import FINAL_ACKS, LEADER_CHANGE
-from checkers.share_events import Ack, Delivery, Record, ShareEvents
+from testkit.share_events import Ack, Delivery, Record, ShareEvents
 from workloads import mirror_spec
 
 S = 1_000_000_000

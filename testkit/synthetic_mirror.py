@@ -21,7 +21,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from checkers.builder import HistoryBuilder
+from testkit.builder import HistoryBuilder
 
 KINDS = (
     "valid",

@@ -24,9 +24,9 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from checkers.builder import HistoryBuilder
 from checkers.catalog import names
 from checkers.share_checks import LEADER_CHANGE
+from testkit.builder import HistoryBuilder
 
 KINDS = ("valid", "unknown-drain-incomplete", *names("share"))
 LOCK_MS = 15000

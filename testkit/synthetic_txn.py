@@ -56,7 +56,7 @@ from typing import Any
 
 import orjson
 
-from checkers.builder import HistoryBuilder
+from testkit.builder import HistoryBuilder
 
 TOPIC = "t"
 GROUP = "t-txn"

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from checkers.api import check_history
-from checkers.builder import HistoryBuilder
 from kafka_chaos.options import build_spec
 from kafka_chaos.scenarios import scenario_layer
 from reports.render import write_report
+from testkit.builder import HistoryBuilder
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 NS = 1_000_000_000

@@ -16,11 +16,11 @@ import time
 import pytest
 from confluent_kafka import Producer
 
-from checkers.share_events import share_events
 from harness import admin
 from harness.cluster import Cluster
 from harness.history import HistoryWriter, read_history
 from harness.spec import TestSpec, TopicSpec
+from testkit.share_events import share_events
 from workloads.java.share_probe import ProbeProcess
 from workloads.share_consumer import group_settings
 

@@ -174,8 +174,8 @@ def analyse_cases(spark, tmp_path, cases: list[Case], config: dict[str, Any]) ->
     """Every case judged by the Spark checkers in one job (hid = position in
     ``cases``), without the cycle search, which has tests of its own."""
     from checkers.api import analyse
-    from checkers.builder import write_histories
     from checkers.load import load_history
+    from testkit.builder import write_histories
 
     path = write_histories(tmp_path / "many.jsonl", (case.ops for case in cases))
     ops = load_history(spark, path)

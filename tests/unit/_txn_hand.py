@@ -11,8 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from checkers.builder import HistoryBuilder
 from testkit import reference
+from testkit.builder import HistoryBuilder
 
 Record = tuple[str, int, int, int]
 

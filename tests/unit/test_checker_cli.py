@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from checkers.builder import HistoryBuilder
 from checkers.ingest import scan_for_bad_line
 from harness.errors import HistoryError
 from harness.spec import TestSpec
 from kafka_chaos.cli import main
+from testkit.builder import HistoryBuilder
 
 
 def _valid(b: HistoryBuilder) -> None:
@@ -191,8 +191,8 @@ def test_without_elle_a_txn_history_is_never_valid_and_says_why_in_one_line(
     """A machine that cannot resolve Elle (here: an empty cache and no `mvn` on
     PATH) still runs every other check, but the cycle checks are unknown, so the
     verdict is unknown, and the reason is one line naming all six checks."""
-    from checkers.builder import history_lines
     from checkers.cycle_checks import CYCLE_CHECKS
+    from testkit.builder import history_lines
     from testkit.synthetic_txn import generate
 
     h = generate(seed=11, txns=40)

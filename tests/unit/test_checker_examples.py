@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from checkers.builder import HistoryBuilder
 from checkers.catalog import names
 from checkers.results import (
     FAULTS_FAILED,
@@ -24,6 +23,7 @@ from checkers.results import (
     verdict,
 )
 from testkit import reference
+from testkit.builder import HistoryBuilder
 
 IDEMPOTENT = {"producer": {"acks": "all", "enable_idempotence": True}}
 PLAIN = {"producer": {"acks": "all", "enable_idempotence": False}}

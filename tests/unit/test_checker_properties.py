@@ -28,7 +28,6 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from checkers.builder import HistoryBuilder, write_histories
 from checkers.catalog import names
 from checkers.results import (
     FAULTS_FAILED,
@@ -40,6 +39,7 @@ from checkers.results import (
     verdict,
 )
 from testkit import reference
+from testkit.builder import HistoryBuilder, write_histories
 
 SEED = int(os.environ.get("CHECKER_PROPERTY_SEED", "20261122"))
 EXAMPLES = int(os.environ.get("CHECKER_PROPERTY_EXAMPLES", "200"))

@@ -20,9 +20,9 @@ from collections import Counter
 import pytest
 from _txn_cases import inject_backward_read, inject_mutual_read, over_generated_histories
 
-from checkers.builder import write_histories
 from checkers.catalog import checks_for
 from checkers.cycle_checks import WR_CYCLE_CHECK, WR_CYCLE_TYPES, elle_missing
+from testkit.builder import write_histories
 from testkit.reference_cycles import anomalies, reported
 from testkit.synthetic_txn import Shape, TxnHistory, config
 

@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from checkers.builder import HistoryBuilder, poll_mop, send_mop
 from checkers.catalog import checks_for, severities
 from checkers.cycle_checks import CYCLE_CHECKS, WR_CYCLE_CHECK, elle_missing
+from testkit.builder import HistoryBuilder, poll_mop, send_mop
 from testkit.reference_cycles import reported
 
 CONFIG = {"workload": "txn", "txn": {"mode": "mixed", "isolation_level": "read_committed"}}
@@ -67,8 +67,8 @@ HISTORIES = {
 
 def judge(spark, tmp_path, config: dict[str, Any], names: list[str]) -> dict[str, dict]:
     from checkers.api import analyse
-    from checkers.builder import write_histories
     from checkers.load import load_history
+    from testkit.builder import write_histories
 
     path = write_histories(tmp_path / "cases.jsonl", (HISTORIES[n] for n in names))
     results = analyse(spark, load_history(spark, path), config, examples=None, stats=False)

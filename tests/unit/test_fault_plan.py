@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from checkers import fault_plan
-from checkers.builder import HistoryBuilder
 from checkers.cli import summary_lines
 from kafka_chaos.cli import main
 from reports.timeline import summarize_history
 from testkit import reference_stats
+from testkit.builder import HistoryBuilder
 
 
 def test_deviation_is_the_worse_edge_and_needs_both_figures_of_an_edge() -> None:

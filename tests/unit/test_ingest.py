@@ -10,9 +10,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from checkers import ingest
-from checkers.builder import HistoryBuilder
 from checkers.topic_ids import STORED
 from harness.errors import HistoryError
+from testkit.builder import HistoryBuilder
 from testkit.stored_rows import topic_names, with_topic_names
 
 

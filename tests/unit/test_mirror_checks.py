@@ -14,11 +14,11 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from checkers.api import check_history
-from checkers.builder import HistoryBuilder, write_histories
 from checkers.mirror_checks import judge_mirror
 from harness.spec import TestSpec
 from reports.mirror import COUNTED, answers
 from reports.render import write_report
+from testkit.builder import HistoryBuilder, write_histories
 from testkit.reference_mirror import judge_mirror as reference
 from testkit.synthetic_mirror import EXPECTED, KINDS, VALUES_PER_HISTORY, generate_fit, ops
 from workloads.mirror_spec import MirrorSpec

@@ -17,9 +17,9 @@ from _check_example import LIMIT_S, NAME, SLOW_ACK
 
 from checkers import catalog
 from checkers.api import check_history
-from checkers.builder import HistoryBuilder
 from harness.spec import TestSpec
 from reports.render import render_report
+from testkit.builder import HistoryBuilder
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "results.md"
 

@@ -19,11 +19,11 @@ from _workload_example import CHECK, DECLARATION, LINE, NAME, REGRESSED, Waterma
 
 from checkers import catalog, line_rows
 from checkers.api import check_history
-from checkers.builder import HistoryBuilder
 from harness.errors import ConfigError, HistoryError
 from harness.spec import TestSpec
 from kafka_chaos import options
 from reports.render import render_report
+from testkit.builder import HistoryBuilder
 from workloads import registry
 
 ROOT = Path(__file__).resolve().parents[2]

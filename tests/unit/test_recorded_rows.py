@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from checkers import ingest, load, recorded_rows
-from checkers.builder import HistoryBuilder
 from checkers.recorded_rows import RowsRecorder
 from harness.history import HistoryWriter
 from testkit import synthetic, synthetic_txn
+from testkit.builder import HistoryBuilder
 from testkit.stored_rows import with_topic_names
 
 REPO = Path(__file__).resolve().parents[2]

@@ -18,8 +18,8 @@ from __future__ import annotations
 import pytest
 from _txn_hand import Cases, check_case, drain
 
-from checkers.builder import HistoryBuilder, poll_mop, send_mop
 from testkit import reference
+from testkit.builder import HistoryBuilder, poll_mop, send_mop
 
 CASES = Cases()
 case = CASES.case

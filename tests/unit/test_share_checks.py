@@ -12,11 +12,11 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from checkers.builder import write_histories
 from checkers.share_checks import LEADER_CHANGE, judge_share
-from checkers.share_events import share_events
+from testkit.builder import write_histories
 from testkit.reference_share import judge_share as reference
 from testkit.reference_share import share_stats as reference_stats
+from testkit.share_events import share_events
 from testkit.synthetic_share import KINDS, generate
 
 SEED = int(os.environ.get("CHECKER_PROPERTY_SEED", "20261125"))
@@ -141,7 +141,7 @@ def test_crash_statistics_count_held_records_that_never_came_back(spark, tmp_pat
     15 s later, one never did. Both count as held, one as delivered again."""
     import random
 
-    from checkers.builder import HistoryBuilder
+    from testkit.builder import HistoryBuilder
     from testkit.synthetic_share import LOCK_MS, Namespace, ShareHistory, final_drain
 
     b = HistoryBuilder(step_ms=5)

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from checkers import share_tenures as st
-from checkers.builder import write_histories
 from checkers.share_checks import LEADER_CHANGE, judge_share
-from checkers.share_events import share_events
+from testkit.builder import write_histories
 from testkit.reference_share import judge_share as reference
+from testkit.share_events import share_events
 from testkit.synthetic_share import Namespace, ShareBuilder, ShareHistory, final_drain
 
 S = 1_000_000_000

@@ -22,8 +22,8 @@ import pytest
 from hypothesis import given, seed, settings
 from hypothesis import strategies as st
 
-from checkers.builder import HistoryBuilder, write_histories
 from testkit import reference_stats
+from testkit.builder import HistoryBuilder, write_histories
 
 SEED = int(os.environ.get("CHECKER_PROPERTY_SEED", "20261122"))
 EXAMPLES = int(os.environ.get("STATISTICS_PROPERTY_EXAMPLES", "150"))

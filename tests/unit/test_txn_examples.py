@@ -19,7 +19,7 @@ from __future__ import annotations
 import pytest
 from _txn_hand import Cases, check_case, drain
 
-from checkers.builder import send_mop
+from testkit.builder import send_mop
 
 CASES = Cases()
 case = CASES.case

@@ -18,7 +18,7 @@ from collections import defaultdict
 
 from _txn_cases import inject_backward_read, over_generated_histories
 
-from checkers.builder import write_histories
+from testkit.builder import write_histories
 from testkit.reference_cycles import cyclic_parts, txn_graph
 from testkit.synthetic_txn import TxnHistory
 

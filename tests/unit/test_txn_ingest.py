@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from checkers import ingest
-from checkers.builder import HistoryBuilder, poll_mop, send_mop
 from harness.errors import HistoryError
+from testkit.builder import HistoryBuilder, poll_mop, send_mop
 
 
 def _transactions(b: HistoryBuilder) -> None:

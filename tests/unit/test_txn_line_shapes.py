@@ -24,10 +24,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from checkers import ingest
-from checkers.builder import HistoryBuilder, write_histories
 from harness.spec import TestSpec
 from kafka_chaos.cli import main
 from testkit import reference
+from testkit.builder import HistoryBuilder, write_histories
 from testkit.synthetic_txn import Shape, config, generate
 
 TOPICS = ["t", "t-out"]

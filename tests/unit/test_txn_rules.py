@@ -32,7 +32,7 @@ from typing import Any
 import pytest
 from _txn_hand import Cases, check_case, drain
 
-from checkers.builder import HistoryBuilder, poll_mop, send_mop, write_histories
+from testkit.builder import HistoryBuilder, poll_mop, send_mop, write_histories
 from testkit.reference_cycles import txn_graph
 
 CASES = Cases()

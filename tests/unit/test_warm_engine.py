@@ -20,7 +20,6 @@ import pytest
 from pyspark import SparkContext
 
 from checkers import connect_server
-from checkers.builder import HistoryBuilder
 from checkers.remote import LOCAL_HERE_ENV, REMOTE_ENV, address
 from checkers.session import get_spark, shared_remote
 from harness.backends import procs
@@ -29,6 +28,7 @@ from harness.spec import TestSpec
 from harness.store import RunDir
 from kafka_chaos.run import RunOutcome
 from kafka_chaos.suite import run_suite
+from testkit.builder import HistoryBuilder
 
 REPO = Path(__file__).resolve().parents[2]
 
