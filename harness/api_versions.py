@@ -14,14 +14,18 @@ protocol, rather than a hand-written one.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
 
 from harness.distribution import Distribution
 from harness.errors import HarnessError
 
 TOOL = "org.apache.kafka.tools.BrokerApiVersionsCommand"
+TOOL_3X = "kafka.admin.BrokerApiVersionsCommand"  # in the broker's own jar until Kafka 4.0
 TOOL_HEAP_MB = 128
 TIMEOUT_S = 90.0
 
@@ -74,11 +78,20 @@ def parse(text: str) -> list[BrokerApis]:
     return brokers
 
 
+def tool_of(dist: Distribution) -> tuple[str, str]:
+    """The tool's class and classpath in ``dist``: Kafka 4 moved it to the tools jar."""
+    major = dist.version.split(".")[0]
+    if major.isdigit() and int(major) < 4:
+        return TOOL_3X, dist.host_classpath(tools=False)
+    return TOOL, dist.host_classpath(tools=True)
+
+
 def ask(dist: Distribution, bootstrap: str, timeout_s: float = TIMEOUT_S) -> list[BrokerApis]:
     """Every reachable broker's ApiVersions answer, asked from this host."""
+    tool, classpath = tool_of(dist)
     args = [
         "java", f"-Xmx{TOOL_HEAP_MB}m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
-        "-cp", dist.host_classpath(tools=True), TOOL, "--bootstrap-server", bootstrap,
+        "-cp", classpath, tool, "--bootstrap-server", bootstrap,
     ]  # fmt: skip
     try:
         res = subprocess.run(args, capture_output=True, text=True, timeout=timeout_s)
@@ -90,6 +103,34 @@ def ask(dist: Distribution, bootstrap: str, timeout_s: float = TIMEOUT_S) -> lis
         said = [ln for ln in res.stderr.strip().splitlines() if not ln.lstrip().startswith("at ")]
         raise HarnessError(f"ApiVersions from {bootstrap} failed: {(said or ['(no output)'])[0]}")
     return parse(res.stdout)
+
+
+def remembered(
+    state_dir: Path, key: dict[str, Any], dist: Distribution, bootstrap: str
+) -> list[BrokerApis]:
+    """The cluster's answer, asked once per cluster and broker setup (``key``: the
+    Kafka version and broker config it runs with), kept in ``state_dir``.
+
+    Why kept: asking starts a JVM (seconds on two loaded cores), and a cluster
+    reused run after run, brokers killed and restarted by the faults, answers
+    the same while its version and config stay; a broker restarted with other
+    settings is asked again.
+    """
+    path = state_dir / "api-versions.json"
+    try:
+        kept = json.loads(path.read_text())
+        if kept.get("key") == key:
+            return [BrokerApis(b["address"], b["node_id"],
+                               {a: None if v is None else (v[0], v[1])
+                                for a, v in b["apis"].items()})
+                    for b in kept["brokers"]]  # fmt: skip
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        pass  # none kept yet, or unreadable: ask
+    brokers = ask(dist, bootstrap)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps({"key": key, "brokers": [asdict(b) for b in brokers]}, indent=1))
+    tmp.replace(path)
+    return brokers
 
 
 def refusal(brokers: list[BrokerApis], capabilities: list[str], what: str) -> str | None:

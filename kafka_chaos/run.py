@@ -33,11 +33,11 @@ from typing import Any
 from checkers.recorded_rows import RowsRecorder
 from forensics.steps import Moment, Scene
 from forensics.steps import at as forensic_steps
-from harness import admin, broker_debug, distribution, kafka_db
+from harness import admin, api_versions, broker_debug, distribution, kafka_db
 from harness import store as store_mod
 from harness.backends import create_cluster, destroy_cluster, load_cluster, why_not_reusable
 from harness.cluster import Cluster
-from harness.errors import HarnessError
+from harness.errors import ConfigError, HarnessError
 from harness.history import HistoryWriter
 from harness.spec import TestSpec
 from harness.store import RunDir
@@ -192,6 +192,21 @@ def ensure_cluster(spec: TestSpec) -> Cluster:
     return cluster
 
 
+def refuse_missing_apis(cluster: Cluster, spec: TestSpec) -> None:
+    """Refuse, in one line, a run whose broker lacks an API it needs, by the brokers'
+    own ApiVersions answer (harness/api_versions.py), before any client starts:
+    otherwise the run would hang or fail mid-way with a client's error."""
+    c = spec.cluster
+    key = {"kafka": c.kafka_tarball or c.kafka_version, "mode": c.mode,
+           "nodes": c.nodes, "broker_config": dict(c.broker_config)}  # fmt: skip
+    dist = distribution.for_spec(c.kafka_version, c.kafka_tarball)
+    brokers = api_versions.remembered(cluster.state_dir, key, dist, cluster.bootstrap_servers())
+    what = f"the {spec.workload} workload with these settings"
+    refused = api_versions.refusal(brokers, registry.capabilities(spec), what)
+    if refused:
+        raise ConfigError(refused)
+
+
 def run_test(
     spec: TestSpec,
     store: Path = store_mod.DEFAULT_STORE,
@@ -266,6 +281,7 @@ def _execute(spec: TestSpec, run: RunDir) -> bool:
     stop = threading.Event()
     with _stop_on_signals(stop) as signals, cluster_lease(spec.cluster.name, run.path):
         cluster = ensure_cluster(spec)
+        refuse_missing_apis(cluster, spec)
         spec = _for_guest_speed(spec, cluster.time_scale, run)
         clock: Callable[[], int] | None = None  # the history's, once it is open
         try:

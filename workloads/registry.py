@@ -74,6 +74,9 @@ class Declaration:
     judged beside the catalog's when ``check_families`` names them.
     ``options``: run options of its own (kafka_chaos/options.py adds them).
     ``report_sections``: sections of its own in the run's report.
+    ``needs``: what the broker must support for it beyond what its producer and
+    consumer settings need (``harness.api_versions.NEEDS`` names, asked before
+    a run: ``capabilities``).
     """
 
     factory: str
@@ -89,6 +92,7 @@ class Declaration:
     families: tuple[Any, ...] = ()
     options: tuple[Option, ...] = ()
     report_sections: tuple[ReportSection, ...] = ()
+    needs: tuple[str, ...] = ()
 
 
 # The product's workloads, declared at the end of this module (``register``).
@@ -105,6 +109,7 @@ _BUILTIN: dict[str, Declaration] = {
         java_client=True,
         one_client=True,
         records_features=True,
+        needs=("transactions",),
         shown_as="txn",
         consumers=_txn_consumers,
         section=txn_spec.SECTION,
@@ -194,6 +199,22 @@ def families() -> tuple[Any, ...]:
 def options() -> tuple[Option, ...]:
     """The run options workloads bring beyond kafka_chaos/options.py's table."""
     return tuple(o for d in _DECLARED.values() for o in d.options)
+
+
+def capabilities(spec: TestSpec) -> list[str]:
+    """What the broker must support for this run (``harness.api_versions.NEEDS``
+    names): what every run needs, what its producer and consumer settings need,
+    and its workload's own."""
+    need = ["produce and fetch"]
+    if spec.producer.enable_idempotence:
+        need.append("idempotent producers")
+    mode, protocol = spec.consumer.mode, spec.consumer.group_protocol
+    if mode == "share":
+        need.append("share groups")
+    elif mode == "subscribe":
+        need.append("KIP-848 consumer groups" if protocol == "consumer" else "consumer groups")
+    need += [n for n in declared(spec.workload).needs if n not in need]
+    return need
 
 
 def validate_section(spec: TestSpec) -> None:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import inspect
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from harness import api_versions
 from harness.errors import ConfigError
 from harness.spec import TestSpec
 from kafka_chaos import run
@@ -75,3 +77,21 @@ def test_the_mirror_workload_needs_a_mirror_and_a_subscribing_group(tmp_path: Pa
         with pytest.raises(ConfigError, match=message):
             run.run_test(TestSpec.from_dict(options), store=tmp_path)
     assert not any(tmp_path.iterdir())
+
+
+def test_the_capabilities_a_run_asks_the_broker_for() -> None:
+    """By its producer and consumer settings and its workload (harness/api_versions.NEEDS)."""
+
+    def need(**layer: Any) -> list[str]:
+        return registry.capabilities(TestSpec.from_dict(layer))
+
+    base = ["produce and fetch", "idempotent producers"]
+    assert need() == [*base, "consumer groups"]
+    assert need(consumer={"group_protocol": "consumer"}) == [*base, "KIP-848 consumer groups"]
+    assert need(consumer={"mode": "share"}) == [*base, "share groups"]
+    assert need(consumer={"mode": "assign"}) == base
+    assert need(producer={"enable_idempotence": False}) == ["produce and fetch", "consumer groups"]
+    assert need(workload="txn") == [*base, "consumer groups", "transactions"]
+    every = {n for layer in ({}, {"workload": "txn"}, {"consumer": {"mode": "share"}})
+             for n in need(**layer)}  # fmt: skip
+    assert every <= set(api_versions.NEEDS)
