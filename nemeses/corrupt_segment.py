@@ -15,7 +15,7 @@ shutdown would skip it), pick the workload topic's partition whose newest
 segment on that node is largest, and either flip (XOR 0xff) or cut off its
 last ``bytes`` bytes.  That segment is the active one, always above the
 recovery point (Kafka checkpoints it only on flush or roll).  Heal starts
-the broker; replica verification (kafka_chaos/replica_verify.py) collects
+the broker; replica verification (forensics/replica_verify.py) collects
 its recovery lines into replicas.json's ``recoveries``.
 
 ``segment: closed`` damages the newest closed segment (the second newest)

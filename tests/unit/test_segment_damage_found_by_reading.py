@@ -8,9 +8,8 @@ tool prints it for a batch whose CRC does not match.
 
 from __future__ import annotations
 
-from harness.log_dump import InvalidBatch, last_dumped, parse_dump
-from kafka_chaos.replica_verify import summary
-
+from forensics.log_dump import InvalidBatch, last_dumped, parse_dump
+from forensics.replica_verify import summary
 from forensics.segment_dump import exception_line
 from reports.replicas import damage_sentences
 
