@@ -27,12 +27,12 @@ import pytest
 from _kafka_clusters import SHARED_CLUSTER, running_cluster
 from _waiting import wait_for
 
+from forensics import replica_verify
 from forensics.log_dump import CORRUPTION_NEEDLES
 from harness import admin, kafka_db
 from harness.cluster import Cluster
 from harness.node import Node, quote
 from harness.spec import NEWEST_KAFKA, ClusterSpec, TopicSpec
-from kafka_chaos import replica_verify
 from nemeses.base import FaultOp
 from nemeses.corrupt_segment import CorruptSegment
 
