@@ -34,7 +34,7 @@ from reports.operations import MAX_OPS, load_operations, operations_view
 from reports.replicas import replicas_section, truncation_marks
 from reports.shrink_view import shrink_view
 from reports.templating import environment, show_value
-from reports.timeline import COUNT_KEYS, fault_bands, summarize_history
+from reports.timeline import COUNT_KEYS, fault_bands, finite, summarize_history
 from workloads import registry
 
 STATIC = Path(__file__).parent / "static"
@@ -211,18 +211,12 @@ def dense_timeline(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         chunk = [by_t.get(t, {}) for t in range(start, min(start + width, hi + 1))]
         row: dict[str, Any] = {"t": start}
         for key in COUNT_KEYS:
-            row[key] = sum(_f(c.get(key)) or 0.0 for c in chunk) / len(chunk)
+            row[key] = sum(finite(c.get(key)) or 0.0 for c in chunk) / len(chunk)
         for key, combine in (("lat_p50_ms", _mean), ("lat_p99_ms", max), ("lat_max_ms", max)):
-            vals = [v for c in chunk if (v := _f(c.get(key))) is not None]
+            vals = [v for c in chunk if (v := finite(c.get(key))) is not None]
             row[key] = combine(vals) if vals else None
         out.append(row)
     return out
-
-
-def _f(v: Any) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(v):
-        return None
-    return float(v)
 
 
 def _mean(vals: list[float]) -> float:
@@ -253,11 +247,11 @@ def timeline_section(run_dir: Path, results: dict[str, Any]) -> dict[str, Any]:
     }
     if not dense:
         section["missing"] = "no timeline: results.json has none and history.jsonl is absent"
-        section["end_s"] = max([_f(f.get("end_s")) or 0.0 for f in faults], default=0.0)
+        section["end_s"] = max([finite(f.get("end_s")) or 0.0 for f in faults], default=0.0)
         return section
     xs = [r["t"] for r in dense]
     end = xs[-1] + 1
-    x_range = (0.0, float(max([end, *[_f(f.get("end_s")) or 0.0 for f in faults]])))
+    x_range = (0.0, float(max([end, *[finite(f.get("end_s")) or 0.0 for f in faults]])))
     bands = fault_bands(faults)
     section["end_s"] = x_range[1]
     section["throughput_svg"] = svg.line_chart(
@@ -344,8 +338,8 @@ def plan_section(results: dict[str, Any], faults: Sequence[dict[str, Any]]) -> d
     return {
         "count": len(late),
         "faults": late,
-        "worst_deviation_s": _f(plan.get("worst_deviation_s")),
-        "tolerance_s": _f(plan.get("tolerance_s")) or fault_plan.TOLERANCE_S,
+        "worst_deviation_s": finite(plan.get("worst_deviation_s")),
+        "tolerance_s": finite(plan.get("tolerance_s")) or fault_plan.TOLERANCE_S,
         "unhealed": sum(f.get("healed") is False for f in late),
     }
 
@@ -438,7 +432,7 @@ def bucket_labels(buckets: list[dict[str, Any]]) -> list[str]:
     """``le_ms: null`` is the overflow bucket: label it by the previous bound."""
     labels, previous = [], None
     for b in buckets:
-        bound = _f(b.get("le_ms"))
+        bound = finite(b.get("le_ms"))
         if bound is None:
             labels.append(f">{fmt_ms(previous)}" if previous is not None else "all")
         else:
@@ -456,7 +450,7 @@ def lag_section(results: dict[str, Any]) -> dict[str, Any]:
     if buckets:
         out["svg"] = svg.bar_chart(
             bucket_labels(buckets),
-            [_f(b.get("count")) or 0.0 for b in buckets],
+            [finite(b.get("count")) or 0.0 for b in buckets],
             title="realtime lag histogram (reads per bucket)",
         )
     return out

@@ -92,8 +92,8 @@ class _Aggregator:
                 "targets": value.get("targets") or [],
                 "start_s": t / NS,
                 "end_s": None,
-                "planned_start_s": _seconds(value.get("planned_s")),
-                "realised_start_s": _seconds(value.get("at_s")),
+                "planned_start_s": seconds(value.get("planned_s")),
+                "realised_start_s": seconds(value.get("at_s")),
                 "planned_end_s": None,
                 "realised_end_s": None,
             }
@@ -101,8 +101,8 @@ class _Aggregator:
         elif value.get("phase") == "end" and fid in self.faults:
             self.faults[fid].update(
                 end_s=t / NS,
-                planned_end_s=_seconds(value.get("planned_s")),
-                realised_end_s=_seconds(value.get("at_s")),
+                planned_end_s=seconds(value.get("planned_s")),
+                realised_end_s=seconds(value.get("at_s")),
             )
 
     def _flush_before(self, second: int) -> None:
@@ -141,7 +141,7 @@ class _Aggregator:
         return HistorySummary(timeline, faults, self.ops, end_s, problem)
 
 
-def _seconds(x: Any) -> float | None:
+def seconds(x: Any) -> float | None:
     return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
 
 
@@ -161,7 +161,8 @@ def summarize_history(path: Path) -> HistorySummary:
     return agg.summary(problem)
 
 
-def _seconds(v: Any) -> float | None:
+def finite(v: Any) -> float | None:
+    """A JSON number as a float; None for anything else (a bool, NaN, a string)."""
     if isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(v):
         return None
     return float(v)
@@ -170,7 +171,7 @@ def _seconds(v: Any) -> float | None:
 def fault_bands(faults: Sequence[dict[str, Any]]) -> list[svg.Band]:
     bands = []
     for fault in faults:
-        start, end = _seconds(fault.get("start_s")), _seconds(fault.get("end_s"))
+        start, end = finite(fault.get("start_s")), finite(fault.get("end_s"))
         if start is None:
             continue
         targets = ",".join(map(str, as_list(fault.get("targets"))))
