@@ -92,8 +92,8 @@ class _Aggregator:
                 "targets": value.get("targets") or [],
                 "start_s": t / NS,
                 "end_s": None,
-                "planned_start_s": seconds(value.get("planned_s")),
-                "realised_start_s": seconds(value.get("at_s")),
+                "planned_start_s": _seconds(value.get("planned_s")),
+                "realised_start_s": _seconds(value.get("at_s")),
                 "planned_end_s": None,
                 "realised_end_s": None,
             }
@@ -101,8 +101,8 @@ class _Aggregator:
         elif value.get("phase") == "end" and fid in self.faults:
             self.faults[fid].update(
                 end_s=t / NS,
-                planned_end_s=seconds(value.get("planned_s")),
-                realised_end_s=seconds(value.get("at_s")),
+                planned_end_s=_seconds(value.get("planned_s")),
+                realised_end_s=_seconds(value.get("at_s")),
             )
 
     def _flush_before(self, second: int) -> None:
@@ -141,7 +141,7 @@ class _Aggregator:
         return HistorySummary(timeline, faults, self.ops, end_s, problem)
 
 
-def seconds(x: Any) -> float | None:
+def _seconds(x: Any) -> float | None:
     return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
 
 
