@@ -174,12 +174,15 @@ def _damage_the_leaders_closed_segment(
     assert ends[0] == MESSAGES
 
     # The damaged replica leads again (it is the preferred one): reads come from its disk.
-    print(admin.elect_leaders(bootstrap, [(topic, 0)]))
-    wait_for(
-        f"{node.name} to lead {topic}-0 again",
-        lambda: admin.describe_topics(bootstrap, [topic], timeout_s=10)[0].leader == node.node_id,
-        60.0,
-    )
+    # A preferred election fails with PREFERRED_LEADER_NOT_AVAILABLE until the restarted
+    # replica is back in the ISR (CI at 01816da, under load), so ask until it leads.
+    def leads_after_election() -> bool:
+        answer = admin.elect_leaders(bootstrap, [(topic, 0)], timeout_s=10)
+        leader = admin.describe_topics(bootstrap, [topic], timeout_s=10)[0].leader
+        print(f"preferred election: {answer}, leader {leader}")
+        return leader == node.node_id
+
+    wait_for(f"{node.name} to lead {topic}-0 again", leads_after_election, 120.0)
     return node, done, second
 
 
