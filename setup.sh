@@ -70,7 +70,7 @@ fi
 # built once from its public source into the cache (harness/lazyfs_build.py;
 # the source tarball is taken from ../shared/sources when there). Only power-loss
 # runs need it, so a machine that cannot build it gets a warning.
-if ! python3 -m harness.lazyfs_build >/dev/null; then
+if ! python3 -m kafka_chaos.harness.lazyfs_build >/dev/null; then
   echo "setup.sh: warning: lazyfs is unavailable; --disk lazyfs and power-loss will not run" >&2
 fi
 
@@ -90,5 +90,5 @@ if [ "$with_tansu" -eq 1 ]; then
     echo "setup.sh: --tansu needs cargo (Rust): see https://rustup.rs" >&2
     exit 1
   fi
-  python3 -m harness.tansu_build  # prints the binary and the seconds its build took
+  python3 -m kafka_chaos.harness.tansu_build  # prints the binary and the seconds its build took
 fi

@@ -25,9 +25,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.backends import destroy_cluster
-from harness.errors import HarnessError
-from harness.rates import comparison_text, wilson
+from kafka_chaos.harness.backends import destroy_cluster
+from kafka_chaos.harness.errors import HarnessError
+from kafka_chaos.harness.rates import comparison_text, wilson
+
 from kafka_chaos.child_run import needs_own_process, run_in_child
 from kafka_chaos.engine import shared_engine
 from kafka_chaos.options import add_debug_options, build_spec, debug_overrides

@@ -13,8 +13,8 @@ import logging
 import statistics
 import time
 
-from harness.backends import create_cluster, destroy_cluster
-from harness.spec import ClusterSpec
+from kafka_chaos.harness.backends import create_cluster, destroy_cluster
+from kafka_chaos.harness.spec import ClusterSpec
 
 NAME = "a1"
 

@@ -33,7 +33,7 @@ The histories:
 All are written once, by the AFTER tree's code (``--cases-from`` another), and
 the same files go to both sides.  ``--record``: the AFTER side gets each
 history's Parquet rows as a run writes them while recording
-(checkers/recorded_rows.py), and its check starts from them.
+(checkers/ingest/recorded_rows.py), and its check starts from them.
 Prints one line per history and, for a
 difference, the differing paths; exit code 1 if any history differs.  A
 difference is either a regression or run-to-run noise: judge that history
@@ -65,8 +65,8 @@ MAVEN_MIRROR = "file:///work/shared/maven"
 # Output fields that differ between two runs of the same code, with why.  Each
 # is a dotted path; "*" matches any one key.  Nothing else is dropped.
 VOLATILE: dict[str, str] = {
-    "cycles.seconds": "wall time of the cycle search (checkers/cycle_checks.py)",
-    "cycles.elle_seconds": "wall time of the Elle calls (checkers/cycle_checks.py)",
+    "cycles.seconds": "wall time of the cycle search (checkers/txn/cycle_checks.py)",
+    "cycles.elle_seconds": "wall time of the Elle calls (checkers/txn/cycle_checks.py)",
 }
 
 
@@ -77,6 +77,8 @@ class Tree:
     label: str
     path: Path
     cli: str
+    checkers: str = "checkers"  # the checkers package's name in this tree
+    rows: str = "checkers.recorded_rows"  # the module that records a history's rows
     record: bool = False  # check from Parquet rows recorded as a run writes them (--record)
     remote: str | None = None  # sc://HOST:PORT: check on that Spark Connect server
 
@@ -109,7 +111,13 @@ def export(rev: str, into: Path) -> Tree:
         if archive.wait() != 0:
             raise SystemExit(f"git archive {commit} failed")
     cli = "kafka_chaos.cli" if (path / "kafka_chaos" / "cli.py").is_file() else "harness.cli"
-    return Tree(label, path, cli)
+    # Trees from issue 47 on install every package under kafka_chaos. (pyproject.toml),
+    # and keep ingest in checkers/ingest/.
+    namespaced = '"kafka_chaos.checkers" = "checkers"' in (path / "pyproject.toml").read_text()
+    checkers = "kafka_chaos.checkers" if namespaced else "checkers"
+    staged = (path / "checkers" / "ingest" / "recorded_rows.py").is_file()
+    rows = f"{checkers}.ingest.recorded_rows" if staged else f"{checkers}.recorded_rows"
+    return Tree(label, path, cli, checkers, rows)
 
 
 def git(*args: str) -> str:
@@ -138,8 +146,8 @@ def python(
 
 def imports_own(tree: Tree) -> str:
     """Where ``tree``'s processes import checkers and the CLI from; refuses any other tree."""
-    code = (f"import checkers, {tree.cli} as c; "
-            "print(checkers.__file__); print(c.__file__)")  # fmt: skip
+    code = (f"import {tree.checkers} as k, {tree.cli} as c; "
+            "print(k.__file__); print(c.__file__)")  # fmt: skip
     proc = python(tree, ["-c", code])
     files = proc.stdout.split()
     if proc.returncode or not all(Path(f).is_relative_to(tree.path) for f in files):
@@ -152,7 +160,7 @@ def cli_args(tree: Tree, history: History, work: Path) -> list[str]:
     run_dir = work / re.sub(r"\W", "_", tree.label) / history.name
     shutil.copytree(history.dir, run_dir)
     if tree.record:
-        record = python(tree, ["-m", "checkers.recorded_rows", str(run_dir / "history.jsonl")])
+        record = python(tree, ["-m", tree.rows, str(run_dir / "history.jsonl")])
         if record.returncode:
             raise SystemExit(f"{tree.label}: recording the rows failed:\n{record.stderr[-3000:]}")
     argv = ["check", str(run_dir / "history.jsonl"), "--json"]
@@ -179,7 +187,7 @@ def check(tree: Tree, history: History, work: Path, timeout: float) -> Outcome:
     proc = python(tree, ["-m", tree.cli, *argv], timeout)
     took = time.monotonic() - t0
     shutil.rmtree(Path(argv[1]).parent)  # the Parquet rows of a 1e6-op history: hundreds of MB
-    if tree.record and ": building it from" in proc.stderr:  # checkers/load.py rebuilt them
+    if tree.record and ": building it from" in proc.stderr:  # checkers/ingest/load.py rebuilt them
         print(f"    {tree.label} did not check from the recorded rows: {proc.stderr[-500:]}")
     return outcome(proc.returncode, proc.stdout, proc.stderr, took)
 

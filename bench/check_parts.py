@@ -21,20 +21,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from checkers import (
-    catalog,
-    group_checks,
-    loss_checks,
-    poll_checks,
-    send_checks,
-    tables,
-    txn_checks,
-)
-from checkers.check import Context
-from checkers.load import expected_ops, read_rows, rows_dir
-from checkers.session import get_spark
-from checkers.spec_view import CheckedSpec
-from checkers.tables import Tables
+from kafka_chaos.checkers import catalog, tables
+from kafka_chaos.checkers.check import Context
+from kafka_chaos.checkers.ingest.load import expected_ops, read_rows, rows_dir
+from kafka_chaos.checkers.queue import group_checks, loss_checks, poll_checks, send_checks
+from kafka_chaos.checkers.session import get_spark
+from kafka_chaos.checkers.spec_view import CheckedSpec
+from kafka_chaos.checkers.tables import Tables
+from kafka_chaos.checkers.txn import txn_checks
 
 _MODULES = (send_checks, poll_checks, group_checks, txn_checks, loss_checks)
 
@@ -84,7 +78,7 @@ def main() -> int:
         timed(getattr(frame, "kc_check", "?"), lambda f=frame, n=n: n.__setitem__(0, f.count()))
         print(f"             {n[0]} found", flush=True)
     if any(f.name == "cycles" for f in catalog.families_for(spec)):
-        from checkers import txn_graph
+        from kafka_chaos.checkers.txn import txn_graph
 
         print("cycle search graph:", flush=True)
         txns = t.keep(txn_graph.transactions(t), small=True)

@@ -100,7 +100,7 @@ spread AS (SELECT val FROM positions WHERE val IS NOT NULL GROUP BY val
 SELECT count(*) FROM spread WHERE val IN (SELECT val FROM sent) AND val IN (SELECT val FROM acked)
 """
 
-# The read streams of checkers/poll_checks.py: per (process, topic, partition), a
+# The read streams of checkers/queue/poll_checks.py: per (process, topic, partition), a
 # poll's reads of the partition, resets and seeks, ordered by line; suspicious pairs of
 # consecutive reads across polls, and of records inside one poll.
 PAIRS = """
@@ -152,7 +152,7 @@ WHERE "offset" <= prev_offset OR "offset" > prev_offset + 1
 NONMONOTONIC_POLL = 'SELECT count(*) FROM pairs WHERE "offset" <= prev_offset'
 
 # A jump skips data when an offset the reader must read lies strictly between where
-# it was and where it landed (checkers.poll_checks.skipping): under read_committed one
+# it was and where it landed (checkers.queue.poll_checks.skipping): under read_committed one
 # that an ack or a read proves holds data; under read_uncommitted any known offset,
 # but for the final drain, which reads committed data.
 POLL_SKIP = """
@@ -258,7 +258,7 @@ def agree_examples() -> int:
 def isolation_of(config: dict[str, Any]) -> bool:
     """Whether ``config``'s consumers are read_committed; only queue runs without
     share groups are judged (mirror runs key values by topic, share runs ack)."""
-    from checkers.spec_view import CheckedSpec
+    from kafka_chaos.checkers.spec_view import CheckedSpec
 
     spec = CheckedSpec.of(config)
     if spec.workload != "queue" or spec.share:

@@ -14,10 +14,10 @@ import statistics
 import sys
 import time
 
-from harness import distribution, kafka_db
-from harness.backends import create_cluster, destroy_cluster
-from harness.errors import HarnessError
-from harness.spec import KAFKA_39, NEWEST_KAFKA, ClusterSpec
+from kafka_chaos.harness import distribution, kafka_db
+from kafka_chaos.harness.backends import create_cluster, destroy_cluster
+from kafka_chaos.harness.errors import HarnessError
+from kafka_chaos.harness.spec import KAFKA_39, NEWEST_KAFKA, ClusterSpec
 
 NAME = "b2"
 
@@ -53,7 +53,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    logging.getLogger("harness.kafka_db").setLevel(logging.INFO)
+    logging.getLogger("kafka_chaos.harness.kafka_db").setLevel(logging.INFO)
     cases = [(NEWEST_KAFKA, "kraft")] + ([(KAFKA_39, "zk")] if args.zk else [])
     for version, mode in cases:
         distribution.fetch(version)  # warm cache: not part of the measurement

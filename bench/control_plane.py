@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nemeses import registry
+from kafka_chaos.nemeses import registry
 
 HANG_MARGIN_S = 300.0
 LATE_STOP_S = 10.0

@@ -33,9 +33,10 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from harness.backends import destroy_cluster
-from harness.errors import HarnessError
-from harness.rates import comparison_text, rate_text
+from kafka_chaos.harness.backends import destroy_cluster
+from kafka_chaos.harness.errors import HarnessError
+from kafka_chaos.harness.rates import comparison_text, rate_text
+
 from kafka_chaos.child_run import needs_own_process, run_in_child
 from kafka_chaos.options import build_spec
 from kafka_chaos.run import run_test

@@ -17,8 +17,9 @@ import json
 import statistics
 from pathlib import Path
 
-from harness.backends import destroy_cluster
-from harness.errors import HarnessError
+from kafka_chaos.harness.backends import destroy_cluster
+from kafka_chaos.harness.errors import HarnessError
+
 from kafka_chaos.child_run import needs_own_process, run_in_child
 from kafka_chaos.options import build_spec
 from kafka_chaos.run import run_test

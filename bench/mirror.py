@@ -29,14 +29,15 @@ import time
 import uuid
 from pathlib import Path
 
-from harness import admin, kafka_db, mirror_pair
-from harness import mirror_maker as mm
-from harness.backends import destroy_cluster, load_cluster
-from harness.spec import ClusterSpec, TestSpec, TopicSpec
+from kafka_chaos.harness import admin, kafka_db, mirror_pair
+from kafka_chaos.harness import mirror_maker as mm
+from kafka_chaos.harness.backends import destroy_cluster, load_cluster
+from kafka_chaos.harness.spec import ClusterSpec, TestSpec, TopicSpec
+from kafka_chaos.workloads import mirror_spec
+
 from kafka_chaos.options import build_spec
 from kafka_chaos.run import ensure_cluster, run_test
 from kafka_chaos.scenarios import SCENARIOS, scenario_layer
-from workloads import mirror_spec
 
 MIRROR_SCENARIOS = tuple(name for name in SCENARIOS if name.startswith("mirror-"))
 CLUSTER = "bench-mirror"

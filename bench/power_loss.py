@@ -44,12 +44,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kafka_chaos.harness.backends import cluster_exists, destroy_cluster, load_cluster
+from kafka_chaos.harness.errors import HarnessError
+from kafka_chaos.harness.rates import wilson
+from kafka_chaos.harness.run_files import read_lines
 from scipy.stats import t as student_t
 
-from harness.backends import cluster_exists, destroy_cluster, load_cluster
-from harness.errors import HarnessError
-from harness.rates import wilson
-from harness.run_files import read_lines
 from kafka_chaos import not_back
 from kafka_chaos.options import build_spec
 from kafka_chaos.run import run_test

@@ -9,12 +9,12 @@ each repetition:
 
 * recording: the lines/s a HistoryWriter sustains replaying ``--record-ops``
   lines as fast as it can in bursts of ``--burst`` (one ``append_encoded``
-  each), without and with the RowsRecorder (checkers/recorded_rows.py), the
+  each), without and with the RowsRecorder (checkers/ingest/recorded_rows.py), the
   time until the recorder's last rows are in place after ``close``, and the
   process's CPU seconds (wall times drift with the machine's load; CPU
   seconds much less); and that time after ``--paced-s`` seconds at the
   default run's pace (2,000 lines/s), as at the end of a run;
-* the rows: ``checkers.load.rows_cache`` on the history without rows (the
+* the rows: ``checkers.ingest.load.rows_cache`` on the history without rows (the
   JSON parsed, as before) and with the recorded rows (only validated);
 * the check: ``kafka-chaos check HISTORY --json`` in a fresh process (Spark
   starts cold each time), from the JSON and from the recorded rows, with the
@@ -39,10 +39,10 @@ import orjson
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "bench")]  # testkit, check_diff are not installed
 from check_diff import normalized  # noqa: E402
+from kafka_chaos.checkers.ingest import load  # noqa: E402
+from kafka_chaos.checkers.ingest.recorded_rows import RowsRecorder  # noqa: E402
+from kafka_chaos.harness.history import HistoryWriter  # noqa: E402
 
-from checkers import load  # noqa: E402
-from checkers.recorded_rows import RowsRecorder  # noqa: E402
-from harness.history import HistoryWriter  # noqa: E402
 from testkit.synthetic import generate  # noqa: E402
 
 

@@ -25,10 +25,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from kafka_chaos.checkers import catalog
+from kafka_chaos.reports.render import render_report
 from report_fixtures import build_run  # type: ignore[import-not-found]
-
-from checkers import catalog
-from reports.render import render_report
 
 out = Path(sys.argv[1])
 out.mkdir(parents=True, exist_ok=True)

@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from reports.render import write_report
+from kafka_chaos.reports.render import write_report
 
 MS = 1_000_000
 

@@ -19,8 +19,9 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from harness.backends import destroy_cluster
-from harness.spec import NEWEST_KAFKA
+from kafka_chaos.harness.backends import destroy_cluster
+from kafka_chaos.harness.spec import NEWEST_KAFKA
+
 from kafka_chaos.options import build_spec
 from kafka_chaos.run import run_test
 from kafka_chaos.scenarios import scenario_layer

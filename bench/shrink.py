@@ -23,8 +23,9 @@ import sys
 import time
 from pathlib import Path
 
-from harness.backends import destroy_cluster
-from harness.rates import rate_text
+from kafka_chaos.harness.backends import destroy_cluster
+from kafka_chaos.harness.rates import rate_text
+
 from kafka_chaos.options import build_spec
 from kafka_chaos.run import run_test
 from kafka_chaos.scenarios import scenario_layer

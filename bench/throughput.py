@@ -27,13 +27,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from harness import admin
-from harness.cluster import Cluster, cluster_dir
-from harness.distribution import load_cached
-from harness.history import HistoryWriter
-from harness.spec import NEWEST_KAFKA, TestSpec
-from workloads.producer import UNLIMITED_MAX_OUTSTANDING
-from workloads.queue import QueueWorkload
+from kafka_chaos.harness import admin
+from kafka_chaos.harness.cluster import Cluster, cluster_dir
+from kafka_chaos.harness.distribution import load_cached
+from kafka_chaos.harness.history import HistoryWriter
+from kafka_chaos.harness.spec import NEWEST_KAFKA, TestSpec
+from kafka_chaos.workloads.producer import UNLIMITED_MAX_OUTSTANDING
+from kafka_chaos.workloads.queue import QueueWorkload
 
 WARMUP_S = 2.0
 PERF_LINE = re.compile(r"(\d+) records sent, ([\d.]+) records/sec")

@@ -36,15 +36,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import admin
-from harness.cluster import Cluster, cluster_dir
-from harness.distribution import load_cached
-from harness.history import HistoryWriter
-from harness.spec import NEWEST_KAFKA, TestSpec
-from workloads import txn_spec
-from workloads.queue import QueueWorkload
-from workloads.txn import TxnWorkload
-from workloads.txn_client import output_topic
+from kafka_chaos.harness import admin
+from kafka_chaos.harness.cluster import Cluster, cluster_dir
+from kafka_chaos.harness.distribution import load_cached
+from kafka_chaos.harness.history import HistoryWriter
+from kafka_chaos.harness.spec import NEWEST_KAFKA, TestSpec
+from kafka_chaos.workloads import txn_spec
+from kafka_chaos.workloads.queue import QueueWorkload
+from kafka_chaos.workloads.txn import TxnWorkload
+from kafka_chaos.workloads.txn_client import output_topic
 
 FILL_RATE = 20_000.0  # input records/s while filling (the queue workload, paced)
 

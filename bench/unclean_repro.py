@@ -25,7 +25,8 @@ import json
 import time
 from pathlib import Path
 
-from harness.backends import destroy_cluster
+from kafka_chaos.harness.backends import destroy_cluster
+
 from kafka_chaos.options import build_spec
 from kafka_chaos.run import run_test
 from kafka_chaos.scenarios import scenario_layer

@@ -28,10 +28,11 @@ from pathlib import Path
 # may point at another clone).
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness import distribution, kafka_db  # noqa: E402
-from harness.backends import create_cluster, destroy_cluster  # noqa: E402
-from harness.errors import HarnessError  # noqa: E402
-from harness.spec import NEWEST_KAFKA, ClusterSpec  # noqa: E402
+from kafka_chaos.harness import distribution, kafka_db  # noqa: E402
+from kafka_chaos.harness.backends import create_cluster, destroy_cluster  # noqa: E402
+from kafka_chaos.harness.errors import HarnessError  # noqa: E402
+from kafka_chaos.harness.spec import NEWEST_KAFKA, ClusterSpec  # noqa: E402
+
 from kafka_chaos.options import build_spec  # noqa: E402
 from kafka_chaos.run import run_test  # noqa: E402
 
@@ -103,7 +104,10 @@ def main() -> int:
     )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    for noisy in ("harness.backends.vagrant", "harness.backends.libvirt_host"):
+    for noisy in (
+        "kafka_chaos.harness.backends.vagrant",
+        "kafka_chaos.harness.backends.libvirt_host",
+    ):
         logging.getLogger(noisy).setLevel(logging.INFO)
     distribution.fetch(NEWEST_KAFKA)  # warm cache: not part of the measurement
     build = box_build_s(args.keep_box_cache)

@@ -65,7 +65,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench.attribution, run anywhere
 
-from harness.rates import fisher_p, wilson  # noqa: E402
+from kafka_chaos.harness.rates import fisher_p, wilson  # noqa: E402
 
 RECORD = "record.jsonl"
 TABLE = "table.md"
@@ -428,7 +428,7 @@ def venv_python(version: str, package: str = "confluent-kafka") -> Path:
     module's own version call, which is a string in confluent-kafka 2.16 and
     a (string, int) tuple in older releases.
     """
-    from harness.cache import cache_root
+    from kafka_chaos.harness.cache import cache_root
 
     package = package_arg(package)
     root = cache_root("venvs") / f"{package}-{version}"
@@ -664,7 +664,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     finally:
         if args.run:
-            from harness.backends import destroy_cluster
+            from kafka_chaos.harness.backends import destroy_cluster
 
             destroy_cluster(args.cluster_name)
     print()

@@ -35,8 +35,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
 from check_diff import differences, normalized  # noqa: E402
-
-from checkers import connect_server  # noqa: E402
+from kafka_chaos.checkers import connect_server  # noqa: E402
 
 
 def rounds(history: Path, n: int, remote: str | None, out: Path) -> list[float]:
@@ -50,8 +49,8 @@ def rounds(history: Path, n: int, remote: str | None, out: Path) -> list[float]:
 
 def _rounds_here(history: Path, n: int, out: Path, remote: str) -> None:
     """The inner process: ``n`` checks through ``check_history``, as a suite's cells do."""
-    from checkers.api import check_history
-    from harness.spec import TestSpec
+    from kafka_chaos.checkers.api import check_history
+    from kafka_chaos.harness.spec import TestSpec
 
     config = TestSpec().to_dict()
     took = []

@@ -13,23 +13,29 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from kafka_chaos.checkers import catalog, fault_plan
+from kafka_chaos.checkers.availability import statistics as availability
+from kafka_chaos.checkers.availability.lag import realtime_lag
+from kafka_chaos.checkers.check import Context
+from kafka_chaos.checkers.collect import collect_anomalies
+from kafka_chaos.checkers.examples import name_topics
+from kafka_chaos.checkers.history_workload import config_for
+from kafka_chaos.checkers.ingest.load import expected_ops, read_rows, rows_dir
+from kafka_chaos.checkers.phases import phase
+from kafka_chaos.checkers.queue.loss_checks import drain_proven
+from kafka_chaos.checkers.ranges import offset_ranges
+from kafka_chaos.checkers.remote import probe
+from kafka_chaos.checkers.results import (
+    build_checks,
+    summary,
+    unknown_reasons,
+    verdict,
+    write_results,
+)
+from kafka_chaos.checkers.session import get_spark
+from kafka_chaos.checkers.spec_view import CheckedSpec
+from kafka_chaos.checkers.tables import Tables
 from pyspark.sql import DataFrame, SparkSession
-
-from checkers import availability, catalog, fault_plan
-from checkers.check import Context
-from checkers.collect import collect_anomalies
-from checkers.examples import name_topics
-from checkers.history_workload import config_for
-from checkers.lag import realtime_lag
-from checkers.load import expected_ops, read_rows, rows_dir
-from checkers.loss_checks import drain_proven
-from checkers.phases import phase
-from checkers.ranges import offset_ranges
-from checkers.remote import probe
-from checkers.results import build_checks, summary, unknown_reasons, verdict, write_results
-from checkers.session import get_spark
-from checkers.spec_view import CheckedSpec
-from checkers.tables import Tables
 
 EVIDENCE = ("acked_sends", "read_offsets", "faults", "failed_faults")
 NO_LINES = {"ops": 0, "final": 0, "end_time": 0, "drain_start": None, **dict.fromkeys(EVIDENCE, 0)}

@@ -2,7 +2,7 @@
 
 Why this exists: ``checkers.api`` loops over the families that apply to a
 run, the report takes each check's title and texts from its record, and
-docs/results.md's tables are written from it (``python3 -m checkers.catalog
+docs/results.md's tables are written from it (``python3 -m kafka_chaos.checkers.catalog
 docs/results.md``; a test fails while they differ).  So a new check is one
 record (``checkers.check.Check``) beside its filter, in a family here, or
 ``add`` ed from anywhere with frames of its own; a new family is one module
@@ -19,17 +19,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from checkers.availability import AVAILABILITY_FAMILY
-from checkers.check import Basis, Check, Family
-from checkers.cycle_checks import CYCLES
-from checkers.mirror_checks import MIRROR
-from checkers.queue_checks import QUEUE
-from checkers.share_checks import SHARE
-from checkers.spec_view import CheckedSpec
-from checkers.txn_checks import TXN
-from harness.generated_docs import write_or_check
-from harness.named import Named
-from workloads import registry as workloads
+from kafka_chaos.checkers.availability.statistics import AVAILABILITY_FAMILY
+from kafka_chaos.checkers.check import Basis, Check, Family
+from kafka_chaos.checkers.mirror.mirror_checks import MIRROR
+from kafka_chaos.checkers.queue.queue_checks import QUEUE
+from kafka_chaos.checkers.share.share_checks import SHARE
+from kafka_chaos.checkers.spec_view import CheckedSpec
+from kafka_chaos.checkers.txn.cycle_checks import CYCLES
+from kafka_chaos.checkers.txn.txn_checks import TXN
+from kafka_chaos.harness.generated_docs import write_or_check
+from kafka_chaos.harness.named import Named
+from kafka_chaos.workloads import registry as workloads
 
 # results.json lists checks in this order: family by family, each family's own.
 BUILTIN: tuple[Family, ...] = (QUEUE, TXN, CYCLES, SHARE, MIRROR, AVAILABILITY_FAMILY)
@@ -183,7 +183,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--check", action="store_true", help="only say whether it is up to date")
     args = p.parse_args(argv)
     fresh = render_docs(args.doc.read_text())
-    return write_or_check(args.doc, fresh, args.check, f"python3 -m checkers.catalog {args.doc}")
+    return write_or_check(
+        args.doc, fresh, args.check, f"python3 -m kafka_chaos.checkers.catalog {args.doc}"
+    )
 
 
 if __name__ == "__main__":

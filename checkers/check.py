@@ -18,12 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from kafka_chaos.checkers.collect import Found
+from kafka_chaos.checkers.hints import Hint
+from kafka_chaos.checkers.spec_view import CheckedSpec
+from kafka_chaos.checkers.tables import Tables
 from pyspark.sql import DataFrame, SparkSession
-
-from checkers.collect import Found
-from checkers.hints import Hint
-from checkers.spec_view import CheckedSpec
-from checkers.tables import Tables
 
 SeverityRule = Callable[[CheckedSpec], str]
 # results.json's examples of the check -> what one anomaly is, in a few words.

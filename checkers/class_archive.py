@@ -29,8 +29,7 @@ import shutil
 from pathlib import Path
 
 import pyspark
-
-from harness import cache
+from kafka_chaos.harness import cache
 
 RECORD_ENV = "KC_CLASS_ARCHIVE_RECORD"  # when set, the JVM writes its classes there at exit
 _RUNTIME = re.compile(r'^JAVA_RUNTIME_VERSION="?([^"\n]+)"?$', re.MULTILINE)

@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.errors import ConfigError
-from harness.spec import TestSpec
+from kafka_chaos.harness.errors import ConfigError
+from kafka_chaos.harness.spec import TestSpec
 
 EXIT_CODES = {"valid": 0, "invalid": 1, "unknown": 2}
 
@@ -59,7 +59,7 @@ def resolve(target: Path, config_path: Path | None) -> tuple[Path, dict[str, Any
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from checkers.api import check_history  # Spark import only when actually checking
+    from kafka_chaos.checkers.api import check_history  # Spark import only when actually checking
 
     history, config, out = resolve(args.target, args.config)
     from_lines = not config

@@ -26,11 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pyspark
-
-from checkers import session
-from harness.backends import procs
-from harness.cluster import home
-from harness.errors import HarnessError
+from kafka_chaos.checkers import session
+from kafka_chaos.harness.backends import procs
+from kafka_chaos.harness.cluster import home
+from kafka_chaos.harness.errors import HarnessError
 
 log = logging.getLogger(__name__)
 

@@ -12,11 +12,10 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from kafka_chaos.checkers.collect import Found
+from kafka_chaos.checkers.tables import TP, Tables, local_table
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
-
-from checkers.collect import Found
-from checkers.tables import TP, Tables, local_table
 
 MAX_INDICES = 20  # indices kept per example: enough to prove it, bounded
 NEIGHBOURS = 3  # offsets either side of a lost value shown in its example

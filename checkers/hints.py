@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from checkers.spec_view import CheckedSpec
+from kafka_chaos.checkers.spec_view import CheckedSpec
 
 # config.json as written -> the sentences that apply (none: an empty list).
 Hint = Callable[[dict[str, Any]], list[str]]

@@ -7,7 +7,7 @@ config it judges by against the lines themselves: a history checked without
 any config is judged as what its lines show, and a config that contradicts
 them is refused in one line.
 
-The evidence comes from the Parquet rows ingest made (checkers/ingest.py),
+The evidence comes from the Parquet rows ingest made (checkers/ingest/convert.py),
 mostly from file metadata: a transactional history has ``kind=txn`` rows,
 a consume-transform-produce one sends with a ``source``, a share-group one
 has ``share-*`` lines, and a plain queue consumer polls outside any
@@ -22,10 +22,9 @@ from typing import Any
 
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-
-from checkers.spec_view import CheckedSpec
-from harness.errors import ConfigError
-from workloads.registry import declared
+from kafka_chaos.checkers.spec_view import CheckedSpec
+from kafka_chaos.harness.errors import ConfigError
+from kafka_chaos.workloads.registry import declared
 
 
 def config_for(

@@ -20,7 +20,7 @@ import warnings
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
-from harness.errors import ConfigError, HarnessError
+from kafka_chaos.harness.errors import ConfigError, HarnessError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

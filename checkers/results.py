@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from checkers.check import Basis
+    from kafka_chaos.checkers.check import Basis
 
 
 def check_result(
@@ -71,7 +71,7 @@ def build_checks(
 @dataclass
 class LossTally:
     """Acknowledged values missing from the final drain that ``acked-lost`` did not
-    count as lost (checkers/loss_checks.py, the reference's twin)."""
+    count as lost (checkers/queue/loss_checks.py, the reference's twin)."""
 
     excused: int = 0  # below the log start: removed by retention
     undecided: int = 0  # the drain did not prove it read their partition to the end

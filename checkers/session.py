@@ -28,12 +28,11 @@ import os
 import threading
 from collections.abc import Iterator
 
+from kafka_chaos.checkers import class_archive
+from kafka_chaos.checkers.remote import LOCAL_HERE_ENV, REMOTE_ENV, connect
+from kafka_chaos.harness.errors import HarnessError
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
-
-from checkers import class_archive
-from checkers.remote import LOCAL_HERE_ENV, REMOTE_ENV, connect
-from harness.errors import HarnessError
 
 log = logging.getLogger(__name__)
 

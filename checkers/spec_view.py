@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harness.spec import TestSpec
-from workloads import registry, txn_spec
+from kafka_chaos.harness.spec import TestSpec
+from kafka_chaos.workloads import registry, txn_spec
 
 # The workloads' own sections of a config (``txn``, ``mirror``) load once their
 # declarations are read: ``registry`` declares them when imported.

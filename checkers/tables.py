@@ -16,14 +16,13 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from kafka_chaos.checkers.ingest.convert import WRITTEN
+from kafka_chaos.checkers.ingest.op_codes import ACK, FAIL, INFO, INVOKE, READ, SEND_TYPES
+from kafka_chaos.harness.errors import HistoryError
 from py4j.protocol import Py4JError
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
-
-from checkers.ingest import WRITTEN
-from checkers.op_codes import ACK, FAIL, INFO, INVOKE, READ, SEND_TYPES
-from harness.errors import HistoryError
 
 TP = ["hid", "topic", "partition"]
 POLL = ["hid", "process", "topic", "partition", "index"]  # one poll line's reads of a partition
@@ -44,7 +43,8 @@ def anomaly(df: DataFrame, check: str, sort_key: Column, *fields: Column) -> Dat
 
 
 def kind(name: str) -> Column:
-    """Rows of one Parquet partition (see checkers/ingest.py): Spark reads only its files."""
+    """Rows of one Parquet partition (see checkers/ingest/convert.py): Spark reads only its
+    files."""
     return F.col("kind") == name
 
 
@@ -77,7 +77,7 @@ def is_position() -> Column:
 
 
 # A send or read row's kind is one small integer column, ``op``, stored by
-# ingest (checkers/op_codes.py): the big aggregations test it many times per
+# ingest (checkers/ingest/op_codes.py): the big aggregations test it many times per
 # row, and one integer comparison is far cheaper than the partition and
 # string tests it stands for (per-value at 1e7 ops, side by side: 21-30 s
 # with the string tests, 13-15 s with an integer code).
@@ -169,7 +169,8 @@ def spark_setting(spark: SparkSession, key: str, value: str) -> Iterator[None]:
 
 @dataclass
 class Tables:
-    """Views of one rows table (see checkers/ingest.py): one row per line, one per polled record."""
+    """Views of one rows table (see checkers/ingest/convert.py): one row per line, one per
+    polled record."""
 
     ops: DataFrame
     # read_committed consumers skip aborted records: an offset known to hold
@@ -222,7 +223,7 @@ class Tables:
     def polls(self) -> DataFrame:
         """One row per (poll line, partition) read, cached: the read-order checks
         need only these.  Ingest made them (``kind=poll``,
-        checkers/poll_positions.py): the first and last offset (a
+        checkers/ingest/poll_positions.py): the first and last offset (a
         transaction's polls count as one).  The pairs inside a poll that is
         not one straight run are the record rows' (``prev_offset``).
         """
@@ -279,11 +280,11 @@ class Tables:
         the next of ``committed_positions`` above it.
 
         Also a ``marker`` row at o - 1 for each seek to an offset o >= 0 (where
-        a read after the seek starts from: ``checkers.poll_checks``), with the
+        a read after the seek starts from: ``checkers.queue.poll_checks``), with the
         known offsets above it likewise; markers are never anyone's next
         (without seeks the rows and values are exactly the known offsets').
 
-        One ordered pass that every skip check shares (``checkers.poll_checks.skipping``):
+        One ordered pass that every skip check shares (``checkers.queue.poll_checks.skipping``):
         each check made its own before, and at 1e7 transactional ops those
         three passes took 15-18 s each.
         """
@@ -327,7 +328,7 @@ class Tables:
 
     @cached_property
     def topic_names(self) -> dict[int, str]:
-        """Topic id -> name (rows keep topics as integers: checkers/topic_ids.py)."""
+        """Topic id -> name (rows keep topics as integers: checkers/ingest/topic_ids.py)."""
         names = self.ops.where(kind("topic")).select("topic", "name").collect()
         return {r["topic"]: r["name"] for r in names}
 
@@ -336,7 +337,7 @@ class Tables:
         """Every line that is neither a send, a poll, a transaction nor an offset
         commit (``commits``): membership, rebalances, seeks, crashes, faults.
 
-        Only the columns a control row can hold (``checkers.ingest.WRITTEN``):
+        Only the columns a control row can hold (``checkers.ingest.convert.WRITTEN``):
         the others are null in every control row, and caching them cost time.
         (Of those the rows table has: tests build tables of fewer columns.)"""
         held = [name for name in WRITTEN["control"] if name in self.ops.columns]
@@ -411,7 +412,7 @@ class Tables:
     def member_ops(self) -> DataFrame:
         """Group members' lines that change what they own or name their topics
         (rebalances, completed assigns, crashes, subscribes), each with the
-        member's group: all the group checks replay (checkers/group_checks.py).
+        member's group: all the group checks replay (checkers/queue/group_checks.py).
 
         Not seeks nor assign invokes, and none of the columns they alone
         hold: at 1e7 transactional ops those were 0.5e6 of the 0.9e6
@@ -565,7 +566,7 @@ class Tables:
             failed(in_txn=False).alias("fail_index"),
             failed(in_txn=True).alias("abort_index"),
             of_the(READ, "index").alias("read_index"),
-            # The final drain's first read of it: ``acked-lost`` (checkers/loss_checks.py).
+            # The final drain's first read of it: ``acked-lost`` (checkers/queue/loss_checks.py).
             F.min(F.when(op_is(READ) & F.col("final"), F.col("index"))).alias("drain_index"),
             F.min_by("time", F.when(op_is(READ), F.col("index"))).alias("read_time"),
             (spread("tp") | spread("offset")).alias("dup"),
@@ -573,7 +574,7 @@ class Tables:
             F.min(at_position("offset")).alias("pos_offset"),
             F.min(at_position("index")).alias("pos_first"),
             F.bit_or("bit").alias("readers"),
-            # Transactions (checkers/txn_checks.py): the sending transaction, its
+            # Transactions (checkers/txn/txn_checks.py): the sending transaction, its
             # completion's send row (any outcome: ACK, FAIL or INFO), the input
             # a consume-transform-produce send copies.
             F.min(F.when(done, F.col("txn"))).alias("txn"),

@@ -30,15 +30,20 @@ from pathlib import Path
 from shlex import quote
 from typing import Any
 
-from harness import admin, kafka_db
-from harness.cluster import Cluster
-from harness.errors import HarnessError
-from harness.fan_out import on_nodes
-from harness.history import wall_clock_on_history_axis
-from harness.node import Node
-from harness.spec import TestSpec
-from nemeses.targeting import OFFSETS, SHARE_STATE, coordinator_partition, share_partition_key
-from workloads import registry
+from kafka_chaos.harness import admin, kafka_db
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.errors import HarnessError
+from kafka_chaos.harness.fan_out import on_nodes
+from kafka_chaos.harness.history import wall_clock_on_history_axis
+from kafka_chaos.harness.node import Node
+from kafka_chaos.harness.spec import TestSpec
+from kafka_chaos.nemeses.targeting import (
+    OFFSETS,
+    SHARE_STATE,
+    coordinator_partition,
+    share_partition_key,
+)
+from kafka_chaos.workloads import registry
 
 log = logging.getLogger(__name__)
 

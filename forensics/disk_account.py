@@ -31,8 +31,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from forensics.recovery_log import RecoveryLine, recovery_lines
-from harness.run_files import NEMESIS, read_lines
+from kafka_chaos.forensics.recovery_log import RecoveryLine, recovery_lines
+from kafka_chaos.harness.run_files import NEMESIS, read_lines
 
 log = logging.getLogger(__name__)
 

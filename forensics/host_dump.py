@@ -16,11 +16,11 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from harness import kafka_config as kc
-from harness import kafka_db
-from harness.cluster import Cluster
-from harness.errors import HarnessError
-from harness.node import Node
+from kafka_chaos.harness import kafka_config as kc
+from kafka_chaos.harness import kafka_db
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.errors import HarnessError
+from kafka_chaos.harness.node import Node
 
 FETCH_TIMEOUT_S = 300.0  # scaled by the node's speed in Node.run
 DUMP_TIMEOUT_S = 600.0

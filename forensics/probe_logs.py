@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from workloads.share_watch import PROBES_FILE
+from kafka_chaos.workloads.share_watch import PROBES_FILE
 
 log = logging.getLogger(__name__)
 

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from forensics.log_dump import ReplicaLog, parse_dump
-from harness.run_files import NEMESIS, read_lines
+from kafka_chaos.forensics.log_dump import ReplicaLog, parse_dump
+from kafka_chaos.harness.run_files import NEMESIS, read_lines
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from forensics.log_dump import _log_time_ms
+from kafka_chaos.forensics.log_dump import _log_time_ms
 
 # kind -> pattern; each pattern may name ``tp`` (topic-partition), ``offset`` and ``segment``.
 # Order matters only in that the first pattern that matches a line names its kind.

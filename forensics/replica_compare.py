@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from forensics.log_dump import ReplicaLog
+from kafka_chaos.forensics.log_dump import ReplicaLog
 
 MAX_RANGES = 20
 MAX_EXAMPLES = 5

@@ -26,9 +26,8 @@ from shlex import quote
 from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
-
-from forensics import host_dump
-from forensics.log_dump import (
+from kafka_chaos.forensics import host_dump
+from kafka_chaos.forensics.log_dump import (
     CORRUPTION_NEEDLES,
     ReplicaLog,
     corruptions,
@@ -37,16 +36,20 @@ from forensics.log_dump import (
     parse_dump,
     truncations,
 )
-from forensics.replica_compare import compare_before_rejoin, compare_follower, stored_twice
-from forensics.segment_dump import dump_segments
-from harness import admin
-from harness.cluster import Cluster
-from harness.errors import HarnessError
-from harness.fan_out import on_nodes
-from harness.history import wall_clock_on_history_axis
-from harness.kafka_clients import CLIENT_LOGGER, close_quietly
-from harness.log_copies import CHECKPOINT, copies_dir
-from harness.node import Node
+from kafka_chaos.forensics.replica_compare import (
+    compare_before_rejoin,
+    compare_follower,
+    stored_twice,
+)
+from kafka_chaos.forensics.segment_dump import dump_segments
+from kafka_chaos.harness import admin
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.errors import HarnessError
+from kafka_chaos.harness.fan_out import on_nodes
+from kafka_chaos.harness.history import wall_clock_on_history_axis
+from kafka_chaos.harness.kafka_clients import CLIENT_LOGGER, close_quietly
+from kafka_chaos.harness.log_copies import CHECKPOINT, copies_dir
+from kafka_chaos.harness.node import Node
 
 log = logging.getLogger(__name__)
 

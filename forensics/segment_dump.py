@@ -16,11 +16,11 @@ from pathlib import Path
 from shlex import quote
 from typing import Any
 
-from forensics.log_dump import last_dumped
-from harness import kafka_db
-from harness.cluster import Cluster
-from harness.errors import HarnessError
-from harness.node import Node
+from kafka_chaos.forensics.log_dump import last_dumped
+from kafka_chaos.harness import kafka_db
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.errors import HarnessError
+from kafka_chaos.harness.node import Node
 
 DUMP_TIMEOUT_S = 300.0
 

@@ -15,9 +15,15 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from forensics import coordinator_state, disk_account, probe_logs, provenance, replica_verify
-from harness.cluster import Cluster
-from harness.spec import TestSpec
+from kafka_chaos.forensics import (
+    coordinator_state,
+    disk_account,
+    probe_logs,
+    provenance,
+    replica_verify,
+)
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.spec import TestSpec
 
 
 class Moment(Enum):

@@ -26,8 +26,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.errors import ConfigError, HarnessError
-from harness.spec import TopicSpec
+from kafka_chaos.harness.errors import ConfigError, HarnessError
+from kafka_chaos.harness.spec import TopicSpec
 
 log = logging.getLogger(__name__)
 

@@ -21,8 +21,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.distribution import Distribution
-from harness.errors import HarnessError
+from kafka_chaos.harness.distribution import Distribution
+from kafka_chaos.harness.errors import HarnessError
 
 TOOL = "org.apache.kafka.tools.BrokerApiVersionsCommand"
 TOOL_3X = "kafka.admin.BrokerApiVersionsCommand"  # in the broker's own jar until Kafka 4.0

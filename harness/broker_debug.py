@@ -23,11 +23,11 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness import kafka_config as kc
-from harness import kafka_db
-from harness.cluster import Cluster
-from harness.errors import HarnessError
-from harness.node import Node, quote
+from kafka_chaos.harness import kafka_config as kc
+from kafka_chaos.harness import kafka_db
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.errors import HarnessError
+from kafka_chaos.harness.node import Node, quote
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from harness.errors import HarnessError
+from kafka_chaos.harness.errors import HarnessError
 
 
 def cache_root(kind: str) -> Path:

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError
-from harness.node import Node
+from kafka_chaos.harness.errors import HarnessError
+from kafka_chaos.harness.node import Node
 
 BROKER_PORT = 9092
 CONTROLLER_PORT = 9093

@@ -36,9 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from harness import cache
-from harness.errors import ConfigError, KafkaFetchError
-from harness.node import Node, quote
+from kafka_chaos.harness import cache
+from kafka_chaos.harness.errors import ConfigError, KafkaFetchError
+from kafka_chaos.harness.node import Node, quote
 
 log = logging.getLogger(__name__)
 

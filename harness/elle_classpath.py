@@ -25,8 +25,8 @@ import tempfile
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from harness import cache
-from harness.errors import ElleResolveError
+from kafka_chaos.harness import cache
+from kafka_chaos.harness.errors import ElleResolveError
 
 ELLE_VERSION = "0.2.5"
 CLOJURE_VERSION = "1.12.3"

@@ -24,8 +24,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Generic, TypeVar, cast
 
-from harness.errors import HarnessError, NodeUnreachable
-from harness.node import Node
+from kafka_chaos.harness.errors import HarnessError, NodeUnreachable
+from kafka_chaos.harness.node import Node
 
 T = TypeVar("T")
 

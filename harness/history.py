@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import orjson
-
-from harness.errors import HistoryError
+from kafka_chaos.harness.errors import HistoryError
 
 TYPES = ("invoke", "ok", "fail", "info")
 NEMESIS = "nemesis"
@@ -29,7 +28,7 @@ NEMESIS = "nemesis"
 
 class LineMirror(Protocol):
     """Something fed every line the writer writes, in order, after the write
-    (``checkers.recorded_rows.RowsRecorder``: the Parquet rows, as the run goes).
+    (``checkers.ingest.recorded_rows.RowsRecorder``: the Parquet rows, as the run goes).
     ``feed`` must not block; a mirror that fails drops itself, never a line."""
 
     def feed(self, data: bytes) -> None: ...

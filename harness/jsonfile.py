@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.errors import ConfigError
+from kafka_chaos.harness.errors import ConfigError
 
 
 def load_json(path: Path | str, what: str) -> Any:

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from harness.cluster import BROKER_PORT, CONTROLLER_PORT, ZOOKEEPER_PORT
-from harness.distribution import major
-from harness.errors import ConfigError
-from harness.node import Node, quote
+from kafka_chaos.harness.cluster import BROKER_PORT, CONTROLLER_PORT, ZOOKEEPER_PORT
+from kafka_chaos.harness.distribution import major
+from kafka_chaos.harness.errors import ConfigError
+from kafka_chaos.harness.node import Node, quote
 
 MODES = ("kraft", "zk")
 ZOOKEEPER_HEAP_MB = 128

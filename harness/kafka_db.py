@@ -24,15 +24,15 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from harness import admin, fan_out, lazyfs, services
-from harness import kafka_config as kc
-from harness.cluster import ZOOKEEPER_PORT, Cluster
-from harness.distribution import Distribution, for_spec, major
-from harness.distribution import install as install_dist
-from harness.errors import CommandFailed, HarnessError
-from harness.node import Node, RunResult, quote
-from harness.services import Service
-from harness.spec import ClusterSpec
+from kafka_chaos.harness import admin, fan_out, lazyfs, services
+from kafka_chaos.harness import kafka_config as kc
+from kafka_chaos.harness.cluster import ZOOKEEPER_PORT, Cluster
+from kafka_chaos.harness.distribution import Distribution, for_spec, major
+from kafka_chaos.harness.distribution import install as install_dist
+from kafka_chaos.harness.errors import CommandFailed, HarnessError
+from kafka_chaos.harness.node import Node, RunResult, quote
+from kafka_chaos.harness.services import Service
+from kafka_chaos.harness.spec import ClusterSpec
 
 log = logging.getLogger(__name__)
 

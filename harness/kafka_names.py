@@ -7,7 +7,7 @@ state after the run all agree without importing each other.
 
 from __future__ import annotations
 
-from harness.spec import TestSpec
+from kafka_chaos.harness.spec import TestSpec
 
 
 def group_name(spec: TestSpec, k: int) -> str:

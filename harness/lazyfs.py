@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError
+from kafka_chaos.harness.errors import HarnessError
 
 DISKS = ("plain", "lazyfs", "tmpfs")  # tmpfs: harness/tmpfs_disk.py (disk-full)
 FSTYPE = "fuse.lazyfs"

@@ -38,8 +38,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import cache
-from harness.errors import HarnessError
+from kafka_chaos.harness import cache
+from kafka_chaos.harness.errors import HarnessError
 
 # dsrhaslab/lazyfs is the upstream of jepsen-io/lazyfs (Jepsen's fork adds
 # packaging only); this commit is its main branch as mirrored here.
@@ -72,7 +72,7 @@ def binary(commit: str = LAZYFS_COMMIT) -> Path:
     if not path.is_file():
         raise HarnessError(
             f"lazyfs is not built ({path} is missing): run ./setup.sh "
-            "or `python3 -m harness.lazyfs_build`"
+            "or `python3 -m kafka_chaos.harness.lazyfs_build`"
         )
     return path
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from shlex import quote
 
-from harness.node import Node
+from kafka_chaos.harness.node import Node
 
 COPY_TIMEOUT_S = 60.0
 CHECKPOINT = "replication-offset-checkpoint"  # the broker's high watermarks

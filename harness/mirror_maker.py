@@ -14,12 +14,12 @@ import logging
 from dataclasses import dataclass
 from typing import Protocol
 
-from harness import distribution, services
-from harness import kafka_config as kc
-from harness.cluster import BROKER_PORT
-from harness.errors import ConfigError
-from harness.node import Node
-from harness.services import Service
+from kafka_chaos.harness import distribution, services
+from kafka_chaos.harness import kafka_config as kc
+from kafka_chaos.harness.cluster import BROKER_PORT
+from kafka_chaos.harness.errors import ConfigError
+from kafka_chaos.harness.node import Node
+from kafka_chaos.harness.services import Service
 
 log = logging.getLogger(__name__)
 

@@ -15,13 +15,18 @@ import dataclasses
 import logging
 from dataclasses import dataclass
 
-from harness import kafka_db
-from harness.backends import create_cluster, destroy_cluster, load_cluster, why_not_reusable
-from harness.cluster import Cluster
-from harness.errors import HarnessError
-from harness.mirror_maker import Endpoints
-from harness.node import Node
-from harness.spec import ClusterSpec
+from kafka_chaos.harness import kafka_db
+from kafka_chaos.harness.backends import (
+    create_cluster,
+    destroy_cluster,
+    load_cluster,
+    why_not_reusable,
+)
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.errors import HarnessError
+from kafka_chaos.harness.mirror_maker import Endpoints
+from kafka_chaos.harness.node import Node
+from kafka_chaos.harness.spec import ClusterSpec
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +89,7 @@ def ensure(dc1: Cluster, spec: ClusterSpec, dc2_nodes: int) -> MirrorPair:
     dc2 = _ensure(dc2_spec(spec, dc2_nodes), with_kafka=True)
     mm = _ensure(_mm_spec(spec), with_kafka=False)
     if mm.backend == "local":
-        from harness.backends import local
+        from kafka_chaos.harness.backends import local
 
         a1 = local.add_leg(mm, dc1)
         a2 = local.add_leg(mm, dc2)

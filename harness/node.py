@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import CommandFailed, NodeUnreachable
+from kafka_chaos.harness.errors import CommandFailed, NodeUnreachable
 
 CONNECT_TIMEOUT_S = 10
 DEFAULT_COMMAND_TIMEOUT_S = 60

@@ -16,10 +16,10 @@ does (the nodes' addresses are the harness's own, in namespaces or VMs).
 
 from __future__ import annotations
 
-from harness import services
-from harness.errors import CommandFailed, HarnessError
-from harness.node import Node, RunResult, quote
-from harness.services import Service
+from kafka_chaos.harness import services
+from kafka_chaos.harness.errors import CommandFailed, HarnessError
+from kafka_chaos.harness.node import Node, RunResult, quote
+from kafka_chaos.harness.services import Service
 
 POSTGRES = Service("postgres", tagged_by="environ", stop_signal="INT", with_children=True)
 PORT = 5432

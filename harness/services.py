@@ -14,8 +14,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from harness.errors import CommandFailed
-from harness.node import Node, quote
+from kafka_chaos.harness.errors import CommandFailed
+from kafka_chaos.harness.node import Node, quote
 
 log = logging.getLogger(__name__)
 

@@ -16,9 +16,9 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import spec_sections
-from harness.errors import ConfigError
-from harness.jsonfile import load_json
+from kafka_chaos.harness import spec_sections
+from kafka_chaos.harness.errors import ConfigError
+from kafka_chaos.harness.jsonfile import load_json
 
 NEWEST_KAFKA = "4.4.0"
 KAFKA_39 = "3.9.2"

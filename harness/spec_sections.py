@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.named import Named
+from kafka_chaos.harness.named import Named
 
 
 @dataclass(frozen=True)

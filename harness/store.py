@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError
+from kafka_chaos.harness.errors import HarnessError
 
 DEFAULT_STORE = Path("store")
 

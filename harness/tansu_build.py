@@ -37,8 +37,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-from harness import cache
-from harness.errors import HarnessError
+from kafka_chaos.harness import cache
+from kafka_chaos.harness.errors import HarnessError
 
 TANSU_VERSION = "0.6.0"
 TANSU_FEATURES = ("postgres",)
@@ -64,7 +64,7 @@ def binary(version: str = TANSU_VERSION, features: tuple[str, ...] = TANSU_FEATU
     if not path.is_file():
         raise HarnessError(
             f"tansu {version} is not built ({path} is missing): run ./setup.sh --tansu "
-            "or `python3 -m harness.tansu_build`"
+            "or `python3 -m kafka_chaos.harness.tansu_build`"
         )
     return path
 

@@ -25,7 +25,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError
+from kafka_chaos.harness.errors import HarnessError
 
 FSTYPE = "tmpfs"
 SIZE_MB = 512

@@ -20,8 +20,8 @@ import signal
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from harness.errors import HarnessError
-from harness.spec import TestSpec
+from kafka_chaos.harness.errors import HarnessError
+from kafka_chaos.harness.spec import TestSpec
 from kafka_chaos.run import RunOutcome, run_test
 
 

@@ -13,13 +13,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from checkers import cli as checkers_cli
-from harness.cluster import home
-from harness.errors import HarnessError
 from kafka_chaos import cluster_cli, dist_cli, elle_cli, run_cli, share_story, terminal_log
+from kafka_chaos.checkers import cli as checkers_cli
+from kafka_chaos.harness.cluster import home
+from kafka_chaos.harness.errors import HarnessError
+from kafka_chaos.nemeses import cli as nemeses_cli
+from kafka_chaos.reports import cli as reports_cli
 from kafka_chaos.shrink import cli as shrink_cli
-from nemeses import cli as nemeses_cli
-from reports import cli as reports_cli
 
 EXIT_HARNESS_ERROR = 3
 

@@ -18,12 +18,12 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from harness import backends
-from harness.backends.health import node_processes, probe_nodes
-from harness.cluster import Cluster
-from harness.errors import HarnessError
-from harness.lazyfs import DISKS
-from harness.spec import NEWEST_KAFKA, SUPPORTED_KAFKA, ClusterSpec
+from kafka_chaos.harness import backends
+from kafka_chaos.harness.backends.health import node_processes, probe_nodes
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.errors import HarnessError
+from kafka_chaos.harness.lazyfs import DISKS
+from kafka_chaos.harness.spec import NEWEST_KAFKA, SUPPORTED_KAFKA, ClusterSpec
 
 log = logging.getLogger(__name__)
 
@@ -103,13 +103,13 @@ def cmd_up(args: argparse.Namespace) -> int:
     if spec.disk != "plain" and spec.backend != "local":
         raise HarnessError(f"--disk {spec.disk} needs the local backend, not {spec.backend}")
     console = Console()
-    kafka_config = None if args.no_kafka else _optional("harness.kafka_config")
+    kafka_config = None if args.no_kafka else _optional("kafka_chaos.harness.kafka_config")
     if kafka_config is not None:  # reject an impossible shape before provisioning anything
         kafka_config.validate(spec.kafka_version, spec.mode, spec.nodes, spec.broker_heap_mb)
     cluster = _existing_or_new(spec, console)
     try:
         if not args.no_kafka:
-            kafka_db = _optional("harness.kafka_db")
+            kafka_db = _optional("kafka_chaos.harness.kafka_db")
             if kafka_db is None:
                 console.print("[yellow]harness.kafka_db is not installed: nodes only[/]")
             else:
@@ -125,7 +125,7 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def _mirror_pair(cluster: Cluster, spec: ClusterSpec, dc2_nodes: int, console: Console) -> None:
-    from harness import mirror_pair
+    from kafka_chaos.harness import mirror_pair
 
     console.print(f"starting dc2 ({dc2_nodes} nodes) and the MirrorMaker node ...")
     pair = mirror_pair.ensure(cluster, spec, dc2_nodes)
@@ -199,7 +199,7 @@ def cmd_down(args: argparse.Namespace) -> int:
 def _reap_engines(console: Console) -> None:
     """Stop the Spark Connect servers whose owner was killed (checkers/connect_server.py):
     only those, matched by their record's pid and command line, never by name."""
-    from checkers import connect_server
+    from kafka_chaos.checkers import connect_server
 
     for pid in connect_server.reap():
         console.print(f"Spark Connect server pid {pid}: its owner was gone; stopped")
@@ -207,7 +207,7 @@ def _reap_engines(console: Console) -> None:
 
 def _pair_names(name: str) -> list[str]:
     """dc2 and the MirrorMaker node of ``name``'s pair, orphans included (after a SIGKILL)."""
-    from harness.mirror_pair import dc2_name, mm_name
+    from kafka_chaos.harness.mirror_pair import dc2_name, mm_name
 
     names = []
     for n in (dc2_name(name), mm_name(name)):
@@ -221,14 +221,14 @@ def _pair_names(name: str) -> list[str]:
 
 
 def _is_orphan(name: str) -> bool:
-    from harness.backends import local
+    from kafka_chaos.harness.backends import local
 
     return os.geteuid() == 0 and local.find_orphan(name) is not None
 
 
 def _stop_kafka(cluster: Cluster, console: Console) -> None:
     """Best-effort graceful Kafka stop, bounded: teardown kills whatever is left anyway."""
-    kafka_db = _optional("harness.kafka_db")
+    kafka_db = _optional("kafka_chaos.harness.kafka_db")
     if kafka_db is None:
         return
     problems: list[str] = []
@@ -274,7 +274,10 @@ def _print_nodes(console: Console, cluster: Cluster, up: dict[str, bool]) -> int
 
 
 def _print_kafka_state(console: Console, cluster: Cluster) -> None:
-    admin, kafka_db = _optional("harness.admin"), _optional("harness.kafka_db")
+    admin, kafka_db = (
+        _optional("kafka_chaos.harness.admin"),
+        _optional("kafka_chaos.harness.kafka_db"),
+    )
     if admin is None or kafka_db is None:
         console.print("[yellow]harness.admin/kafka_db not installed: no Kafka state[/]")
         return

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from harness import distribution
+from kafka_chaos.harness import distribution
 
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import argparse
 
-from checkers import elle_jvm
-from harness import elle_classpath
+from kafka_chaos.checkers.txn import elle_jvm
+from kafka_chaos.harness import elle_classpath
 
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:

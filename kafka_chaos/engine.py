@@ -23,9 +23,9 @@ import logging
 import os
 from collections.abc import Iterator
 
-from checkers import connect_server
-from checkers.remote import LOCAL_HERE_ENV, REMOTE_ENV
-from harness.errors import HarnessError
+from kafka_chaos.checkers import connect_server
+from kafka_chaos.checkers.remote import LOCAL_HERE_ENV, REMOTE_ENV
+from kafka_chaos.harness.errors import HarnessError
 
 log = logging.getLogger(__name__)
 

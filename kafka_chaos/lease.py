@@ -23,8 +23,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from harness.cluster import home
-from harness.errors import HarnessError
+from kafka_chaos.harness.cluster import home
+from kafka_chaos.harness.errors import HarnessError
 
 log = logging.getLogger(__name__)
 

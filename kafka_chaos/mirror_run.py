@@ -18,19 +18,19 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from harness import admin, kafka_db
-from harness import mirror_maker as mm
-from harness import store as store_mod
-from harness.cluster import Cluster
-from harness.history import HistoryWriter
-from harness.mirror_pair import MirrorPair, ensure
-from harness.spec import TestSpec
-from harness.store import RunDir
 from kafka_chaos.guarded import guarded as _guarded
-from nemeses.runner import NemesisRunner
-from workloads import mirror_spec
-from workloads.cluster_history import ClusterHistory
-from workloads.mirror import DC2
+from kafka_chaos.harness import admin, kafka_db
+from kafka_chaos.harness import mirror_maker as mm
+from kafka_chaos.harness import store as store_mod
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.history import HistoryWriter
+from kafka_chaos.harness.mirror_pair import MirrorPair, ensure
+from kafka_chaos.harness.spec import TestSpec
+from kafka_chaos.harness.store import RunDir
+from kafka_chaos.nemeses.runner import NemesisRunner
+from kafka_chaos.workloads import mirror_spec
+from kafka_chaos.workloads.cluster_history import ClusterHistory
+from kafka_chaos.workloads.mirror import DC2
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.cluster import Cluster
+from kafka_chaos.harness.cluster import Cluster
 
 # A line that says why a broker stopped serving or never started.
 TROUBLE = re.compile(
@@ -61,7 +61,7 @@ def named_files(lines: list[str], root: Path) -> list[Path]:
 def unregistered(cluster: Cluster, wait_s: float) -> list[str]:
     """Names of the nodes whose broker is not registered within ``wait_s`` (a restart
     after a heal takes 5 to 7 s here, so the caller gives it time)."""
-    from harness import admin
+    from kafka_chaos.harness import admin
 
     want = {n.node_id: n.name for n in cluster.nodes}
     deadline = time.monotonic() + wait_s

@@ -16,16 +16,16 @@ from typing import Any
 
 import yaml
 
-from checkers.remote import address
-from harness import spec_sections
-from harness.errors import ConfigError
-from harness.lazyfs import DISKS
-from harness.option import Option, parse_bool, parse_faults
-from harness.spec import LIBRDKAFKA_DEBUG_CONTEXTS, TestSpec
-from nemeses import registry
-from nemeses.base import TARGET_MODES
-from nemeses.schedule import validate_nemesis
-from workloads import registry as workloads
+from kafka_chaos.checkers.remote import address
+from kafka_chaos.harness import spec_sections
+from kafka_chaos.harness.errors import ConfigError
+from kafka_chaos.harness.lazyfs import DISKS
+from kafka_chaos.harness.option import Option, parse_bool, parse_faults
+from kafka_chaos.harness.spec import LIBRDKAFKA_DEBUG_CONTEXTS, TestSpec
+from kafka_chaos.nemeses import registry
+from kafka_chaos.nemeses.base import TARGET_MODES
+from kafka_chaos.nemeses.schedule import validate_nemesis
+from kafka_chaos.workloads import registry as workloads
 
 
 def _spark_remote(text: str) -> str:
@@ -337,7 +337,7 @@ def existing_cluster_layer(name: str) -> dict[str, Any]:
     on those VMs: the default backend (local) would make the run replace them
     with namespaces.
     """
-    from harness.cluster import cluster_dir
+    from kafka_chaos.harness.cluster import cluster_dir
 
     try:
         saved = json.loads((cluster_dir(name) / "cluster.json").read_text())
@@ -369,7 +369,7 @@ DISK_OF_FAULT: dict[str, tuple[str, str]] = {
 def existing_disk_layer(name: str) -> dict[str, Any]:
     """The disk of the existing cluster ``name`` (lazyfs), for runs that name none:
     ``run --cluster-name NAME --faults power-loss`` after ``cluster up --disk lazyfs``."""
-    from harness.cluster import cluster_dir
+    from kafka_chaos.harness.cluster import cluster_dir
 
     try:
         saved = json.loads((cluster_dir(name) / "cluster.json").read_text())

@@ -23,12 +23,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness.generated_docs import write_or_check
-from harness.spec import TestSpec
+from kafka_chaos.harness.generated_docs import write_or_check
+from kafka_chaos.harness.spec import TestSpec
+from kafka_chaos.nemeses import registry
+from kafka_chaos.nemeses.kinds import FaultKind
 from kafka_chaos.options import Option, every_option, merge
 from kafka_chaos.scenarios import SCENARIOS, scenario_layer
-from nemeses import registry
-from nemeses.kinds import FaultKind
 
 _BLOCK = re.compile(r"(<!-- generated: (\S+) -->\n)(.*?)(<!-- /generated -->)", re.S)
 DOCS = ("docs/reference.md", "docs/scenarios.md", "docs/faults.md")

@@ -30,27 +30,32 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from checkers.recorded_rows import RowsRecorder
-from forensics.steps import Moment, Scene
-from forensics.steps import at as forensic_steps
-from harness import admin, api_versions, broker_debug, distribution, kafka_db
-from harness import store as store_mod
-from harness.backends import create_cluster, destroy_cluster, load_cluster, why_not_reusable
-from harness.cluster import Cluster
-from harness.errors import ConfigError, HarnessError
-from harness.history import HistoryWriter
-from harness.spec import TestSpec
-from harness.store import RunDir
 from kafka_chaos import slow_guests
+from kafka_chaos.checkers.ingest.recorded_rows import RowsRecorder
+from kafka_chaos.forensics.steps import Moment, Scene
+from kafka_chaos.forensics.steps import at as forensic_steps
 from kafka_chaos.guarded import guarded as _guarded
+from kafka_chaos.harness import admin, api_versions, broker_debug, distribution, kafka_db
+from kafka_chaos.harness import store as store_mod
+from kafka_chaos.harness.backends import (
+    create_cluster,
+    destroy_cluster,
+    load_cluster,
+    why_not_reusable,
+)
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.errors import ConfigError, HarnessError
+from kafka_chaos.harness.history import HistoryWriter
+from kafka_chaos.harness.spec import TestSpec
+from kafka_chaos.harness.store import RunDir
 from kafka_chaos.lease import cluster_lease
 from kafka_chaos.mirror_run import mirror_nemeses, mirrored
-from nemeses.runner import Nemeses, NemesisRunner
-from reports.index import write_index
-from reports.render import write_report
-from workloads import client_logs, registry, share_watch
-from workloads.java.share_probe import PROBE_TIMEOUT_S
-from workloads.sampler import cluster_probe
+from kafka_chaos.nemeses.runner import Nemeses, NemesisRunner
+from kafka_chaos.reports.index import write_index
+from kafka_chaos.reports.render import write_report
+from kafka_chaos.workloads import client_logs, registry, share_watch
+from kafka_chaos.workloads.java.share_probe import PROBE_TIMEOUT_S
+from kafka_chaos.workloads.sampler import cluster_probe
 
 log = logging.getLogger(__name__)
 
@@ -271,7 +276,7 @@ def _record_features(cluster: Cluster, run: RunDir) -> None:
 
 def _history_writer(run: RunDir) -> HistoryWriter:
     """history.jsonl, with its Parquet rows written beside it as the run goes,
-    so the check starts from them (checkers/recorded_rows.py)."""
+    so the check starts from them (checkers/ingest/recorded_rows.py)."""
     path = run.file(store_mod.HISTORY)
     return HistoryWriter(path, mirror=RowsRecorder(path))
 
@@ -413,7 +418,7 @@ def _for_guest_speed(spec: TestSpec, scale: float, run: RunDir) -> TestSpec:
 
 
 def _check(run: RunDir, spec: TestSpec) -> dict[str, Any]:
-    from checkers.api import check_history  # Spark import only when actually checking
+    from kafka_chaos.checkers.api import check_history  # Spark import only when actually checking
 
     config = run.read_json(store_mod.CONFIG)
     return check_history(

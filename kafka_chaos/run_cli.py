@@ -8,13 +8,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from checkers.cli import answer_line
-from forensics.replica_verify import RESULT, summary
-from harness import store as store_mod
-from harness.errors import ConfigError, HarnessError
-from harness.rates import rate_text
-from harness.spec import TestSpec
+from kafka_chaos.checkers.cli import answer_line
 from kafka_chaos.child_run import needs_own_process, run_in_child
+from kafka_chaos.forensics.replica_verify import RESULT, summary
+from kafka_chaos.harness import store as store_mod
+from kafka_chaos.harness.errors import ConfigError, HarnessError
+from kafka_chaos.harness.rates import rate_text
+from kafka_chaos.harness.spec import TestSpec
 from kafka_chaos.options import (
     add_debug_options,
     add_run_options,

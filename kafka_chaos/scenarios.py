@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.errors import ConfigError
+from kafka_chaos.harness.errors import ConfigError
 
 # The seed labs run 13 partitions at RF=3 and 1000 msg/s.
 SEED_LAB_TOPIC = {"partitions": 13, "replication_factor": 3, "min_insync_replicas": 2}

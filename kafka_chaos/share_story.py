@@ -18,10 +18,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from forensics.coordinator_state import SHARE_TIMELINE, offset_story, state_at
-from harness.errors import HarnessError
-from harness.history import NEMESIS
-from workloads.share_watch import PROBES_FILE
+from kafka_chaos.forensics.coordinator_state import SHARE_TIMELINE, offset_story, state_at
+from kafka_chaos.harness.errors import HarnessError
+from kafka_chaos.harness.history import NEMESIS
+from kafka_chaos.workloads.share_watch import PROBES_FILE
 
 STORY_CHECKS = (
     "share-double-acquire",

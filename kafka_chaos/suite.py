@@ -26,15 +26,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import store as store_mod
-from harness.errors import ConfigError, HarnessError
-from harness.spec import TestSpec
 from kafka_chaos.child_run import needs_own_process, run_in_child
 from kafka_chaos.engine import shared_engine
+from kafka_chaos.harness import store as store_mod
+from kafka_chaos.harness.errors import ConfigError, HarnessError
+from kafka_chaos.harness.spec import TestSpec
 from kafka_chaos.options import build_spec, load_mapping
+from kafka_chaos.reports.index import write_index
 from kafka_chaos.run import RunOutcome, run_test
 from kafka_chaos.scenarios import scenario_layer
-from reports.index import write_index
 
 log = logging.getLogger(__name__)
 

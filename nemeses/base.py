@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.errors import ConfigError, HarnessError
+from kafka_chaos.harness.errors import ConfigError, HarnessError
 
 TARGET_MODES = (
     "random",

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import shlex
 
-from harness.cluster import Cluster
-from harness.node import Node
-from nemeses import partition
-from nemeses.kinds import Model
-from nemeses.port_rules import PortRules
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.node import Node
+from kafka_chaos.nemeses import partition
+from kafka_chaos.nemeses.kinds import Model
+from kafka_chaos.nemeses.port_rules import PortRules
 
 MODEL_HARNESS = "10.0.0.254"  # the harness's address on the property tests' model cluster
 

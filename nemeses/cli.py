@@ -6,8 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
-from harness.cluster import Cluster, home
-from harness.errors import ConfigError
+from kafka_chaos.harness.cluster import Cluster, home
+from kafka_chaos.harness.errors import ConfigError
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -67,9 +67,9 @@ def _default_name() -> str:
 def _heal(args: argparse.Namespace) -> int:
     """Heal the cluster, and its disaster-recovery pair (dc2, the MirrorMaker node) if it
     has one: a mirror run killed mid-fault may leave MirrorMaker paused."""
-    from harness.backends import cluster_exists
-    from harness.mirror_pair import dc2_name, mm_name
-    from nemeses.runner import heal_cluster
+    from kafka_chaos.harness.backends import cluster_exists
+    from kafka_chaos.harness.mirror_pair import dc2_name, mm_name
+    from kafka_chaos.nemeses.runner import heal_cluster
 
     name = args.name or _default_name()
     for member in (name, dc2_name(name), mm_name(name)):
@@ -79,7 +79,7 @@ def _heal(args: argparse.Namespace) -> int:
         try:
             done = heal_cluster(cluster, every_tag=args.all)
             if args.wait > 0 and member == name:
-                from harness import kafka_db
+                from kafka_chaos.harness import kafka_db
 
                 kafka_db.wait_healthy(cluster, timeout_s=args.wait)
         finally:
@@ -91,8 +91,8 @@ def _heal(args: argparse.Namespace) -> int:
 
 
 def _schedule(args: argparse.Namespace) -> int:
-    from harness.spec import NemesisSpec
-    from nemeses.schedule import Schedule, generate
+    from kafka_chaos.harness.spec import NemesisSpec
+    from kafka_chaos.nemeses.schedule import Schedule, generate
 
     if args.file:
         sched = Schedule.load(args.file)

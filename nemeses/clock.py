@@ -33,13 +33,18 @@ import random
 from abc import abstractmethod
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from harness import kafka_config as kc
-from harness import services
-from harness.cluster import Cluster
-from harness.errors import ConfigError
-from harness.node import Node, quote
-from nemeses.base import NEMESIS_COMMAND_TIMEOUT_S, TARGETING_PARAMS, FaultOp, NemesisError
-from nemeses.kinds import Ctx, Model, NodeFault, Params, Sweep
+from kafka_chaos.harness import kafka_config as kc
+from kafka_chaos.harness import services
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.errors import ConfigError
+from kafka_chaos.harness.node import Node, quote
+from kafka_chaos.nemeses.base import (
+    NEMESIS_COMMAND_TIMEOUT_S,
+    TARGETING_PARAMS,
+    FaultOp,
+    NemesisError,
+)
+from kafka_chaos.nemeses.kinds import Ctx, Model, NodeFault, Params, Sweep
 
 if TYPE_CHECKING:
     from hypothesis.strategies import DrawFn
@@ -77,7 +82,7 @@ class FaketimeClock:
 
     def ready(self, cluster: Cluster, node: Node) -> None:
         """Refuse when a JVM would ignore the offset file: a fault must not pretend."""
-        from harness import kafka_db  # late: the pure parts need no Kafka modules
+        from kafka_chaos.harness import kafka_db  # late: the pure parts need no Kafka modules
 
         res = node.run(
             f"test -r {quote(kc.FAKETIME_LIB)}", timeout=NEMESIS_COMMAND_TIMEOUT_S, check=False

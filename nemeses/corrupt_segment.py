@@ -33,13 +33,18 @@ import random
 from shlex import quote
 from typing import TYPE_CHECKING, Any
 
-from harness.cluster import Cluster
-from harness.errors import ConfigError
-from harness.fan_out import on_nodes
-from harness.node import Node
-from nemeses.base import FAULT_STEP_TIMEOUT_S, NEMESIS_COMMAND_TIMEOUT_S, FaultOp, NemesisError
-from nemeses.kinds import Ctx, FaultKind, Model, Params
-from nemeses.process import STOPPED_SWEEP, ensure_running, kill
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.errors import ConfigError
+from kafka_chaos.harness.fan_out import on_nodes
+from kafka_chaos.harness.node import Node
+from kafka_chaos.nemeses.base import (
+    FAULT_STEP_TIMEOUT_S,
+    NEMESIS_COMMAND_TIMEOUT_S,
+    FaultOp,
+    NemesisError,
+)
+from kafka_chaos.nemeses.kinds import Ctx, FaultKind, Model, Params
+from kafka_chaos.nemeses.process import STOPPED_SWEEP, ensure_running, kill
 
 if TYPE_CHECKING:
     from hypothesis.strategies import DrawFn

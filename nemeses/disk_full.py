@@ -21,13 +21,13 @@ import re
 from shlex import quote
 from typing import Any
 
-from harness import tmpfs_disk
-from harness.cluster import Cluster
-from harness.errors import ConfigError
-from harness.node import Node
-from nemeses.base import NEMESIS_COMMAND_TIMEOUT_S, FaultOp, NemesisError
-from nemeses.kinds import Model, NodeFault, Sweep
-from nemeses.process import STOPPED_SWEEP, ensure_running
+from kafka_chaos.harness import tmpfs_disk
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.errors import ConfigError
+from kafka_chaos.harness.node import Node
+from kafka_chaos.nemeses.base import NEMESIS_COMMAND_TIMEOUT_S, FaultOp, NemesisError
+from kafka_chaos.nemeses.kinds import Model, NodeFault, Sweep
+from kafka_chaos.nemeses.process import STOPPED_SWEEP, ensure_running
 
 NAME = "disk-full"
 FLAG = "disk-full"
@@ -134,7 +134,7 @@ class DiskFull(NodeFault):
         resolved.setdefault("disk_full", {})[node.name] = filled
 
     def heal_node(self, cluster: Cluster, node: Node, op: FaultOp) -> None:
-        from harness import kafka_db
+        from kafka_chaos.harness import kafka_db
 
         resolved = op.resolved = dict(op.resolved or {})
         seen = resolved.setdefault("disk_full", {}).setdefault(node.name, {})

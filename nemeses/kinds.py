@@ -38,10 +38,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
-from harness.cluster import Cluster
-from harness.fan_out import on_nodes
-from harness.node import Node
-from nemeses.base import FAULT_STEP_TIMEOUT_S, FaultOp
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.fan_out import on_nodes
+from kafka_chaos.harness.node import Node
+from kafka_chaos.nemeses.base import FAULT_STEP_TIMEOUT_S, FaultOp
 
 if TYPE_CHECKING:
     from hypothesis.strategies import DrawFn

@@ -9,14 +9,14 @@ Signals go through the pid file (``harness.mirror_maker``), never by name.
 
 from __future__ import annotations
 
-from harness.cluster import Cluster
-from harness.node import Node
-from nemeses.base import FaultOp
-from nemeses.kinds import NodeFault, Sweep
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.node import Node
+from kafka_chaos.nemeses.base import FaultOp
+from kafka_chaos.nemeses.kinds import NodeFault, Sweep
 
 
 def _mm():  # imported late: the pure parts of the nemeses need no Kafka modules
-    from harness import mirror_maker
+    from kafka_chaos.harness import mirror_maker
 
     return mirror_maker
 

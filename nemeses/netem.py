@@ -10,12 +10,12 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from harness.cluster import Cluster
-from harness.errors import HarnessError
-from harness.fan_out import on_nodes
-from harness.node import Node
-from nemeses.base import FAULT_STEP_TIMEOUT_S, NEMESIS_COMMAND_TIMEOUT_S, FaultOp
-from nemeses.kinds import NodeFault, Sweep
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.errors import HarnessError
+from kafka_chaos.harness.fan_out import on_nodes
+from kafka_chaos.harness.node import Node
+from kafka_chaos.nemeses.base import FAULT_STEP_TIMEOUT_S, NEMESIS_COMMAND_TIMEOUT_S, FaultOp
+from kafka_chaos.nemeses.kinds import NodeFault, Sweep
 
 DEFAULT_DEVICE = "eth0"
 PROBE_DEVICE = "kcnetem0"  # a throwaway dummy device: probing never touches real traffic

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import shlex
 
-from harness.cluster import Cluster
-from harness.node import Node
-from nemeses import partition
-from nemeses.kinds import Model
-from nemeses.port_rules import PortRules
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.node import Node
+from kafka_chaos.nemeses import partition
+from kafka_chaos.nemeses.kinds import Model
+from kafka_chaos.nemeses.port_rules import PortRules
 
 
 def split_commands(peers: list[str], port: int, rule_tag: str) -> list[str]:

@@ -11,11 +11,11 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import Any
 
-from harness.cluster import BROKER_PORT, Cluster
-from harness.errors import ConfigError
-from nemeses import partition
-from nemeses.base import NEMESIS_COMMAND_TIMEOUT_S, TARGETING_PARAMS, FaultOp
-from nemeses.kinds import Model, NodeFault, Params
+from kafka_chaos.harness.cluster import BROKER_PORT, Cluster
+from kafka_chaos.harness.errors import ConfigError
+from kafka_chaos.nemeses import partition
+from kafka_chaos.nemeses.base import NEMESIS_COMMAND_TIMEOUT_S, TARGETING_PARAMS, FaultOp
+from kafka_chaos.nemeses.kinds import Model, NodeFault, Params
 
 
 class PortRules(NodeFault):

@@ -17,14 +17,19 @@ looked up when the fault starts (``targeting.isr_of``) and recorded in
 
 from __future__ import annotations
 
-from harness import lazyfs
-from harness.cluster import Cluster
-from harness.errors import ConfigError
-from harness.fan_out import on_nodes
-from harness.node import Node
-from nemeses.base import FAULT_STEP_TIMEOUT_S, NEMESIS_COMMAND_TIMEOUT_S, FaultOp, NemesisError
-from nemeses.kinds import NodeFault
-from nemeses.process import STOPPED_SWEEP, ensure_running, kill
+from kafka_chaos.harness import lazyfs
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.errors import ConfigError
+from kafka_chaos.harness.fan_out import on_nodes
+from kafka_chaos.harness.node import Node
+from kafka_chaos.nemeses.base import (
+    FAULT_STEP_TIMEOUT_S,
+    NEMESIS_COMMAND_TIMEOUT_S,
+    FaultOp,
+    NemesisError,
+)
+from kafka_chaos.nemeses.kinds import NodeFault
+from kafka_chaos.nemeses.process import STOPPED_SWEEP, ensure_running, kill
 
 NAME = "power-loss"
 

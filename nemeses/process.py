@@ -13,10 +13,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from harness.cluster import Cluster
-from harness.node import Node
-from nemeses.base import FaultOp, NemesisError
-from nemeses.kinds import FaultKind, Model, NodeFault, Sweep
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.node import Node
+from kafka_chaos.nemeses.base import FaultOp, NemesisError
+from kafka_chaos.nemeses.kinds import FaultKind, Model, NodeFault, Sweep
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +25,7 @@ ADMIN_TIMEOUT_S = 10.0
 
 
 def _db():  # imported late: the pure parts of the nemeses need no Kafka modules
-    from harness import kafka_db
+    from kafka_chaos.harness import kafka_db
 
     return kafka_db
 
@@ -103,7 +103,7 @@ def rolling_restart(
 
 def wait_back_in_isr(cluster: Cluster, node: Node, timeout_s: float) -> None:
     """Until the broker is registered and in the ISR of every partition it replicates."""
-    from harness import admin
+    from kafka_chaos.harness import admin
 
     bootstrap = cluster.bootstrap_servers()
     timeout_s *= cluster.time_scale  # a broker under emulation starts many times slower

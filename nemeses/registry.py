@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.errors import ConfigError
-from harness.named import Named
-from nemeses import (
+from kafka_chaos.harness.errors import ConfigError
+from kafka_chaos.harness.named import Named
+from kafka_chaos.nemeses import (
     blackhole,
     clock,
     corrupt_segment,
@@ -30,8 +30,8 @@ from nemeses import (
     process,
     unclean,
 )
-from nemeses.base import GROUP_TARGETS, RESOLVED_GROUP_TARGETS, TARGET_MODES, FaultOp
-from nemeses.kinds import FaultKind, Sweep
+from kafka_chaos.nemeses.base import GROUP_TARGETS, RESOLVED_GROUP_TARGETS, TARGET_MODES, FaultOp
+from kafka_chaos.nemeses.kinds import FaultKind, Sweep
 
 BUILTIN: tuple[FaultKind, ...] = (
     process.Kill(),

@@ -19,15 +19,15 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-from harness.cluster import Cluster
-from harness.fan_out import on_nodes
-from harness.history import NEMESIS, HistoryWriter
-from harness.node import Node
-from harness.spec import TestSpec
-from nemeses import partition, registry, targeting
-from nemeses.base import FAULT_STEP_TIMEOUT_S, FaultOp, NemesisError
-from nemeses.kinds import FaultKind
-from nemeses.schedule import Schedule, for_spec, steps
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.fan_out import on_nodes
+from kafka_chaos.harness.history import NEMESIS, HistoryWriter
+from kafka_chaos.harness.node import Node
+from kafka_chaos.harness.spec import TestSpec
+from kafka_chaos.nemeses import partition, registry, targeting
+from kafka_chaos.nemeses.base import FAULT_STEP_TIMEOUT_S, FaultOp, NemesisError
+from kafka_chaos.nemeses.kinds import FaultKind
+from kafka_chaos.nemeses.schedule import Schedule, for_spec, steps
 
 log = logging.getLogger(__name__)
 

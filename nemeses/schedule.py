@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import ConfigError
-from harness.jsonfile import load_json
-from harness.spec import NemesisSpec
-from nemeses import partition, registry
-from nemeses.base import (
+from kafka_chaos.harness.errors import ConfigError
+from kafka_chaos.harness.jsonfile import load_json
+from kafka_chaos.harness.spec import NemesisSpec
+from kafka_chaos.nemeses import partition, registry
+from kafka_chaos.nemeses.base import (
     GROUP_TARGETS,
     REALISED_FIELDS,
     RESOLVED_GROUP_TARGETS,
@@ -33,7 +33,7 @@ from nemeses.base import (
     FaultOp,
     group_size,
 )
-from nemeses.kinds import Ctx, Draft
+from kafka_chaos.nemeses.kinds import Ctx, Draft
 
 SCHEDULE_FORMAT = 1
 MAX_OPS = 10_000  # guards against a composition that never ends

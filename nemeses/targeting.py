@@ -12,11 +12,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from harness import kafka_names
-from harness.cluster import Cluster
-from harness.errors import HarnessError
-from harness.kafka_clients import close_quietly
-from nemeses.base import NemesisError
+from kafka_chaos.harness import kafka_names
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.errors import HarnessError
+from kafka_chaos.harness.kafka_clients import close_quietly
+from kafka_chaos.nemeses.base import NemesisError
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +90,7 @@ def partition_now(
     cluster: Cluster, topic: str | None, partition: int | None, mode: str
 ) -> dict[str, Any]:
     """Leader and ISR of ``topic``/``partition`` (default: the busiest), and how it was chosen."""
-    from harness import admin
+    from kafka_chaos.harness import admin
 
     if not topic:
         raise NemesisError(f"{mode} targeting needs a topic (params.topic or the run's topic)")
@@ -150,7 +150,7 @@ def busiest_partition(bootstrap: str, topic: str, partitions: list[int]) -> tupl
 def active_controller(cluster: Cluster) -> dict[str, Any]:
     """The node that is the active controller right now (ZK controller or KRaft
     quorum leader, as ``kafka_db.controller_id`` finds it)."""
-    from harness import kafka_db
+    from kafka_chaos.harness import kafka_db
 
     cid = kafka_db.controller_id(cluster, timeout_s=ADMIN_TIMEOUT_S)
     if cid is None:
@@ -207,7 +207,7 @@ def _leader_of_internal(cluster: Cluster, topic: str, key: str, what: str) -> di
     ShareCoordinatorService.partitionFor in 4.4.0), and the coordinator is
     that partition's leader.
     """
-    from harness import admin
+    from kafka_chaos.harness import admin
 
     states = admin.describe_topics(cluster.bootstrap_servers(), [topic], timeout_s=ADMIN_TIMEOUT_S)
     states = [p for p in states if p.topic == topic]
@@ -242,7 +242,7 @@ def share_coordinator(
     ``group:topicId:partition`` (SharePartitionKey.asCoordinatorKey), so each
     partition of one group may have its state on another broker.
     """
-    from harness import admin
+    from kafka_chaos.harness import admin
 
     if not group or not topic:
         raise NemesisError("share-coordinator targeting needs a share group and a topic")

@@ -29,14 +29,14 @@ import random
 import time
 from typing import Any
 
-from harness.cluster import BROKER_PORT, Cluster
-from harness.errors import HarnessError
-from harness.fan_out import on_nodes
-from harness.log_copies import copy_before_rejoin
-from harness.node import Node
-from nemeses import partition, process
-from nemeses.base import FAULT_STEP_TIMEOUT_S, NEMESIS_COMMAND_TIMEOUT_S, FaultOp
-from nemeses.kinds import Ctx, FaultKind, Model, Params
+from kafka_chaos.harness.cluster import BROKER_PORT, Cluster
+from kafka_chaos.harness.errors import HarnessError
+from kafka_chaos.harness.fan_out import on_nodes
+from kafka_chaos.harness.log_copies import copy_before_rejoin
+from kafka_chaos.harness.node import Node
+from kafka_chaos.nemeses import partition, process
+from kafka_chaos.nemeses.base import FAULT_STEP_TIMEOUT_S, NEMESIS_COMMAND_TIMEOUT_S, FaultOp
+from kafka_chaos.nemeses.kinds import Ctx, FaultKind, Model, Params
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +121,7 @@ def heal(cluster: Cluster, op: FaultOp) -> dict[str, Any]:
 
 def _wait_for(predicate: Any, cluster: Cluster, topic: str, part: int, timeout_s: float) -> Any:
     """Poll the partition's state until ``predicate`` holds; None on timeout."""
-    from harness import admin
+    from kafka_chaos.harness import admin
 
     deadline = time.monotonic() + float(timeout_s)
     while time.monotonic() < deadline:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reports.inputs import as_dict
+from kafka_chaos.reports.inputs import as_dict
 
 
 def _n(v: Any) -> str:

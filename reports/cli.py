@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harness.store import DEFAULT_STORE
+from kafka_chaos.harness.store import DEFAULT_STORE
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -33,14 +33,14 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from reports.render import write_report
+    from kafka_chaos.reports.render import write_report
 
     print(write_report(args.run_dir))
     return 0
 
 
 def _index(args: argparse.Namespace) -> int:
-    from reports.index import write_index
+    from kafka_chaos.reports.index import write_index
 
     print(write_index(args.store_dir))
     return 0

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reports.svg import Segment
+from kafka_chaos.reports.svg import Segment
 
 NS = 1_000_000_000
 

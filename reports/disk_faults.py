@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from reports.inputs import as_dict, as_list, load_json
+from kafka_chaos.reports.inputs import as_dict, as_list, load_json
 
 MAX_EXAMPLES = 10
 # Kinds shown as their own column; every kind's count is in the row's ``counts``.

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from checkers import catalog
+from kafka_chaos.checkers import catalog
 
 
 def mechanism(check: str, examples: list[dict[str, Any]]) -> str:

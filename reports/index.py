@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from reports import svg
-from reports.render import (
+from kafka_chaos.reports import svg
+from kafka_chaos.reports.render import (
     ReportError,
     as_dict,
     expectation,
@@ -24,8 +24,8 @@ from reports.render import (
     verdict_of,
     write_atomic,
 )
-from reports.shrink_view import shrink_view
-from reports.templating import environment
+from kafka_chaos.reports.shrink_view import shrink_view
+from kafka_chaos.reports.templating import environment
 
 RUN_MARKERS = ("config.json", "results.json", "history.jsonl")
 STAMP = "%Y%m%dT%H%M%SZ"

@@ -12,13 +12,12 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from kafka_chaos.harness.history import NEMESIS, read_history
+from kafka_chaos.reports import svg
+from kafka_chaos.reports.inputs import as_dict
+from kafka_chaos.reports.templating import environment
+from kafka_chaos.reports.timeline import fault_bands, run_faults
 from markupsafe import Markup
-
-from harness.history import NEMESIS, read_history
-from reports import svg
-from reports.inputs import as_dict
-from reports.templating import environment
-from reports.timeline import fault_bands, run_faults
 
 NS = 1_000_000_000
 PREFIX = "dc2/"

@@ -17,25 +17,24 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from kafka_chaos.checkers import fault_plan
+from kafka_chaos.harness.errors import HarnessError
+from kafka_chaos.reports import svg
+from kafka_chaos.reports.answer import answer
+from kafka_chaos.reports.cluster_state import read_cluster_state
+from kafka_chaos.reports.coordinators import coordinators_section
+from kafka_chaos.reports.disk_faults import disk_faults_section
+from kafka_chaos.reports.explanations import explain, hints, promise
+from kafka_chaos.reports.grouping import group, mechanism
+from kafka_chaos.reports.inputs import Input, as_dict, as_list, load_json
+from kafka_chaos.reports.mechanism import mechanism_section
+from kafka_chaos.reports.operations import MAX_OPS, load_operations, operations_view
+from kafka_chaos.reports.replicas import replicas_section, truncation_marks
+from kafka_chaos.reports.shrink_view import shrink_view
+from kafka_chaos.reports.templating import environment, show_value
+from kafka_chaos.reports.timeline import COUNT_KEYS, fault_bands, finite, summarize_history
+from kafka_chaos.workloads import registry
 from markupsafe import Markup
-
-from checkers import fault_plan
-from harness.errors import HarnessError
-from reports import svg
-from reports.answer import answer
-from reports.cluster_state import read_cluster_state
-from reports.coordinators import coordinators_section
-from reports.disk_faults import disk_faults_section
-from reports.explanations import explain, hints, promise
-from reports.grouping import group, mechanism
-from reports.inputs import Input, as_dict, as_list, load_json
-from reports.mechanism import mechanism_section
-from reports.operations import MAX_OPS, load_operations, operations_view
-from reports.replicas import replicas_section, truncation_marks
-from reports.shrink_view import shrink_view
-from reports.templating import environment, show_value
-from reports.timeline import COUNT_KEYS, fault_bands, finite, summarize_history
-from workloads import registry
 
 STATIC = Path(__file__).parent / "static"
 VERDICTS = ("valid", "invalid", "unknown")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from reports.inputs import as_dict, as_list, load_json
+from kafka_chaos.reports.inputs import as_dict, as_list, load_json
 
 
 def spans(ranges: list[Any]) -> str:

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from harness.rates import rate_text
+from kafka_chaos.harness.rates import rate_text
 
 LOG = "shrink.json"
 

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from checkers import fault_plan
-from harness.errors import HistoryError
-from harness.history import NEMESIS, read_history
-from reports import svg
-from reports.inputs import as_dict, as_list
+from kafka_chaos.checkers import fault_plan
+from kafka_chaos.harness.errors import HistoryError
+from kafka_chaos.harness.history import NEMESIS, read_history
+from kafka_chaos.reports import svg
+from kafka_chaos.reports.inputs import as_dict, as_list
 
 NS = 1_000_000_000
 COUNT_KEYS = ("acked", "failed", "info", "polled")

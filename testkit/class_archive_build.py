@@ -20,8 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from checkers.class_archive import RECORD_ENV, archive_path
-from harness.errors import HarnessError
+from kafka_chaos.checkers.class_archive import RECORD_ENV, archive_path
+from kafka_chaos.harness.errors import HarnessError
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 WARM_UP_OPS = 20_000  # enough for every check's plans; seconds to judge
@@ -92,8 +92,8 @@ def _wait_for_exit(pid: int) -> None:
 
 def _record(history: Path) -> None:
     """Judge ``history`` in this process, then print the JVM's pid for ``build`` to wait on."""
-    from checkers.api import check_history  # Spark only in the recording process
-    from checkers.session import get_spark
+    from kafka_chaos.checkers.api import check_history  # Spark only in the recording process
+    from kafka_chaos.checkers.session import get_spark
 
     check_history(history, {})
     spark = get_spark()

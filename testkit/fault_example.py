@@ -12,11 +12,11 @@ from __future__ import annotations
 import random
 import re
 
-from harness.cluster import Cluster
-from harness.errors import ConfigError
-from harness.node import Node, quote
-from nemeses.base import NEMESIS_COMMAND_TIMEOUT_S, TARGETING_PARAMS, FaultOp
-from nemeses.kinds import Ctx, NodeFault, Params, Sweep
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.errors import ConfigError
+from kafka_chaos.harness.node import Node, quote
+from kafka_chaos.nemeses.base import NEMESIS_COMMAND_TIMEOUT_S, TARGETING_PARAMS, FaultOp
+from kafka_chaos.nemeses.kinds import Ctx, NodeFault, Params, Sweep
 
 NAME = "example-marker"
 FLAG = "marked"

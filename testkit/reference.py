@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from checkers import catalog
-from checkers.results import (
+from kafka_chaos.checkers import catalog
+from kafka_chaos.checkers.results import (
     LossTally,
     acked_lost_result,
     build_checks,
@@ -25,7 +25,8 @@ from checkers.results import (
     unknown_reasons,
     verdict,
 )
-from checkers.spec_view import CheckedSpec
+from kafka_chaos.checkers.spec_view import CheckedSpec
+
 from testkit.reference_commits import commit_regressions
 from testkit.reference_reads import (
     Anomalies,

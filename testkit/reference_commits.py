@@ -1,4 +1,4 @@
-"""``commit-regression``, written plainly (checkers/commit_checks.py is the Spark twin).
+"""``commit-regression``, written plainly (checkers/queue/commit_checks.py is the Spark twin).
 
 Every commit attempt is an interval: from its invoke (or forever before, if
 none was recorded) to its success (or forever after, if its outcome is

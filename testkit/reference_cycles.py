@@ -1,6 +1,6 @@
 """A small pure-Python cycle finder: the twin of the Spark + Elle path, for tests.
 
-It builds the same transaction graph as ``checkers.txn_graph`` (ww, wr,
+It builds the same transaction graph as ``checkers.txn.txn_graph`` (ww, wr,
 process and realtime edges; docs/results.md, "Cycle checks") from the raw
 history, with plain dicts and full (not reduced) realtime order, and decides
 for each of Elle's anomaly types whether the graph holds a cycle of that
@@ -27,7 +27,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from checkers.cycle_checks import WR_CYCLE_CHECK, WR_CYCLE_TYPES
+from kafka_chaos.checkers.txn.cycle_checks import WR_CYCLE_CHECK, WR_CYCLE_TYPES
+
 from testkit.reference_reads import expand, groups_of, reads_of
 from testkit.reference_txn import completions
 

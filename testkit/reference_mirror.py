@@ -1,6 +1,6 @@
 """The mirror checks in plain Python: the reference the Spark checks must agree with.
 
-Definitions (docs/results.md, checkers/mirror_checks.py): a topic or group
+Definitions (docs/results.md, checkers/mirror/mirror_checks.py): a topic or group
 named ``dc2/<name>`` is dc2's, anything else dc1's; a value is a copy on dc2
 when it was sent to dc1; a cluster's log is what its final drain read.
 
@@ -23,7 +23,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from checkers.catalog import names
+from kafka_chaos.checkers.catalog import names
 
 PREFIX = "dc2/"
 Pos = tuple[str, int, int]  # topic, partition, offset

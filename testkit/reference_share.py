@@ -21,7 +21,7 @@ its partition not listed as failed.
 - share-delivery-count: a delivery whose count is lower than an earlier,
   non-overlapping delivery's within one tenure, or above the limit.
 
-Tenures (checkers/share_tenures.py states the rules) are computed here apart,
+Tenures (checkers/share/share_tenures.py states the rules) are computed here apart,
 by ``Tenures``, from the cluster-state samples and the history's fault lines.
 - share-missing-redelivery: a record whose last delivery ended without a
   committed accept or reject (released, held by a member that crashed, closed
@@ -34,10 +34,11 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from checkers.catalog import names
-from checkers.share_checks import FINAL_ACKS, LEADER_CHANGE
+from kafka_chaos.checkers.catalog import names
+from kafka_chaos.checkers.share.share_checks import FINAL_ACKS, LEADER_CHANGE
+from kafka_chaos.workloads import mirror_spec
+
 from testkit.share_events import Ack, Delivery, Record, ShareEvents
-from workloads import mirror_spec
 
 S = 1_000_000_000
 ENDLESS = 1 << 62
@@ -46,7 +47,7 @@ ENDLESS = 1 << 62
 class Tenures:
     """When a partition may have changed share-partition leader, judged the plain way.
 
-    The same rules as checkers/share_tenures.py, which the Spark checks use: a
+    The same rules as checkers/share/share_tenures.py, which the Spark checks use: a
     change of the sampled leader between samples i-1 and i may lie anywhere in
     [t(i-1), t(i+1)]; so may an unsampled stretch (before the first sample,
     after the last, a gap over 2.5 s); a kill or restart of a node that may

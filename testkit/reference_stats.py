@@ -3,7 +3,7 @@
 Like ``testkit/reference.py`` for the anomalies, it states the definitions
 as plainly as possible so property tests can demand that the Spark figures
 equal them exactly.  Percentiles are the element of rank ceil(q * n), as
-Spark computes them (checkers/availability.py, checkers/lag.py).
+Spark computes them (checkers/availability/statistics.py, checkers/availability/lag.py).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import math
 from collections import defaultdict
 from typing import Any
 
-from checkers.lag import BUCKETS_MS, WORST
+from kafka_chaos.checkers.availability.lag import BUCKETS_MS, WORST
 
 NS = 10**9
 

@@ -1,6 +1,6 @@
 """Reference definitions of the transactional checks, written as plainly as possible.
 
-The twin of ``checkers.txn_checks`` (Spark): property tests demand that both
+The twin of ``checkers.txn.txn_checks`` (Spark): property tests demand that both
 find exactly the same anomalies, keyed the same way (``key_of``).  It reads
 the raw ``txn`` lines, whose completions list every micro-op in order, and
 the polls every line stands for (``testkit.reference.expand``), so a
@@ -14,7 +14,8 @@ from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
 
-from checkers.spec_view import CheckedSpec
+from kafka_chaos.checkers.spec_view import CheckedSpec
+
 from testkit.reference_reads import Anomalies, acks_of, expand, groups_of, known_offsets, reads_of
 
 

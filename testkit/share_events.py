@@ -3,7 +3,7 @@
 Deliveries, acknowledgements with their outcome, crashes and share drains,
 extracted once from the history lines.  The reference twin
 (testkit/reference_share.py) judges these; the Spark checks
-(checkers/share_checks.py) derive the same tables in Spark.
+(checkers/share/share_checks.py) derive the same tables in Spark.
 """
 
 from __future__ import annotations

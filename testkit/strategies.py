@@ -18,12 +18,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
-
-from harness.spec import NemesisSpec
-from nemeses import partition, registry
-from nemeses.base import TARGET_MODES, FaultOp
-from nemeses.runner import prepare
-from nemeses.schedule import Schedule, generate, steps
+from kafka_chaos.harness.spec import NemesisSpec
+from kafka_chaos.nemeses import partition, registry
+from kafka_chaos.nemeses.base import TARGET_MODES, FaultOp
+from kafka_chaos.nemeses.runner import prepare
+from kafka_chaos.nemeses.schedule import Schedule, generate, steps
 
 
 @st.composite

@@ -24,8 +24,9 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from checkers.catalog import names
-from checkers.share_checks import LEADER_CHANGE
+from kafka_chaos.checkers.catalog import names
+from kafka_chaos.checkers.share.share_checks import LEADER_CHANGE
+
 from testkit.builder import HistoryBuilder
 
 KINDS = ("valid", "unknown-drain-incomplete", *names("share"))

@@ -43,7 +43,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harness.spec import DEFAULT_CLIENT_DEBUG, DebugSpec, TestSpec
+from kafka_chaos.harness.spec import DEFAULT_CLIENT_DEBUG, DebugSpec, TestSpec
 
 log = logging.getLogger(__name__)
 
@@ -330,6 +330,6 @@ def librdkafka(spec: TestSpec, kind: str, client: str) -> dict[str, Any]:
 
 def java_finish(directory: Path) -> None:
     """Close the Java client's debug log, if this process's JVM keeps one, and gzip it."""
-    from workloads.java import jvm  # no JPype import unless the JVM runs
+    from kafka_chaos.workloads.java import jvm  # no JPype import unless the JVM runs
 
     jvm.finish_debug_log(directory)

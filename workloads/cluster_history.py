@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.history import TYPES, HistoryWriter, encode_tail
+from kafka_chaos.harness.history import TYPES, HistoryWriter, encode_tail
 
 SEPARATOR = "/"
 

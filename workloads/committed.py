@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from harness.history import HistoryWriter
+from kafka_chaos.harness.history import HistoryWriter
 
 # A partition with no committed offset for the group, as a ``committed`` line says it.
 NO_OFFSET = -1

@@ -17,16 +17,20 @@ from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import OFFSET_STORED, Consumer, KafkaError, KafkaException, TopicPartition
-
-from harness.errors import ConfigError
-from harness.history import HistoryWriter
-from harness.kafka_clients import CLIENT_LOGGER, CallTimedOut, bounded_call, close_quietly
-from harness.spec import TestSpec
-from workloads import client_logs
-from workloads.committed import NO_OFFSET, FetchFailed, Pairs, Triples, record_fetch
-from workloads.delivery_errors import classify_commit, error_name
-from workloads.values import Counter, decode_key, decode_payload
-from workloads.worker import ClientSlot
+from kafka_chaos.harness.errors import ConfigError
+from kafka_chaos.harness.history import HistoryWriter
+from kafka_chaos.harness.kafka_clients import (
+    CLIENT_LOGGER,
+    CallTimedOut,
+    bounded_call,
+    close_quietly,
+)
+from kafka_chaos.harness.spec import TestSpec
+from kafka_chaos.workloads import client_logs
+from kafka_chaos.workloads.committed import NO_OFFSET, FetchFailed, Pairs, Triples, record_fetch
+from kafka_chaos.workloads.delivery_errors import classify_commit, error_name
+from kafka_chaos.workloads.values import Counter, decode_key, decode_payload
+from kafka_chaos.workloads.worker import ClientSlot
 
 log = logging.getLogger(__name__)
 

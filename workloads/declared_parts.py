@@ -20,7 +20,7 @@ class LineKind:
 
     ``problem(value)``: what is wrong with a line's ``value`` (None: nothing),
     so ingest names the line.  ``rows(line, value)``: the rows of one line of
-    this kind (schema ``checkers.line_rows.ROWS``), given the row ingest made
+    this kind (schema ``checkers.ingest.line_rows.ROWS``), given the row ingest made
     of the line's common fields.  They are stored as ``control`` rows.
     """
 

@@ -22,10 +22,9 @@ import uuid
 from dataclasses import dataclass, field
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-
-from harness.history import HistoryWriter
-from harness.kafka_clients import CLIENT_LOGGER, close_quietly
-from workloads.consumer import SOCKET_TIMEOUT_MS, poll_once
+from kafka_chaos.harness.history import HistoryWriter
+from kafka_chaos.harness.kafka_clients import CLIENT_LOGGER, close_quietly
+from kafka_chaos.workloads.consumer import SOCKET_TIMEOUT_MS, poll_once
 
 log = logging.getLogger(__name__)
 

@@ -25,14 +25,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
-from harness.history import HistoryWriter
-from harness.spec import TestSpec
-from workloads.drain import DrainResult, final_drain
-from workloads.producer import ProducerWorker, producer_config, split_rate
-from workloads.progress import Progress, ProgressDisplay, RateMeter, Snapshot
-from workloads.sampler import CLUSTER_STATE, ClusterSampler, Probe, admin_probe
-from workloads.values import Counter
-from workloads.worker import Slot
+from kafka_chaos.harness.history import HistoryWriter
+from kafka_chaos.harness.spec import TestSpec
+from kafka_chaos.workloads.drain import DrainResult, final_drain
+from kafka_chaos.workloads.producer import ProducerWorker, producer_config, split_rate
+from kafka_chaos.workloads.progress import Progress, ProgressDisplay, RateMeter, Snapshot
+from kafka_chaos.workloads.sampler import CLUSTER_STATE, ClusterSampler, Probe, admin_probe
+from kafka_chaos.workloads.values import Counter
+from kafka_chaos.workloads.worker import Slot
 
 # An interrupted run's flush of in-flight sends (see ``Lifecycle.stop``).
 HURRIED_FLUSH_S = 3.0
@@ -162,7 +162,9 @@ class Lifecycle(Generic[S]):
         flush_s = p.delivery_timeout_ms / 1000 + 2
         worker = ProducerWorker
         if p.client == "java":
-            from workloads.java.producer import JavaProducerWorker  # JPype only when asked
+            from kafka_chaos.workloads.java.producer import (
+                JavaProducerWorker,
+            )  # JPype only when asked
 
             worker = JavaProducerWorker
         return [

@@ -24,20 +24,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import admin
-from harness import mirror_maker as mm
-from harness.cluster import Cluster
-from harness.errors import ConfigError
-from harness.history import HistoryWriter
-from harness.kafka_names import group_name
-from harness.mirror_pair import dc2_name
-from harness.spec import TestSpec
-from workloads import mirror_spec, mirror_sync
-from workloads.cluster_history import ClusterHistory, qualified
-from workloads.consumer import ConsumerWorker
-from workloads.drain import DrainResult, final_drain
-from workloads.queue import QueueWorkload, WorkloadSummary
-from workloads.sampler import Probe
+from kafka_chaos.harness import admin
+from kafka_chaos.harness import mirror_maker as mm
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.errors import ConfigError
+from kafka_chaos.harness.history import HistoryWriter
+from kafka_chaos.harness.kafka_names import group_name
+from kafka_chaos.harness.mirror_pair import dc2_name
+from kafka_chaos.harness.spec import TestSpec
+from kafka_chaos.workloads import mirror_spec, mirror_sync
+from kafka_chaos.workloads.cluster_history import ClusterHistory, qualified
+from kafka_chaos.workloads.consumer import ConsumerWorker
+from kafka_chaos.workloads.drain import DrainResult, final_drain
+from kafka_chaos.workloads.queue import QueueWorkload, WorkloadSummary
+from kafka_chaos.workloads.sampler import Probe
 
 log = logging.getLogger(__name__)
 

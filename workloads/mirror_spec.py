@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.errors import ConfigError
-from harness.option import Option, parse_bool, parse_faults
-from harness.spec_sections import Section
+from kafka_chaos.harness.errors import ConfigError
+from kafka_chaos.harness.option import Option, parse_bool, parse_faults
+from kafka_chaos.harness.spec_sections import Section
 
 NAME = "mirror"
 REPORT_TITLE = "Disaster recovery: dc1, dc2 and the failover"

@@ -24,9 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
-
-from harness import admin
-from harness.kafka_clients import CLIENT_LOGGER
+from kafka_chaos.harness import admin
+from kafka_chaos.harness.kafka_clients import CLIENT_LOGGER
 
 CALL_TIMEOUT_S = 10.0
 UNKNOWN_TOPIC = KafkaError.UNKNOWN_TOPIC_OR_PART

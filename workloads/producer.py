@@ -18,15 +18,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
-
-from harness.errors import ConfigError
-from harness.history import HistoryWriter
-from harness.kafka_clients import CLIENT_LOGGER
-from harness.spec import ProducerSpec, TestSpec
-from workloads import client_logs
-from workloads.delivery_errors import classify, error_name
-from workloads.send_lines import SendLines
-from workloads.values import (
+from kafka_chaos.harness.errors import ConfigError
+from kafka_chaos.harness.history import HistoryWriter
+from kafka_chaos.harness.kafka_clients import CLIENT_LOGGER
+from kafka_chaos.harness.spec import ProducerSpec, TestSpec
+from kafka_chaos.workloads import client_logs
+from kafka_chaos.workloads.delivery_errors import classify, error_name
+from kafka_chaos.workloads.send_lines import SendLines
+from kafka_chaos.workloads.values import (
     KEYS_PER_PARTITION,
     Counter,
     encode_payload,

@@ -12,15 +12,15 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from harness.errors import ConfigError
-from harness.kafka_clients import CLOSE_TIMEOUT_S
-from harness.kafka_names import group_name, share_group_name
-from workloads.consumer import COMMIT_TIMEOUT_S, ConsumerWorker
-from workloads.drain import DrainResult
-from workloads.lifecycle import Lifecycle, per_second, rate_verdict
-from workloads.producer import ProducerWorker
-from workloads.progress import Progress
-from workloads.share_consumer import (
+from kafka_chaos.harness.errors import ConfigError
+from kafka_chaos.harness.kafka_clients import CLOSE_TIMEOUT_S
+from kafka_chaos.harness.kafka_names import group_name, share_group_name
+from kafka_chaos.workloads.consumer import COMMIT_TIMEOUT_S, ConsumerWorker
+from kafka_chaos.workloads.drain import DrainResult
+from kafka_chaos.workloads.lifecycle import Lifecycle, per_second, rate_verdict
+from kafka_chaos.workloads.producer import ProducerWorker
+from kafka_chaos.workloads.progress import Progress
+from kafka_chaos.workloads.share_consumer import (
     AckPolicy,
     GroupProgress,
     ShareWorker,
@@ -93,7 +93,9 @@ class QueueWorkload(Lifecycle[WorkloadSummary]):
         if not self.share:
             worker = ConsumerWorker
             if c.client == "java":
-                from workloads.java.consumer import JavaConsumerWorker  # JPype only when asked
+                from kafka_chaos.workloads.java.consumer import (
+                    JavaConsumerWorker,
+                )  # JPype only when asked
 
                 worker = JavaConsumerWorker
             return [
@@ -122,7 +124,9 @@ class QueueWorkload(Lifecycle[WorkloadSummary]):
 
     def _share_worker(self) -> type[ShareWorker]:
         if self.spec.consumer.client == "java":
-            from workloads.java.share_consumer import JavaShareWorker  # JPype only when asked
+            from kafka_chaos.workloads.java.share_consumer import (
+                JavaShareWorker,
+            )  # JPype only when asked
 
             return JavaShareWorker
         return ShareWorker
@@ -133,7 +137,7 @@ class QueueWorkload(Lifecycle[WorkloadSummary]):
     def prepare(self) -> None:
         """Share groups get their settings before any member joins."""
         if self.share:
-            from harness import admin
+            from kafka_chaos.harness import admin
 
             for group in self._share_groups():
                 admin.set_group_config(self.bootstrap, group, group_settings(self.spec))

@@ -20,17 +20,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from harness import spec_sections
-from harness.errors import ConfigError
-from harness.history import HistoryWriter
-from harness.kafka_names import group_name, share_group_name
-from harness.named import Named
-from harness.option import Option
-from harness.spec import TestSpec
-from harness.spec_sections import Section
-from workloads import mirror_spec, txn_spec
-from workloads.declared_parts import LineKind, ReportSection
-from workloads.sampler import Probe
+from kafka_chaos.harness import spec_sections
+from kafka_chaos.harness.errors import ConfigError
+from kafka_chaos.harness.history import HistoryWriter
+from kafka_chaos.harness.kafka_names import group_name, share_group_name
+from kafka_chaos.harness.named import Named
+from kafka_chaos.harness.option import Option
+from kafka_chaos.harness.spec import TestSpec
+from kafka_chaos.harness.spec_sections import Section
+from kafka_chaos.workloads import mirror_spec, txn_spec
+from kafka_chaos.workloads.declared_parts import LineKind, ReportSection
+from kafka_chaos.workloads.sampler import Probe
 
 
 def _queue_group(spec: TestSpec, k: int) -> str:
@@ -69,7 +69,7 @@ class Declaration:
     ``section``: its own section of the spec and config.json, and how its
     values are refused (harness/spec_sections.py).
     ``line_kinds``: the history lines of its own it writes, and their rows
-    (checkers/line_rows.py asks here).
+    (checkers/ingest/line_rows.py asks here).
     ``families``: check families of its own (``checkers.check.Family``),
     judged beside the catalog's when ``check_families`` names them.
     ``options``: run options of its own (kafka_chaos/options.py adds them).
@@ -98,13 +98,13 @@ class Declaration:
 # The product's workloads, declared at the end of this module (``register``).
 _BUILTIN: dict[str, Declaration] = {
     "queue": Declaration(
-        "workloads.queue:QueueWorkload",
+        "kafka_chaos.workloads.queue:QueueWorkload",
         ("queue", "share", "availability"),
         java_client=True,
         group=_queue_group,
     ),
     "txn": Declaration(
-        "workloads.txn:TxnWorkload",
+        "kafka_chaos.workloads.txn:TxnWorkload",
         ("queue", "txn", "cycles", "availability"),
         java_client=True,
         one_client=True,
@@ -116,12 +116,14 @@ _BUILTIN: dict[str, Declaration] = {
         options=txn_spec.OPTIONS,
     ),
     "mirror": Declaration(
-        "workloads.mirror:MirrorWorkload",
+        "kafka_chaos.workloads.mirror:MirrorWorkload",
         ("queue", "mirror", "availability"),
         section=mirror_spec.SECTION,
         options=mirror_spec.OPTIONS,
         report_sections=(
-            ReportSection("mirror", mirror_spec.REPORT_TITLE, "reports.mirror:mirror_section"),
+            ReportSection(
+                "mirror", mirror_spec.REPORT_TITLE, "kafka_chaos.reports.mirror:mirror_section"
+            ),
         ),
     ),
 }

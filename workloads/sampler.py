@@ -28,7 +28,7 @@ Probe = Callable[[], tuple[int | None, list[dict[str, Any]]]]
 
 def admin_probe(bootstrap: str, topic: str, timeout_s: float = QUERY_TIMEOUT_S) -> Probe:
     """Ask the cluster through harness.admin (each call bounded by ``timeout_s``)."""
-    from harness import admin
+    from kafka_chaos.harness import admin
 
     def probe() -> tuple[int | None, list[dict[str, Any]]]:
         states = admin.describe_topics(bootstrap, [topic], timeout_s=timeout_s)
@@ -48,7 +48,7 @@ def cluster_probe(cluster: Any, topic: str, timeout_s: float = QUERY_TIMEOUT_S) 
     so it is repeated only every ``time_scale`` seconds; elections there take
     that much longer too.
     """
-    from harness import admin, kafka_db
+    from kafka_chaos.harness import admin, kafka_db
 
     bootstrap = cluster.bootstrap_servers()
     slow = any(n.is_slow_guest for n in cluster.nodes)

@@ -12,8 +12,7 @@ tests check.  Rare lines (failures, recorder errors) go through
 from __future__ import annotations
 
 import orjson
-
-from harness.history import encode_tail
+from kafka_chaos.harness.history import encode_tail
 
 
 class SendLines:

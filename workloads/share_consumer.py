@@ -28,25 +28,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import AcknowledgeType, KafkaException, ShareConsumer
-
-from harness import admin
-from harness.errors import HarnessError
-from harness.history import HistoryWriter
-from harness.kafka_clients import (
+from kafka_chaos.harness import admin
+from kafka_chaos.harness.errors import HarnessError
+from kafka_chaos.harness.history import HistoryWriter
+from kafka_chaos.harness.kafka_clients import (
     CLIENT_LOGGER,
     CLOSE_TIMEOUT_S,
     CallTimedOut,
     bounded_call,
     close_quietly,
 )
-from harness.kafka_config import SHARE_SESSION_TIMEOUT_MS
-from harness.spec import TestSpec
-from workloads import client_logs
-from workloads.consumer import COMMIT_TIMEOUT_S, POLL_TIMEOUT_S, SOCKET_TIMEOUT_MS
-from workloads.consumer import record_of as consumer_record
-from workloads.delivery_errors import error_name
-from workloads.values import Counter
-from workloads.worker import ClientSlot
+from kafka_chaos.harness.kafka_config import SHARE_SESSION_TIMEOUT_MS
+from kafka_chaos.harness.spec import TestSpec
+from kafka_chaos.workloads import client_logs
+from kafka_chaos.workloads.consumer import COMMIT_TIMEOUT_S, POLL_TIMEOUT_S, SOCKET_TIMEOUT_MS
+from kafka_chaos.workloads.consumer import record_of as consumer_record
+from kafka_chaos.workloads.delivery_errors import error_name
+from kafka_chaos.workloads.values import Counter
+from kafka_chaos.workloads.worker import ClientSlot
 
 log = logging.getLogger(__name__)
 

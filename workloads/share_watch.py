@@ -38,9 +38,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-
-from harness.history import HistoryWriter
-from harness.kafka_names import share_group_name
+from kafka_chaos.harness.history import HistoryWriter
+from kafka_chaos.harness.kafka_names import share_group_name
 
 log = logging.getLogger(__name__)
 
@@ -306,7 +305,7 @@ def for_run(
     c = spec.consumer
     if c.mode != "share" or not getattr(c, "share_probe", False):
         return None
-    from workloads.java.share_probe import ProbeProcess
+    from kafka_chaos.workloads.java.share_probe import ProbeProcess
 
     child = ProbeProcess(
         spec.cluster.kafka_version,

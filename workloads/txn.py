@@ -22,19 +22,25 @@ import time
 from dataclasses import dataclass
 
 from confluent_kafka import KafkaError, KafkaException
-
-from harness import admin
-from harness.errors import ConfigError
-from harness.history import HistoryWriter
-from harness.spec import TestSpec, replace
-from workloads import txn_spec
-from workloads.drain import DrainResult
-from workloads.lifecycle import Lifecycle, per_second, rate_verdict
-from workloads.producer import Pacer, ProducerWorker, split_rate
-from workloads.progress import Progress
-from workloads.txn_client import CTP, Teardown, TxnClient, TxnStats, output_topic, validate
-from workloads.values import Counter
-from workloads.worker import RESTART_PAUSE_S, Slot
+from kafka_chaos.harness import admin
+from kafka_chaos.harness.errors import ConfigError
+from kafka_chaos.harness.history import HistoryWriter
+from kafka_chaos.harness.spec import TestSpec, replace
+from kafka_chaos.workloads import txn_spec
+from kafka_chaos.workloads.drain import DrainResult
+from kafka_chaos.workloads.lifecycle import Lifecycle, per_second, rate_verdict
+from kafka_chaos.workloads.producer import Pacer, ProducerWorker, split_rate
+from kafka_chaos.workloads.progress import Progress
+from kafka_chaos.workloads.txn_client import (
+    CTP,
+    Teardown,
+    TxnClient,
+    TxnStats,
+    output_topic,
+    validate,
+)
+from kafka_chaos.workloads.values import Counter
+from kafka_chaos.workloads.worker import RESTART_PAUSE_S, Slot
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +71,7 @@ class TxnWorker(Slot):
         self.rng = random.Random(f"{spec.seed}-txn-{slot}")
         self.client_class = TxnClient
         if spec.producer.client == "java":
-            from workloads.java.txn_client import JavaTxnClient  # JPype only when asked
+            from kafka_chaos.workloads.java.txn_client import JavaTxnClient  # JPype only when asked
 
             self.client_class = JavaTxnClient
 
@@ -173,7 +179,7 @@ class TxnWorkload(Lifecycle[TxnSummary]):
     def build_clients(self) -> None:
         validate(self.spec)
         if self.spec.producer.client == "java":  # its settings' errors now, not in a thread
-            from workloads.java.txn_client import java_txn_producer_properties
+            from kafka_chaos.workloads.java.txn_client import java_txn_producer_properties
 
             java_txn_producer_properties(self.spec, self.bootstrap, 0, 0)
         txn = txn_spec.of(self.spec)

@@ -31,20 +31,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import OFFSET_STORED, Consumer, KafkaException, Producer, TopicPartition
-
-from harness.errors import ConfigError
-from harness.history import HistoryWriter
-from harness.kafka_clients import (
+from kafka_chaos.harness.errors import ConfigError
+from kafka_chaos.harness.history import HistoryWriter
+from kafka_chaos.harness.kafka_clients import (
     CLIENT_LOGGER,
     CLOSE_TIMEOUT_S,
     CallTimedOut,
     bounded_call,
     close_quietly,
 )
-from harness.kafka_names import transactional_id
-from harness.spec import TestSpec
-from workloads import client_logs, txn_spec
-from workloads.consumer import (
+from kafka_chaos.harness.kafka_names import transactional_id
+from kafka_chaos.harness.spec import TestSpec
+from kafka_chaos.workloads import client_logs, txn_spec
+from kafka_chaos.workloads.consumer import (
     POLL_BATCH,
     SOCKET_TIMEOUT_MS,
     Ownership,
@@ -55,9 +54,9 @@ from workloads.consumer import (
     record_of,
     tp_list,
 )
-from workloads.delivery_errors import error_name
-from workloads.txn_errors import Action, Decision, decide
-from workloads.values import Counter, encode_payload, key_and_partition
+from kafka_chaos.workloads.delivery_errors import error_name
+from kafka_chaos.workloads.txn_errors import Action, Decision, decide
+from kafka_chaos.workloads.values import Counter, encode_payload, key_and_partition
 
 log = logging.getLogger(__name__)
 

@@ -31,8 +31,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from confluent_kafka import KafkaError, KafkaException
-
-from workloads.delivery_errors import error_name
+from kafka_chaos.workloads.delivery_errors import error_name
 
 
 class Action(Enum):

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harness.option import Option, parse_bool
-from harness.spec_sections import Section
+from kafka_chaos.harness.option import Option, parse_bool
+from kafka_chaos.harness.spec_sections import Section
 
 NAME = "txn"
 

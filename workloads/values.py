@@ -14,7 +14,6 @@ KEYS_PER_PARTITION = 4  # several keys per partition, so per-key order is checka
 _PAD = b"x"
 
 
-
 class Counter:
     """A thread-safe counter: values and process numbers come from these."""
 

@@ -12,7 +12,7 @@ import logging
 import threading
 from dataclasses import dataclass
 
-from harness.history import HistoryWriter
+from kafka_chaos.harness.history import HistoryWriter
 
 log = logging.getLogger(__name__)
 

@@ -15,9 +15,9 @@ import os
 import re
 from types import ModuleType
 
-from harness.cluster import Cluster, cluster_dir, home
-from harness.errors import ConfigError, HarnessError
-from harness.spec import ClusterSpec
+from kafka_chaos.harness.cluster import Cluster, cluster_dir, home
+from kafka_chaos.harness.errors import ConfigError, HarnessError
+from kafka_chaos.harness.spec import ClusterSpec
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ def why_not_reusable(cluster: Cluster, spec: ClusterSpec) -> str | None:
     A saved cluster can outlive its nodes (a reboot drops namespaces and
     sshds), so reuse needs every node to answer, not just a cluster.json.
     """
-    from harness.backends.health import probe_nodes
+    from kafka_chaos.harness.backends.health import probe_nodes
 
     wanted = (spec.backend, spec.nodes, spec.kafka_version, spec.mode)
     have = (cluster.backend, len(cluster.nodes), cluster.kafka_version, cluster.mode)
@@ -76,14 +76,14 @@ def why_not_reusable(cluster: Cluster, spec: ClusterSpec) -> str | None:
     if disk != spec.disk:
         return f"its broker data is on a {disk} disk, not {spec.disk}"
     if disk == "lazyfs":
-        from harness import lazyfs
+        from kafka_chaos.harness import lazyfs
 
         mounts = lazyfs.records(cluster.backend_state)
         dead = [name for name, rec in mounts.items() if not lazyfs.alive(rec)]
         if dead:
             return f"the lazyfs mounts of {', '.join(dead)} are gone"
     if disk == "tmpfs":
-        from harness import tmpfs_disk
+        from kafka_chaos.harness import tmpfs_disk
 
         recs = tmpfs_disk.records(cluster.backend_state)
         gone = [name for name, rec in recs.items() if not tmpfs_disk.is_mounted(rec["mount"])]
@@ -99,7 +99,7 @@ def destroy_cluster(name: str) -> list[str]:
     """Remove cluster ``name``; idempotent. Returns what was removed (empty: nothing there)."""
     validate_name(name)
     if not cluster_exists(name):
-        from harness.backends import local
+        from kafka_chaos.harness.backends import local
 
         return local.destroy_orphan(name) if _can_probe_local() else []
     cluster = Cluster.load(name)
@@ -138,7 +138,7 @@ def destroy_all() -> dict[str, list[str]]:
 def _backend(name: str) -> ModuleType:
     if name not in _MODULES:
         raise ConfigError(f"unknown backend {name!r} (known: {', '.join(BACKENDS)})")
-    return importlib.import_module(f"harness.backends.{_MODULES[name]}")
+    return importlib.import_module(f"kafka_chaos.harness.backends.{_MODULES[name]}")
 
 
 def _can_probe_local() -> bool:

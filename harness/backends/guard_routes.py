@@ -11,7 +11,7 @@ add and remove these routes here, idempotently, so teardown can be repeated.
 
 from __future__ import annotations
 
-from harness.backends.hostcmd import host_run
+from kafka_chaos.harness.backends.hostcmd import host_run
 
 METRIC = "4000"  # worse than a bridge's own route (metric 0): it wins only when that is gone
 

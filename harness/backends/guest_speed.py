@@ -13,9 +13,9 @@ import logging
 import subprocess
 import time
 
-from harness.cluster import Cluster
-from harness.errors import HarnessError
-from harness.node import quote
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.errors import HarnessError
+from kafka_chaos.harness.node import quote
 
 log = logging.getLogger(__name__)
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.backends.procs import owned, read_pid
-from harness.cluster import Cluster
-from harness.fan_out import on_nodes
-from harness.node import Node, quote
+from kafka_chaos.harness.backends.procs import owned, read_pid
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.fan_out import on_nodes
+from kafka_chaos.harness.node import Node, quote
 
 PROBE_TIMEOUT_S = 5.0
 # Beyond a probe's own timeout: connecting (and reconnecting) time; a node

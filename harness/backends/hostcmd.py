@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import subprocess
 
-from harness.errors import HarnessError
+from kafka_chaos.harness.errors import HarnessError
 
 log = logging.getLogger(__name__)
 

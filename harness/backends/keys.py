@@ -11,9 +11,9 @@ import socket
 from collections.abc import Iterable
 from pathlib import Path
 
-from harness.backends.hostcmd import host_run
-from harness.errors import NodeUnreachable
-from harness.node import CONNECT_TIMEOUT_S, Node
+from kafka_chaos.harness.backends.hostcmd import host_run
+from kafka_chaos.harness.errors import NodeUnreachable
+from kafka_chaos.harness.node import CONNECT_TIMEOUT_S, Node
 
 
 def generate_keypair(path: Path, comment: str) -> Path:

@@ -27,9 +27,9 @@ import shutil
 import subprocess
 import time
 
-from harness.backends import guard_routes
-from harness.backends.hostcmd import host_ok, host_run
-from harness.errors import HarnessError
+from kafka_chaos.harness.backends import guard_routes
+from kafka_chaos.harness.backends.hostcmd import host_ok, host_run
+from kafka_chaos.harness.errors import HarnessError
 
 log = logging.getLogger(__name__)
 

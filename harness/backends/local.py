@@ -20,17 +20,17 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from harness import lazyfs, tmpfs_disk
-from harness.backends import guard_routes
-from harness.backends import local_net as net
-from harness.backends.hostcmd import host_run
-from harness.backends.keys import (
+from kafka_chaos.harness import lazyfs, tmpfs_disk
+from kafka_chaos.harness.backends import guard_routes
+from kafka_chaos.harness.backends import local_net as net
+from kafka_chaos.harness.backends.hostcmd import host_run
+from kafka_chaos.harness.backends.keys import (
     generate_keypair,
     known_hosts_line,
     public_key,
     write_known_hosts,
 )
-from harness.backends.local_plan import (
+from kafka_chaos.harness.backends.local_plan import (
     MAX_NODES,
     LocalPlan,
     choose_slot,
@@ -42,19 +42,19 @@ from harness.backends.local_plan import (
     slots_from_routes,
     slots_from_states,
 )
-from harness.backends.local_sshd import (
+from kafka_chaos.harness.backends.local_sshd import (
     SSHD,
     config_path,
     host_key_path,
     render_sshd_config,
     start_sshd,
 )
-from harness.backends.procs import owned_pids_from_files, terminate
-from harness.backends.verify import check_mesh, wait_reachable
-from harness.cluster import Cluster, cluster_dir, home
-from harness.errors import HarnessError, PrivilegeError
-from harness.node import Node, SSHTarget
-from harness.spec import ClusterSpec
+from kafka_chaos.harness.backends.procs import owned_pids_from_files, terminate
+from kafka_chaos.harness.backends.verify import check_mesh, wait_reachable
+from kafka_chaos.harness.cluster import Cluster, cluster_dir, home
+from kafka_chaos.harness.errors import HarnessError, PrivilegeError
+from kafka_chaos.harness.node import Node, SSHTarget
+from kafka_chaos.harness.spec import ClusterSpec
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +115,7 @@ def create(spec: ClusterSpec) -> Cluster:
 
 def _lazyfs_binary() -> Path:
     """The lazyfs binary, or one line saying why broker data cannot go on lazyfs here."""
-    from harness.lazyfs_build import binary
+    from kafka_chaos.harness.lazyfs_build import binary
 
     if not Path("/dev/fuse").exists():
         raise HarnessError("--disk lazyfs needs /dev/fuse (FUSE), which this machine lacks")

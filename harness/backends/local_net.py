@@ -10,9 +10,9 @@ import json
 import shlex
 from pathlib import Path
 
-from harness.backends.hostcmd import host_ok, host_run
-from harness.backends.local_plan import LocalNodePlan, LocalPlan
-from harness.errors import HarnessError
+from kafka_chaos.harness.backends.hostcmd import host_ok, host_run
+from kafka_chaos.harness.backends.local_plan import LocalNodePlan, LocalPlan
+from kafka_chaos.harness.errors import HarnessError
 
 
 def namespaces() -> set[str]:

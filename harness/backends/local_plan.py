@@ -13,8 +13,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.backends import guard_routes
-from harness.errors import ConfigError, HarnessError
+from kafka_chaos.harness.backends import guard_routes
+from kafka_chaos.harness.errors import ConfigError, HarnessError
 
 SUBNET_PREFIX = "10.251"
 MIN_SLOT = 1

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.backends.hostcmd import host_run
-from harness.backends.local_plan import LocalNodePlan
+from kafka_chaos.harness.backends.hostcmd import host_run
+from kafka_chaos.harness.backends.local_plan import LocalNodePlan
 
 SSHD = "/usr/sbin/sshd"
 PRIVSEP_DIR = Path("/run/sshd")

@@ -13,12 +13,12 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from harness.backends import keys, verify
-from harness.backends.health import owned_test
-from harness.cluster import Cluster
-from harness.errors import HarnessError
-from harness.node import Node, quote
-from harness.spec import ClusterSpec
+from kafka_chaos.harness.backends import keys, verify
+from kafka_chaos.harness.backends.health import owned_test
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.errors import HarnessError
+from kafka_chaos.harness.node import Node, quote
+from kafka_chaos.harness.spec import ClusterSpec
 
 log = logging.getLogger(__name__)
 

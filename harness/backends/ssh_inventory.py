@@ -23,12 +23,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-
-from harness.backends import remote
-from harness.cluster import Cluster, cluster_dir
-from harness.errors import ConfigError
-from harness.node import Node, SSHTarget
-from harness.spec import ClusterSpec
+from kafka_chaos.harness.backends import remote
+from kafka_chaos.harness.cluster import Cluster, cluster_dir
+from kafka_chaos.harness.errors import ConfigError
+from kafka_chaos.harness.node import Node, SSHTarget
+from kafka_chaos.harness.spec import ClusterSpec
 
 log = logging.getLogger(__name__)
 

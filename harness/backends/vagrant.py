@@ -24,12 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.backends import guest_speed, libvirt_host, procs, remote
-from harness.backends.hostcmd import host_run
-from harness.cluster import Cluster, cluster_dir
-from harness.errors import ConfigError, HarnessError
-from harness.node import Node, SSHTarget
-from harness.spec import ClusterSpec
+from kafka_chaos.harness.backends import guest_speed, libvirt_host, procs, remote
+from kafka_chaos.harness.backends.hostcmd import host_run
+from kafka_chaos.harness.cluster import Cluster, cluster_dir
+from kafka_chaos.harness.errors import ConfigError, HarnessError
+from kafka_chaos.harness.node import Node, SSHTarget
+from kafka_chaos.harness.spec import ClusterSpec
 
 log = logging.getLogger(__name__)
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import time
 
-from harness.cluster import Cluster
-from harness.errors import HarnessError, NodeUnreachable
-from harness.fan_out import on_nodes
-from harness.node import Node, quote
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.errors import HarnessError, NodeUnreachable
+from kafka_chaos.harness.fan_out import on_nodes
+from kafka_chaos.harness.node import Node, quote
 
 REQUIRED_TOOLS = ("java", "iptables", "bash")
 # Backstop for one node's check: its commands (15 s; the mesh probe 10 s and

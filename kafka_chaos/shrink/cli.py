@@ -23,17 +23,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness import store as store_mod
-from harness.errors import ConfigError
-from harness.rates import rate_text
 from kafka_chaos.child_run import needs_own_process, run_in_child
 from kafka_chaos.engine import shared_engine
+from kafka_chaos.harness import store as store_mod
+from kafka_chaos.harness.errors import ConfigError
+from kafka_chaos.harness.rates import rate_text
 from kafka_chaos.options import add_debug_options, build_spec, debug_overrides
+from kafka_chaos.reports.index import write_index
+from kafka_chaos.reports.render import write_report
 from kafka_chaos.run import run_test
 from kafka_chaos.shrink.recipe import CUT_KINDS, Recipe
 from kafka_chaos.shrink.search import Budget, RunOnce, Search
-from reports.index import write_index
-from reports.render import write_report
 
 LOG = "shrink.json"
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from kafka_chaos.reports.index import write_index
+from kafka_chaos.reports.render import write_report
 from report_fixtures import build_run
-
-from reports.index import write_index
-from reports.render import write_report
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]

@@ -15,11 +15,11 @@ import json
 from pathlib import Path
 
 import pytest
+from kafka_chaos.checkers.api import check_history
+from kafka_chaos.reports.render import write_report
 
-from checkers.api import check_history
 from kafka_chaos.options import build_spec
 from kafka_chaos.scenarios import scenario_layer
-from reports.render import write_report
 from testkit.builder import HistoryBuilder
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.cluster import Cluster
+from kafka_chaos.harness.cluster import Cluster
 
 RUN_TIMEOUT_S = 600
 

@@ -14,12 +14,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-
-from harness import kafka_db
-from harness.backends import create_cluster, destroy_cluster, load_cluster
-from harness.cluster import Cluster, cluster_dir
-from harness.errors import HarnessError
-from harness.spec import ClusterSpec
+from kafka_chaos.harness import kafka_db
+from kafka_chaos.harness.backends import create_cluster, destroy_cluster, load_cluster
+from kafka_chaos.harness.cluster import Cluster, cluster_dir
+from kafka_chaos.harness.errors import HarnessError
+from kafka_chaos.harness.spec import ClusterSpec
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +36,7 @@ START_TIMEOUT_S = 180.0
 def destroy_quietly(name: str) -> None:
     """Stop Kafka (by pid file) and remove the cluster and its disaster-recovery pair
     (``harness.mirror_pair``), if a mirror test made one; never raises."""
-    from harness import mirror_pair
+    from kafka_chaos.harness import mirror_pair
 
     try:
         mirror_pair.destroy(name)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from harness import lazyfs_build
-from harness.errors import HarnessError
+from kafka_chaos.harness import lazyfs_build
+from kafka_chaos.harness.errors import HarnessError
 
 
 def lazyfs_missing() -> str:

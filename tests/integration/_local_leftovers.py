@@ -98,7 +98,7 @@ def up_killed_once_kafka_starts(
     ``down`` leaves.
     """
     assert down(name).returncode == 0
-    from harness.cluster import cluster_dir
+    from kafka_chaos.harness.cluster import cluster_dir
 
     root = cluster_dir(name)
     with log.open("w") as out:

@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import pytest
-
-from harness import admin
+from kafka_chaos.harness import admin
 
 T = TypeVar("T")
 

@@ -17,9 +17,8 @@ from pathlib import Path
 import pytest
 from _cli import clean_runs_of
 from _kafka_clusters import SHARED_CLUSTER, running_cluster
-
-from harness.cluster import Cluster
-from harness.spec import NEWEST_KAFKA, ClusterSpec
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.spec import NEWEST_KAFKA, ClusterSpec
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -6,11 +6,11 @@ import json
 import time
 
 import pytest
+from kafka_chaos.harness import api_versions, kafka_db
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.errors import ConfigError, HarnessError
+from kafka_chaos.harness.spec import ClusterSpec, TestSpec
 
-from harness import api_versions, kafka_db
-from harness.cluster import Cluster
-from harness.errors import ConfigError, HarnessError
-from harness.spec import ClusterSpec, TestSpec
 from kafka_chaos.run import refuse_missing_apis
 
 

@@ -15,13 +15,12 @@ import uuid
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-
-from harness import admin
-from harness.cluster import Cluster
-from harness.spec import TopicSpec
-from nemeses import registry
-from nemeses.base import FaultOp
-from nemeses.targeting import leader_of
+from kafka_chaos.harness import admin
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.spec import TopicSpec
+from kafka_chaos.nemeses import registry
+from kafka_chaos.nemeses.base import FaultOp
+from kafka_chaos.nemeses.targeting import leader_of
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 

@@ -17,12 +17,11 @@ from dataclasses import replace
 import pytest
 from _kafka_clusters import running_cluster
 from _waiting import wait_for
-
-from forensics import replica_verify
-from harness import admin, kafka_db
-from harness.cluster import Cluster
-from harness.errors import ConfigError, HarnessError
-from harness.spec import KAFKA_39, ClusterSpec, TopicSpec
+from kafka_chaos.forensics import replica_verify
+from kafka_chaos.harness import admin, kafka_db
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.errors import ConfigError, HarnessError
+from kafka_chaos.harness.spec import KAFKA_39, ClusterSpec, TopicSpec
 
 pytestmark = pytest.mark.integration
 
@@ -153,7 +152,7 @@ def test_leader_failover_zookeeper_mode() -> None:
 
 def test_lifecycle_verbs_on_the_shared_cluster(kafka_cluster: Cluster, tmp_path) -> None:
     """The cheap verbs other layers rely on, without restarting anything."""
-    from harness.distribution import fetch
+    from kafka_chaos.harness.distribution import fetch
 
     cluster = kafka_cluster
     bootstrap = cluster.bootstrap_servers()

@@ -22,15 +22,14 @@ import pytest
 from _waiting import wait_for
 from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-
-from harness import kafka_config as kc
-from harness import kafka_db
-from harness.backends import load_cluster, procs
-from harness.cluster import Cluster
-from harness.node import Node
-from nemeses import clock, process
-from nemeses.base import FaultOp
-from nemeses.runner import apply, heal, heal_cluster
+from kafka_chaos.harness import kafka_config as kc
+from kafka_chaos.harness import kafka_db
+from kafka_chaos.harness.backends import load_cluster, procs
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.node import Node
+from kafka_chaos.nemeses import clock, process
+from kafka_chaos.nemeses.base import FaultOp
+from kafka_chaos.nemeses.runner import apply, heal, heal_cluster
 
 pytestmark = pytest.mark.integration
 

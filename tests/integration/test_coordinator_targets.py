@@ -14,11 +14,10 @@ import uuid
 import pytest
 from confluent_kafka import AcknowledgeType, Consumer, Producer, ShareConsumer, TopicPartition
 from confluent_kafka.admin import AdminClient
-
-from harness import admin
-from harness.cluster import Cluster
-from harness.spec import TopicSpec
-from nemeses.targeting import SHARE_STATE, group_coordinator, share_coordinator
+from kafka_chaos.harness import admin
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.spec import TopicSpec
+from kafka_chaos.nemeses.targeting import SHARE_STATE, group_coordinator, share_coordinator
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 

@@ -26,15 +26,14 @@ from pathlib import Path
 import pytest
 from _kafka_clusters import SHARED_CLUSTER, running_cluster
 from _waiting import wait_for
-
-from forensics import replica_verify
-from forensics.log_dump import CORRUPTION_NEEDLES
-from harness import admin, kafka_db
-from harness.cluster import Cluster
-from harness.node import Node, quote
-from harness.spec import NEWEST_KAFKA, ClusterSpec, TopicSpec
-from nemeses.base import FaultOp
-from nemeses.corrupt_segment import CorruptSegment
+from kafka_chaos.forensics import replica_verify
+from kafka_chaos.forensics.log_dump import CORRUPTION_NEEDLES
+from kafka_chaos.harness import admin, kafka_db
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.node import Node, quote
+from kafka_chaos.harness.spec import NEWEST_KAFKA, ClusterSpec, TopicSpec
+from kafka_chaos.nemeses.base import FaultOp
+from kafka_chaos.nemeses.corrupt_segment import CorruptSegment
 
 pytestmark = [
     pytest.mark.integration,

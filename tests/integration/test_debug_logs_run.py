@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 from _cli import kafka_chaos, report_path, run_args
-
-from harness import broker_debug
-from harness.cluster import Cluster
+from kafka_chaos.harness import broker_debug
+from kafka_chaos.harness.cluster import Cluster
 
 pytestmark = pytest.mark.integration
 

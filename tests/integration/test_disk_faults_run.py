@@ -33,16 +33,15 @@ from _local_leftovers import (
     up_killed_once_kafka_starts,
 )
 from _waiting import wait_for
-
-from forensics import replica_verify
-from harness import admin, kafka_db, lazyfs, tmpfs_disk
-from harness.cluster import Cluster
-from harness.node import Node, quote
-from harness.spec import NEWEST_KAFKA, ClusterSpec, TopicSpec
-from nemeses.base import FaultOp
-from nemeses.corrupt_segment import CorruptSegment
-from nemeses.disk_full import DiskFull
-from nemeses.runner import apply, heal_cluster
+from kafka_chaos.forensics import replica_verify
+from kafka_chaos.harness import admin, kafka_db, lazyfs, tmpfs_disk
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.node import Node, quote
+from kafka_chaos.harness.spec import NEWEST_KAFKA, ClusterSpec, TopicSpec
+from kafka_chaos.nemeses.base import FaultOp
+from kafka_chaos.nemeses.corrupt_segment import CorruptSegment
+from kafka_chaos.nemeses.disk_full import DiskFull
+from kafka_chaos.nemeses.runner import apply, heal_cluster
 
 pytestmark = [
     pytest.mark.integration,

@@ -15,12 +15,11 @@ import uuid
 
 import pytest
 from confluent_kafka import Producer
-
-from harness import admin
-from harness.cluster import Cluster
-from harness.history import HistoryWriter, read_history
-from harness.spec import TopicSpec
-from workloads.drain import final_drain
+from kafka_chaos.harness import admin
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.history import HistoryWriter, read_history
+from kafka_chaos.harness.spec import TopicSpec
+from kafka_chaos.workloads.drain import final_drain
 
 pytestmark = pytest.mark.integration
 

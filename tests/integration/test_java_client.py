@@ -15,9 +15,8 @@ from pathlib import Path
 
 import pytest
 from _cli import kafka_chaos, ops, report_path, run_args, shapes
-
-from harness import kafka_db
-from workloads.producer import UNKNOWN_AT_SHUTDOWN
+from kafka_chaos.harness import kafka_db
+from kafka_chaos.workloads.producer import UNKNOWN_AT_SHUTDOWN
 
 pytestmark = pytest.mark.integration
 

@@ -16,16 +16,15 @@ from pathlib import Path
 import pytest
 from _kafka_clusters import bare_cluster
 from _local_leftovers import leftovers, pids_from_files
-
-from harness import admin, backends
-from harness.backends import local
-from harness.backends.local_plan import LocalPlan
-from harness.backends.ssh_inventory import load_inventory
-from harness.backends.verify import check_mesh
-from harness.cluster import cluster_dir
-from harness.errors import HarnessError, NodeUnreachable
-from harness.node import Node, SSHTarget
-from harness.spec import ClusterSpec, TopicSpec
+from kafka_chaos.harness import admin, backends
+from kafka_chaos.harness.backends import local
+from kafka_chaos.harness.backends.local_plan import LocalPlan
+from kafka_chaos.harness.backends.ssh_inventory import load_inventory
+from kafka_chaos.harness.backends.verify import check_mesh
+from kafka_chaos.harness.cluster import cluster_dir
+from kafka_chaos.harness.errors import HarnessError, NodeUnreachable
+from kafka_chaos.harness.node import Node, SSHTarget
+from kafka_chaos.harness.spec import ClusterSpec, TopicSpec
 
 pytestmark = [
     pytest.mark.integration,

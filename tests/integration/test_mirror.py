@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 from _cli import kafka_chaos, ops, report_path, run_args
-
-from harness.cluster import Cluster
+from kafka_chaos.harness.cluster import Cluster
 
 pytestmark = pytest.mark.integration
 
@@ -23,7 +22,7 @@ def pair_removed_after(kafka_cluster: Cluster) -> Iterator[None]:
     """dc2's broker and the MirrorMaker node go when this module is done: the rest of
     the session's tests must not share two cores with an idle fourth broker."""
     yield
-    from harness import mirror_pair
+    from kafka_chaos.harness import mirror_pair
 
     mirror_pair.destroy(kafka_cluster.name)
 
@@ -46,10 +45,9 @@ def test_an_internal_topic_reads_whole_below_an_open_transaction(kafka_cluster: 
     and must count that as the end rather than wait for it (CI saw the catch-up
     never finish that way)."""
     from confluent_kafka import Producer
-
-    from harness import admin
-    from harness.spec import TopicSpec
-    from workloads.mirror_sync import copied_offsets
+    from kafka_chaos.harness import admin
+    from kafka_chaos.harness.spec import TopicSpec
+    from kafka_chaos.workloads.mirror_sync import copied_offsets
 
     bootstrap = kafka_cluster.bootstrap_servers()
     topic = TopicSpec(name=f"mm2-offsets-{uuid.uuid4().hex[:6]}", partitions=1)

@@ -21,17 +21,16 @@ from pathlib import Path
 
 import pytest
 from _waiting import wait_for
-
-from harness import admin, kafka_db
-from harness.backends import load_cluster
-from harness.cluster import BROKER_PORT, Cluster
-from harness.history import HistoryWriter, read_history
-from harness.node import Node
-from harness.spec import NemesisSpec, TestSpec, TopicSpec
-from nemeses import partition, targeting
-from nemeses.base import FaultOp
-from nemeses.runner import NemesisRunner, apply, heal, heal_cluster, prepare
-from nemeses.schedule import Schedule
+from kafka_chaos.harness import admin, kafka_db
+from kafka_chaos.harness.backends import load_cluster
+from kafka_chaos.harness.cluster import BROKER_PORT, Cluster
+from kafka_chaos.harness.history import HistoryWriter, read_history
+from kafka_chaos.harness.node import Node
+from kafka_chaos.harness.spec import NemesisSpec, TestSpec, TopicSpec
+from kafka_chaos.nemeses import partition, targeting
+from kafka_chaos.nemeses.base import FaultOp
+from kafka_chaos.nemeses.runner import NemesisRunner, apply, heal, heal_cluster, prepare
+from kafka_chaos.nemeses.schedule import Schedule
 
 pytestmark = pytest.mark.integration
 
@@ -287,10 +286,10 @@ def _starts_on_time(op: FaultOp, ops: list[FaultOp]) -> bool:
 HARNESS_SCRIPT = """
 import sys, time
 from pathlib import Path
-from harness.backends import load_cluster
-from harness.spec import NemesisSpec, TestSpec
-from nemeses.runner import NemesisRunner
-from harness.history import HistoryWriter
+from kafka_chaos.harness.backends import load_cluster
+from kafka_chaos.harness.spec import NemesisSpec, TestSpec
+from kafka_chaos.nemeses.runner import NemesisRunner
+from kafka_chaos.harness.history import HistoryWriter
 cluster = load_cluster(sys.argv[1])
 run = Path(sys.argv[2])
 ops = [{"id": 0, "f": "partition", "at_s": 0.0, "duration_s": 600.0, "targets": [sys.argv[3]],
@@ -359,7 +358,7 @@ def test_controller_targeting_names_the_active_controller(cluster: Cluster) -> N
 
 
 def test_netem_says_so_when_the_kernel_lacks_it(cluster: Cluster, tmp_path: Path) -> None:
-    from nemeses import netem
+    from kafka_chaos.nemeses import netem
 
     node = cluster.nodes[0]
     available = node.run(netem.probe_command(), timeout=15, check=False).ok

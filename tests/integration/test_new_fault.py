@@ -17,18 +17,18 @@ from pathlib import Path
 
 import pytest
 from _waiting import wait_for
+from kafka_chaos.harness.backends import load_cluster
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.history import HistoryWriter, read_history
+from kafka_chaos.harness.node import Node, quote
+from kafka_chaos.harness.spec import NemesisSpec, TestSpec
+from kafka_chaos.nemeses import registry
+from kafka_chaos.nemeses import schedule as sch
+from kafka_chaos.nemeses.base import FaultOp
+from kafka_chaos.nemeses.runner import NemesisRunner, apply, heal_cluster
 
-from harness.backends import load_cluster
-from harness.cluster import Cluster
-from harness.history import HistoryWriter, read_history
-from harness.node import Node, quote
-from harness.spec import NemesisSpec, TestSpec
 from kafka_chaos.options import build_spec
 from kafka_chaos.run_cli import replay_layer
-from nemeses import registry
-from nemeses import schedule as sch
-from nemeses.base import FaultOp
-from nemeses.runner import NemesisRunner, apply, heal_cluster
 from testkit.fault_example import NAME, Marker, marker
 
 pytestmark = pytest.mark.integration

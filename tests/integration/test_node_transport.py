@@ -17,9 +17,8 @@ from typing import Any
 
 import pytest
 from _kafka_clusters import bare_cluster
-
-from harness.errors import NodeUnreachable
-from harness.node import Node
+from kafka_chaos.harness.errors import NodeUnreachable
+from kafka_chaos.harness.node import Node
 
 pytestmark = [
     pytest.mark.integration,

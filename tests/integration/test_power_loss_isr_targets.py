@@ -18,14 +18,13 @@ from pathlib import Path
 import pytest
 from _kafka_clusters import SHARED_CLUSTER, running_cluster
 from _lazyfs_skip import lazyfs_missing
-
-from harness import admin, kafka_db, lazyfs
-from harness.cluster import Cluster
-from harness.history import HistoryWriter, read_history
-from harness.node import Node
-from harness.spec import NEWEST_KAFKA, ClusterSpec, NemesisSpec, TestSpec, TopicSpec
-from nemeses.runner import NemesisRunner
-from nemeses.schedule import Schedule
+from kafka_chaos.harness import admin, kafka_db, lazyfs
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.history import HistoryWriter, read_history
+from kafka_chaos.harness.node import Node
+from kafka_chaos.harness.spec import NEWEST_KAFKA, ClusterSpec, NemesisSpec, TestSpec, TopicSpec
+from kafka_chaos.nemeses.runner import NemesisRunner
+from kafka_chaos.nemeses.schedule import Schedule
 
 pytestmark = [
     pytest.mark.integration,

@@ -26,13 +26,12 @@ from _local_leftovers import (
     procs_mentioning,
     up_killed_once_kafka_starts,
 )
-
-from forensics.recovery_log import recovery_lines
-from harness import admin, kafka_db, lazyfs
-from harness.cluster import Cluster
-from harness.spec import NEWEST_KAFKA, ClusterSpec, TopicSpec
-from nemeses.base import FaultOp
-from nemeses.power_loss import PowerLoss
+from kafka_chaos.forensics.recovery_log import recovery_lines
+from kafka_chaos.harness import admin, kafka_db, lazyfs
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.spec import NEWEST_KAFKA, ClusterSpec, TopicSpec
+from kafka_chaos.nemeses.base import FaultOp
+from kafka_chaos.nemeses.power_loss import PowerLoss
 
 pytestmark = [
     pytest.mark.integration,

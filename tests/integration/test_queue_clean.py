@@ -12,11 +12,10 @@ import json
 import time
 
 import pytest
-
-from harness import admin
-from harness.history import HistoryWriter, read_history
-from harness.spec import TestSpec
-from workloads.queue import QueueWorkload
+from kafka_chaos.harness import admin
+from kafka_chaos.harness.history import HistoryWriter, read_history
+from kafka_chaos.harness.spec import TestSpec
+from kafka_chaos.workloads.queue import QueueWorkload
 
 pytestmark = pytest.mark.integration
 

@@ -15,9 +15,8 @@ from pathlib import Path
 import pytest
 from _cli import kafka_chaos, ops, run_args
 from _waiting import wait_for_history_line
-
-from harness import kafka_db
-from harness.cluster import Cluster
+from kafka_chaos.harness import kafka_db
+from kafka_chaos.harness.cluster import Cluster
 
 pytestmark = pytest.mark.integration
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from _cli import kafka_chaos, ops, report_path, run_args
+from kafka_chaos.harness.cluster import Cluster
 
-from harness.cluster import Cluster
 from kafka_chaos.shrink.cli import anomalies, default_anomalies
 
 pytestmark = pytest.mark.integration

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 from _cli import kafka_chaos, ops, run_args, runs_by_client, shapes
+from kafka_chaos.harness.cluster import Cluster
 from test_scenarios import run_scenario
-
-from harness.cluster import Cluster
 
 pytestmark = pytest.mark.integration
 

@@ -15,14 +15,14 @@ import time
 
 import pytest
 from confluent_kafka import Producer
+from kafka_chaos.harness import admin
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.history import HistoryWriter, read_history
+from kafka_chaos.harness.spec import TestSpec, TopicSpec
+from kafka_chaos.workloads.java.share_probe import ProbeProcess
+from kafka_chaos.workloads.share_consumer import group_settings
 
-from harness import admin
-from harness.cluster import Cluster
-from harness.history import HistoryWriter, read_history
-from harness.spec import TestSpec, TopicSpec
 from testkit.share_events import share_events
-from workloads.java.share_probe import ProbeProcess
-from workloads.share_consumer import group_settings
 
 pytestmark = pytest.mark.integration
 

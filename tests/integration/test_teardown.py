@@ -18,8 +18,7 @@ from pathlib import Path
 
 import pytest
 from _local_leftovers import down, leftovers, pids_from_files, procs_mentioning
-
-from harness.cluster import cluster_dir
+from kafka_chaos.harness.cluster import cluster_dir
 
 pytestmark = [
     pytest.mark.integration,

@@ -17,10 +17,9 @@ from pathlib import Path
 
 import pytest
 from _cli import kafka_chaos, ops, report_path, run_args, runs_by_client, shapes
-
-from checkers.catalog import names
-from checkers.cycle_checks import CYCLE_CHECKS
-from harness.cluster import Cluster
+from kafka_chaos.checkers.catalog import names
+from kafka_chaos.checkers.txn.cycle_checks import CYCLE_CHECKS
+from kafka_chaos.harness.cluster import Cluster
 
 pytestmark = pytest.mark.integration
 

@@ -26,10 +26,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 
 from _shell_node import ShellNode  # noqa: E402
-
-from harness import api_versions, distribution, postgres_db, services, tansu_build  # noqa: E402
-from harness.errors import HarnessError  # noqa: E402
-from harness.node import SSHTarget  # noqa: E402
+from kafka_chaos.harness import api_versions, distribution, postgres_db, services, tansu_build  # noqa: E402
+from kafka_chaos.harness.errors import HarnessError  # noqa: E402
+from kafka_chaos.harness.node import SSHTarget  # noqa: E402
 
 DATABASE = "tansu"
 

@@ -8,11 +8,10 @@ after its send was invoked.
 
 from __future__ import annotations
 
+from kafka_chaos.checkers.check import Check, Context, always
+from kafka_chaos.checkers.tables import anomaly
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-
-from checkers.check import Check, Context, always
-from checkers.tables import anomaly
 
 NAME = "slow-ack"
 LIMIT_S = 5.0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 
-from harness.node import Node, RunResult
+from kafka_chaos.harness.node import Node, RunResult
 
 
 class ShellNode(Node):

@@ -173,8 +173,9 @@ def over_generated_histories(rng_seed: int, examples: int, max_txns: int) -> Cal
 def analyse_cases(spark, tmp_path, cases: list[Case], config: dict[str, Any]) -> dict:
     """Every case judged by the Spark checkers in one job (hid = position in
     ``cases``), without the cycle search, which has tests of its own."""
-    from checkers.api import analyse
-    from checkers.load import load_history
+    from kafka_chaos.checkers.api import analyse
+    from kafka_chaos.checkers.ingest.load import load_history
+
     from testkit.builder import write_histories
 
     path = write_histories(tmp_path / "many.jsonl", (case.ops for case in cases))

@@ -41,8 +41,8 @@ class Cases(dict[str, Case]):
 
     def judge(self, spark, tmp_dir) -> dict[str, tuple[dict, list[dict]]]:
         """{name: (results, ops)}: one batched Spark job per isolation level."""
-        from checkers.api import analyse
-        from checkers.load import load_history
+        from kafka_chaos.checkers.api import analyse
+        from kafka_chaos.checkers.ingest.load import load_history
 
         out = {}
         for isolation in sorted({c.isolation for c in self.values()}):

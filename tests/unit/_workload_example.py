@@ -18,18 +18,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kafka_chaos.checkers.check import Check, Context, Group, always
+from kafka_chaos.checkers.tables import anomaly, kind
+from kafka_chaos.harness.errors import ConfigError
+from kafka_chaos.harness.history import HistoryWriter
+from kafka_chaos.harness.option import Option
+from kafka_chaos.harness.spec import TestSpec
+from kafka_chaos.harness.spec_sections import Section
+from kafka_chaos.workloads.declared_parts import LineKind, ReportSection
+from kafka_chaos.workloads.registry import Declaration
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
-
-from checkers.check import Check, Context, Group, always
-from checkers.tables import anomaly, kind
-from harness.errors import ConfigError
-from harness.history import HistoryWriter
-from harness.option import Option
-from harness.spec import TestSpec
-from harness.spec_sections import Section
-from workloads.declared_parts import LineKind, ReportSection
-from workloads.registry import Declaration
 
 NAME = "watermark-example"
 LINE = "watermark"

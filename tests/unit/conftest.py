@@ -11,7 +11,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def spark():
-    from checkers.session import get_spark
+    from kafka_chaos.checkers.session import get_spark
 
     session = get_spark("local[2]")
     yield session

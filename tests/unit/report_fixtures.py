@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from checkers.catalog import names
-from harness.spec import TestSpec
+from kafka_chaos.checkers.catalog import names
+from kafka_chaos.harness.spec import TestSpec
 
 NS = 1_000_000_000
 MS = 1_000_000
@@ -339,7 +339,7 @@ def build_run(
     if results:
         res = results_for(sim, kind, xss)
         if results_timeline:
-            from reports.timeline import summarize_history
+            from kafka_chaos.reports.timeline import summarize_history
 
             summary = summarize_history(run_dir / "history.jsonl")
             res["stats"]["availability"]["timeline"] = summary.timeline

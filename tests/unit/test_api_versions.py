@@ -9,9 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from harness import api_versions
-from harness.errors import HarnessError
+from kafka_chaos.harness import api_versions
+from kafka_chaos.harness.errors import HarnessError
 
 KAFKA_4_4 = (Path(__file__).parent / "data" / "broker-api-versions-4.4.0.txt").read_text()
 

@@ -15,15 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kafka_chaos.checkers import catalog
+from kafka_chaos.checkers.check import Check
+from kafka_chaos.checkers.results import build_checks
+from kafka_chaos.checkers.spec_view import CheckedSpec
+from kafka_chaos.harness.spec import TestSpec
+from kafka_chaos.reports.explanations import promise
+from kafka_chaos.reports.render import write_report
 from report_fixtures import assert_self_contained, build_run
-
-from checkers import catalog
-from checkers.check import Check
-from checkers.results import build_checks
-from checkers.spec_view import CheckedSpec
-from harness.spec import TestSpec
-from reports.explanations import promise
-from reports.render import write_report
 
 
 def _spec(**sections: dict[str, Any]) -> CheckedSpec:

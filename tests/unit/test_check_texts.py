@@ -14,10 +14,9 @@ from typing import Any
 
 import pytest
 from _check_example import SLOW_ACK
-
-from checkers import catalog, hints
-from reports.explanations import hints as report_hints
-from reports.grouping import mechanism
+from kafka_chaos.checkers import catalog, hints
+from kafka_chaos.reports.explanations import hints as report_hints
+from kafka_chaos.reports.grouping import mechanism
 
 NAME = "slow-ack-texts"
 

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from kafka_chaos.checkers.ingest.convert import scan_for_bad_line
+from kafka_chaos.harness.errors import HistoryError
+from kafka_chaos.harness.spec import TestSpec
 
-from checkers.ingest import scan_for_bad_line
-from harness.errors import HistoryError
-from harness.spec import TestSpec
 from kafka_chaos.cli import main
 from testkit.builder import HistoryBuilder
 
@@ -191,7 +191,8 @@ def test_without_elle_a_txn_history_is_never_valid_and_says_why_in_one_line(
     """A machine that cannot resolve Elle (here: an empty cache and no `mvn` on
     PATH) still runs every other check, but the cycle checks are unknown, so the
     verdict is unknown, and the reason is one line naming all six checks."""
-    from checkers.cycle_checks import CYCLE_CHECKS
+    from kafka_chaos.checkers.txn.cycle_checks import CYCLE_CHECKS
+
     from testkit.builder import history_lines
     from testkit.synthetic_txn import generate
 

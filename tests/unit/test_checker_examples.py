@@ -11,9 +11,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-
-from checkers.catalog import names
-from checkers.results import (
+from kafka_chaos.checkers.catalog import names
+from kafka_chaos.checkers.results import (
     FAULTS_FAILED,
     NOTHING_ACKED,
     NOTHING_READ,
@@ -22,6 +21,7 @@ from checkers.results import (
     unknown_reasons,
     verdict,
 )
+
 from testkit import reference
 from testkit.builder import HistoryBuilder
 
@@ -243,7 +243,7 @@ def double_ownership(b):
 @case({"group-double-ownership": 3}, "invalid", gaps=NO_WRITES)
 def three_owners_at_once_are_three_pairs_each_counted_once(b):
     """Overlaps that start in different 10 s time buckets and span several: the
-    range join (checkers/group_checks.py) must still find each pair once."""
+    range join (checkers/queue/group_checks.py) must still find each pair once."""
     for member in (10, 11, 12):
         b.subscribe(member, "g", ["t"])
     b.rebalance(10, "g", assigned=[("t", 0)])
@@ -420,8 +420,8 @@ def a_failed_commit_explains_no_read_of_its_offset(b):
 
 @pytest.fixture(scope="module")
 def judged(spark, tmp_path_factory):
-    from checkers.api import analyse
-    from checkers.load import load_history
+    from kafka_chaos.checkers.api import analyse
+    from kafka_chaos.checkers.ingest.load import load_history
 
     path = tmp_path_factory.mktemp("examples") / "cases.jsonl"
     histories = {}

@@ -27,9 +27,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
-
-from checkers.catalog import names
-from checkers.results import (
+from kafka_chaos.checkers.catalog import names
+from kafka_chaos.checkers.results import (
     FAULTS_FAILED,
     NOTHING_ACKED,
     NOTHING_READ,
@@ -38,6 +37,7 @@ from checkers.results import (
     unknown_reasons,
     verdict,
 )
+
 from testkit import reference
 from testkit.builder import HistoryBuilder, write_histories
 
@@ -699,8 +699,8 @@ def test_reference_finds_exactly_the_injected_anomalies(kind: str, history_seed:
 def test_spark_agrees_with_reference_on_all_generated_histories(
     spark, tmp_path, record_property
 ) -> None:
-    from checkers.api import analyse
-    from checkers.load import load_history
+    from kafka_chaos.checkers.api import analyse
+    from kafka_chaos.checkers.ingest.load import load_history
 
     if not COLLECTED:
         pytest.skip("run together with the reference property test")

@@ -1,8 +1,8 @@
 """Severities follow the run's configuration (docs/results.md)."""
 
-from checkers.catalog import checks_for, severities
-from checkers.cycle_checks import CYCLE_CHECKS
-from harness.spec import TestSpec
+from kafka_chaos.checkers.catalog import checks_for, severities
+from kafka_chaos.checkers.txn.cycle_checks import CYCLE_CHECKS
+from kafka_chaos.harness.spec import TestSpec
 
 
 def test_defaults_make_every_safety_anomaly_an_error():

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from kafka_chaos.harness.errors import HarnessError
+from kafka_chaos.harness.spec import TestSpec
 
-from harness.errors import HarnessError
-from harness.spec import TestSpec
 from kafka_chaos.child_run import needs_own_process, run_in_child
 
 

@@ -8,8 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from kafka_chaos.checkers import class_archive
 
-from checkers import class_archive
 from testkit import class_archive_build
 
 

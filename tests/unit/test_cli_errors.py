@@ -50,7 +50,7 @@ def test_only_our_own_records_reach_the_terminal() -> None:
     def record(name: str, level: int) -> logging.LogRecord:
         return logging.LogRecord(name, level, __file__, 1, "m", (), None)
 
-    assert terminal_log._only_our_own(record("nemeses.runner", logging.INFO))
+    assert terminal_log._only_our_own(record("kafka_chaos.nemeses.runner", logging.INFO))
     assert terminal_log._only_our_own(record("kafka_chaos.run", logging.INFO))
     assert not terminal_log._only_our_own(record("spark.jvm", logging.INFO))
     assert not terminal_log._only_our_own(record("paramiko.transport", logging.WARNING))

@@ -18,17 +18,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-
-from harness import kafka_config as kc
-from harness import kafka_db
-from harness.backends import procs
-from harness.cluster import Cluster
-from harness.errors import CommandFailed, ConfigError
-from harness.node import Node, RunResult, SSHTarget
-from harness.spec import NemesisSpec
-from nemeses import clock, registry
-from nemeses import schedule as sch
-from nemeses.base import FaultOp, NemesisError
+from kafka_chaos.harness import kafka_config as kc
+from kafka_chaos.harness import kafka_db
+from kafka_chaos.harness.backends import procs
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.errors import CommandFailed, ConfigError
+from kafka_chaos.harness.node import Node, RunResult, SSHTarget
+from kafka_chaos.harness.spec import NemesisSpec
+from kafka_chaos.nemeses import clock, registry
+from kafka_chaos.nemeses import schedule as sch
+from kafka_chaos.nemeses.base import FaultOp, NemesisError
 
 NODES = ["n1", "n2", "n3"]
 FAKE_DATE = """#!/usr/bin/env python3
@@ -268,7 +267,7 @@ def test_unknown_clock_mechanism_is_refused(tmp_path, monkeypatch):
 
 
 def test_clock_faults_through_the_runner_entry_points(tmp_path, no_settle):
-    from nemeses.runner import apply, heal
+    from kafka_chaos.nemeses.runner import apply, heal
 
     cluster, node = make_cluster(tmp_path, "local")
     op = FaultOp(0, "clock-bump", 0.0, 1.0, ["n1"], params={"delta_ms": -2000})

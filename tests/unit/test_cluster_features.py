@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from harness.kafka_db import parse_features
-from reports.render import client
+from kafka_chaos.harness.kafka_db import parse_features
+from kafka_chaos.reports.render import client
 
 DESCRIBE = (
     "Feature: metadata.version\tSupportedMinVersion: 3.3-IV3\tSupportedMaxVersion: 4.4-IV2\t"

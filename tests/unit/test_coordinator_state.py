@@ -8,7 +8,13 @@ from __future__ import annotations
 
 import json
 
-from forensics.coordinator_state import commit_summary, parse, share_row, share_summary, state_at
+from kafka_chaos.forensics.coordinator_state import (
+    commit_summary,
+    parse,
+    share_row,
+    share_summary,
+    state_at,
+)
 
 G, T = "chaos-20261127t102027z-s0", "OT5FI9o8Sly4cqhlVrzpKg"
 
@@ -106,7 +112,7 @@ def test_commit_records_that_go_lower_are_listed_per_partition():
 
 
 def test_the_report_section_says_what_was_persisted_and_what_went_back(tmp_path):
-    from reports.coordinators import coordinators_section
+    from kafka_chaos.reports.coordinators import coordinators_section
 
     assert coordinators_section(tmp_path) is None  # a run that did not keep it
     kept = {

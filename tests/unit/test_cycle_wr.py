@@ -20,9 +20,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from kafka_chaos.checkers.catalog import checks_for, severities
+from kafka_chaos.checkers.txn.cycle_checks import CYCLE_CHECKS, WR_CYCLE_CHECK, elle_missing
 
-from checkers.catalog import checks_for, severities
-from checkers.cycle_checks import CYCLE_CHECKS, WR_CYCLE_CHECK, elle_missing
 from testkit.builder import HistoryBuilder, poll_mop, send_mop
 from testkit.reference_cycles import reported
 
@@ -66,8 +66,9 @@ HISTORIES = {
 
 
 def judge(spark, tmp_path, config: dict[str, Any], names: list[str]) -> dict[str, dict]:
-    from checkers.api import analyse
-    from checkers.load import load_history
+    from kafka_chaos.checkers.api import analyse
+    from kafka_chaos.checkers.ingest.load import load_history
+
     from testkit.builder import write_histories
 
     path = write_histories(tmp_path / "cases.jsonl", (HISTORIES[n] for n in names))
@@ -131,7 +132,9 @@ def test_without_ww_edges_the_same_cycle_is_g1c_and_g1c_wr_is_left_out(spark, tm
 
 @pytest.mark.slow
 def test_without_elle_g1c_wr_is_unknown_like_the_other_cycle_checks(spark, tmp_path, monkeypatch):
-    monkeypatch.setattr("checkers.cycle_checks.elle_missing", lambda: "no Elle here")
+    monkeypatch.setattr(
+        "kafka_chaos.checkers.txn.cycle_checks.elle_missing", lambda: "no Elle here"
+    )
     res = judge(spark, tmp_path, CONFIG, ["mutual_reads"])["mutual_reads"]
     for name in (*CYCLE_CHECKS, WR_CYCLE_CHECK):
         assert res["checks"][name]["valid"] == "unknown", name
@@ -144,7 +147,7 @@ def test_without_elle_g1c_wr_is_unknown_like_the_other_cycle_checks(spark, tmp_p
 def test_a_timeout_in_the_search_without_ww_edges_leaves_g1c_wr_unknown(
     spark, tmp_path, monkeypatch
 ):
-    from checkers import cycle_checks
+    from kafka_chaos.checkers.txn import cycle_checks
 
     real = cycle_checks._elle
 

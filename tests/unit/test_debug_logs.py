@@ -15,10 +15,13 @@ from pathlib import Path
 
 import confluent_kafka
 import pytest
+from kafka_chaos.harness import kafka_config as kc
+from kafka_chaos.harness.errors import ConfigError
+from kafka_chaos.harness.spec import DEFAULT_CLIENT_DEBUG, LIBRDKAFKA_DEBUG_CONTEXTS, DebugSpec
+from kafka_chaos.workloads import client_logs
+from kafka_chaos.workloads.client_logs import MARKER, ClientLogs
+from kafka_chaos.workloads.java import jvm
 
-from harness import kafka_config as kc
-from harness.errors import ConfigError
-from harness.spec import DEFAULT_CLIENT_DEBUG, LIBRDKAFKA_DEBUG_CONTEXTS, DebugSpec
 from kafka_chaos.options import (
     add_debug_options,
     add_run_options,
@@ -26,9 +29,6 @@ from kafka_chaos.options import (
     cli_overrides,
     debug_overrides,
 )
-from workloads import client_logs
-from workloads.client_logs import MARKER, ClientLogs
-from workloads.java import jvm
 
 LOCAL = {"cluster": {"backend": "local", "name": "unit-debug-logs"}}
 
@@ -199,7 +199,7 @@ def test_lines_are_on_disk_before_close(tmp_path: Path) -> None:
 
 def test_a_real_librdkafka_client_logs_through_it_from_its_poll(tmp_path: Path) -> None:
     """confluent-kafka accepts the logger and hands it the debug lines in poll()."""
-    from harness.spec import TestSpec
+    from kafka_chaos.harness.spec import TestSpec
 
     spec = TestSpec(debug=DebugSpec(client="default"))
     with client_logs.kept(tmp_path, spec.debug) as logs:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 from confluent_kafka import KafkaError
-
-from workloads.delivery_errors import (
+from kafka_chaos.workloads.delivery_errors import (
     ALWAYS_DEFINITE,
     COMMIT_DEFINITE,
     DEFINITE_IF_SINGLE_ATTEMPT,

@@ -14,14 +14,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from kafka_chaos.harness import tmpfs_disk
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.errors import ConfigError, HarnessError
+from kafka_chaos.nemeses import corrupt_segment, registry
+from kafka_chaos.nemeses.disk_full import DiskFull
+from kafka_chaos.nemeses.kinds import Ctx
 
-from harness import tmpfs_disk
-from harness.cluster import Cluster
-from harness.errors import ConfigError, HarnessError
 from kafka_chaos.options import build_spec
-from nemeses import corrupt_segment, registry
-from nemeses.disk_full import DiskFull
-from nemeses.kinds import Ctx
 
 
 def test_disk_full_off_tmpfs_is_refused_before_anything_runs() -> None:
@@ -222,7 +222,7 @@ def test_an_active_segment_above_the_checkpoint_is_not_below_it(tmp_path: Path) 
 
 
 def test_replica_verification_says_which_broker_cut_a_damaged_segment() -> None:
-    from forensics.replica_verify import summary
+    from kafka_chaos.forensics.replica_verify import summary
 
     found = [{"node": "n2", "partition": 0, "kind": "invalid-batch"},
              {"node": "n2", "partition": 0, "kind": "truncated"}]  # fmt: skip

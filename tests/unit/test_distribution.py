@@ -9,9 +9,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-
-from harness import distribution as d
-from harness.errors import ConfigError
+from kafka_chaos.harness import distribution as d
+from kafka_chaos.harness.errors import ConfigError
 
 NS = {"m": "http://maven.apache.org/POM/4.0.0"}
 

@@ -17,16 +17,15 @@ import time
 from typing import Any
 
 import pytest
-
-from harness import elle_classpath
-from harness.errors import ElleResolveError
+from kafka_chaos.harness import elle_classpath
+from kafka_chaos.harness.errors import ElleResolveError
 
 try:
     elle_classpath.classpath()
 except ElleResolveError as e:
     pytest.skip(f"Elle's classpath cannot be resolved: {e}", allow_module_level=True)
 
-from checkers import elle, elle_jvm  # noqa: E402  (only once Elle is known to resolve)
+from kafka_chaos.checkers.txn import elle, elle_jvm  # noqa: E402  (only once Elle is known to resolve)
 
 
 @pytest.fixture(scope="session")
@@ -242,7 +241,7 @@ import atexit
 
 import jpype  # noqa: F401  (JPype's exit handler is registered first, as in any process)
 
-from checkers import elle_jvm
+from kafka_chaos.checkers.txn import elle_jvm
 
 # A hot loop whose null checks HotSpot compiles into faulting loads: it survives
 # only while the JVM's SIGSEGV handler is installed.
@@ -272,7 +271,7 @@ def test_java_at_exit_survives_pytests_faulthandler(tmp_path) -> None:
     """pytest's faulthandler drops the JVM's SIGSEGV handler at session end; Java
     code that runs at exit (JPype's shutdown) then crashed the process with
     exit 139 after every test passed (CI, 2026-11-24).  Elle's exit handler puts
-    the JVM's handlers back first (checkers/jvm_signals.py)."""
+    the JVM's handlers back first (checkers/txn/jvm_signals.py)."""
     (tmp_path / "test_child.py").write_text(CHILD_TEST)
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))

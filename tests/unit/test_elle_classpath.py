@@ -8,9 +8,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-
-from harness import elle_classpath as ec
-from harness.errors import ElleResolveError
+from kafka_chaos.harness import elle_classpath as ec
+from kafka_chaos.harness.errors import ElleResolveError
 
 NS = {"m": "http://maven.apache.org/POM/4.0.0"}
 

@@ -43,7 +43,10 @@ def _resolve(dotted: str) -> object:
 
 
 def test_the_doc_names_places() -> None:
-    assert "checkers.check.Check" in DOTTED and "nemeses.kinds.FaultKind" in DOTTED
+    assert (
+        "kafka_chaos.checkers.check.Check" in DOTTED
+        and "kafka_chaos.nemeses.kinds.FaultKind" in DOTTED
+    )
     assert "checkers/hints.py" in PATHS
 
 

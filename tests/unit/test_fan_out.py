@@ -1,4 +1,4 @@
-"""harness.fan_out: one step on many nodes, bounded, with one error rule.
+"""kafka_chaos.harness.fan_out: one step on many nodes, bounded, with one error rule.
 
 Real threads and real slow, failing and hung functions; nodes are never
 contacted (the functions ignore SSH), so no cluster is needed.
@@ -13,10 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
-
-from harness.errors import CommandFailed, HarnessError, NodeUnreachable
-from harness.fan_out import on_nodes
-from harness.node import Node, SSHTarget
+from kafka_chaos.harness.errors import CommandFailed, HarnessError, NodeUnreachable
+from kafka_chaos.harness.fan_out import on_nodes
+from kafka_chaos.harness.node import Node, SSHTarget
 
 
 def make_nodes(count: int, time_scale: float = 1.0) -> list[Node]:
@@ -164,8 +163,8 @@ def test_a_hung_step_does_not_keep_the_process_alive() -> None:
     """A pool would join its workers at exit; the harness must end anyway."""
     script = (
         "import threading\n"
-        "from harness.fan_out import on_nodes\n"
-        "from harness.node import Node, SSHTarget\n"
+        "from kafka_chaos.harness.fan_out import on_nodes\n"
+        "from kafka_chaos.harness.node import Node, SSHTarget\n"
         "node = Node('n1', 1, 'a', SSHTarget('a'), '/r')\n"
         "out = on_nodes([node], lambda n: threading.Event().wait(), timeout_s=0.2, what='hang')\n"
         "print(out.failures()[0].error)\n"

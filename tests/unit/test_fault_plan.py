@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kafka_chaos.checkers import fault_plan
+from kafka_chaos.checkers.cli import summary_lines
+from kafka_chaos.reports.timeline import summarize_history
 
-from checkers import fault_plan
-from checkers.cli import summary_lines
 from kafka_chaos.cli import main
-from reports.timeline import summarize_history
 from testkit import reference_stats
 from testkit.builder import HistoryBuilder
 
@@ -64,8 +64,8 @@ def _faults(b: HistoryBuilder) -> None:
 
 @pytest.fixture(scope="module")
 def judged(spark, tmp_path_factory) -> tuple[dict[str, Any], list[dict[str, Any]], Path]:
-    from checkers.api import analyse
-    from checkers.load import load_history
+    from kafka_chaos.checkers.api import analyse
+    from kafka_chaos.checkers.ingest.load import load_history
 
     b = HistoryBuilder()
     _faults(b)
@@ -131,8 +131,8 @@ def test_the_report_reads_the_same_plan_from_the_history(judged) -> None:
 
 @pytest.mark.slow
 def test_older_histories_flag_nothing_but_a_missing_end(spark, tmp_path) -> None:
-    from checkers.api import analyse
-    from checkers.load import load_history
+    from kafka_chaos.checkers.api import analyse
+    from kafka_chaos.checkers.ingest.load import load_history
 
     b = HistoryBuilder()
     b.fault("kill", 1, "start", ["n1"])

@@ -4,9 +4,8 @@ kind tuples of ``nemeses/base.py`` said about it."""
 from __future__ import annotations
 
 import pytest
-
-from harness.errors import ConfigError
-from nemeses import registry
+from kafka_chaos.harness.errors import ConfigError
+from kafka_chaos.nemeses import registry
 
 TODAY = (
     "kill",

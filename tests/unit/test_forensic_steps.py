@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from forensics import disk_account
-from forensics.steps import STEPS, Moment, Scene, at
-from harness.spec import TestSpec
+from kafka_chaos.forensics import disk_account
+from kafka_chaos.forensics.steps import STEPS, Moment, Scene, at
+from kafka_chaos.harness.spec import TestSpec
 
 
 def _names(moment: Moment, scene: Scene) -> list[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 
-from harness.backends import guard_routes
+from kafka_chaos.harness.backends import guard_routes
 
 PREFIX = "10.251.253.0/24"  # in the local backend's range, past its last slot (250)
 

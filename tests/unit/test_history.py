@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 from _threads import run_in_threads
-
-from harness.errors import HistoryError
-from harness.history import HistoryWriter, encode_tail, read_history
+from kafka_chaos.harness.errors import HistoryError
+from kafka_chaos.harness.history import HistoryWriter, encode_tail, read_history
 
 
 def test_concurrent_writers_keep_index_and_time_ordered(tmp_path):
@@ -121,7 +120,7 @@ def test_a_batch_cut_short_by_sigkill_leaves_a_valid_prefix(tmp_path):
     script = textwrap.dedent(
         """
         import sys
-        from harness.history import HistoryWriter, encode_tail
+        from kafka_chaos.harness.history import HistoryWriter, encode_tail
         h, v = HistoryWriter(sys.argv[1]), 0
         while True:
             pad = "x" * 300
@@ -166,7 +165,7 @@ def test_a_line_cut_inside_a_batch_is_skipped(tmp_path):
 def test_broker_wall_clock_times_land_on_the_history_axis(monkeypatch):
     import time
 
-    from harness.history import wall_clock_on_history_axis
+    from kafka_chaos.harness.history import wall_clock_on_history_axis
 
     assert wall_clock_on_history_axis(None) is None
     monkeypatch.setattr(time, "time", lambda: 1_000.0)  # wall clock: 1,000,000 ms

@@ -8,10 +8,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from kafka_chaos.checkers.ingest import convert as ingest
+from kafka_chaos.checkers.ingest.topic_ids import STORED
+from kafka_chaos.harness.errors import HistoryError
 
-from checkers import ingest
-from checkers.topic_ids import STORED
-from harness.errors import HistoryError
 from testkit.builder import HistoryBuilder
 from testkit.stored_rows import topic_names, with_topic_names
 
@@ -187,9 +187,9 @@ def test_rows_schema_types_match_spark_expectations():
 
 
 def test_op_codes_name_each_send_and_read():
-    """One stored integer per send or read row (checkers/op_codes.py); others have none."""
-    from checkers.line_rows import ROWS
-    from checkers.op_codes import ACK, FAIL, INFO, INVOKE, READ, op_column
+    """One stored integer per send or read row (checkers/ingest/op_codes.py); others have none."""
+    from kafka_chaos.checkers.ingest.line_rows import ROWS
+    from kafka_chaos.checkers.ingest.op_codes import ACK, FAIL, INFO, INVOKE, READ, op_column
 
     rows = [
         {"f": "send", "type": "invoke"},
@@ -230,7 +230,7 @@ def test_topics_are_stored_as_ids_and_named_once(tmp_path):
 
 
 def test_each_ack_names_the_previous_ack_of_its_producer_and_partition(tmp_path, monkeypatch):
-    """checkers/ack_order.py, across chunk boundaries and interleaved histories."""
+    """checkers/ingest/ack_order.py, across chunk boundaries and interleaved histories."""
     import random
 
     rnd = random.Random(7)
@@ -267,7 +267,7 @@ def test_each_ack_names_the_previous_ack_of_its_producer_and_partition(tmp_path,
 
 
 def test_poll_summaries_follow_each_partition_through_interleaved_polls(tmp_path, monkeypatch):
-    """checkers/poll_positions.py against a plain replay: each record's previous offset
+    """checkers/ingest/poll_positions.py against a plain replay: each record's previous offset
     in its poll's reads of the partition, and first, last, straight."""
     import random
 

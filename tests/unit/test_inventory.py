@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from harness.backends.ssh_inventory import load_inventory, nodes_from_inventory
-from harness.errors import ConfigError
+from kafka_chaos.harness.backends.ssh_inventory import load_inventory, nodes_from_inventory
+from kafka_chaos.harness.errors import ConfigError
 
 
 @pytest.fixture()

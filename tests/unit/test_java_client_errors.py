@@ -16,10 +16,9 @@ import pytest
 from confluent_kafka import KafkaError
 from hypothesis import given
 from hypothesis import strategies as st
-
-from harness.errors import ConfigError
-from workloads.delivery_errors import classify, classify_commit
-from workloads.java import errors, jvm
+from kafka_chaos.harness.errors import ConfigError
+from kafka_chaos.workloads.delivery_errors import classify, classify_commit
+from kafka_chaos.workloads.java import errors, jvm
 
 ROOT = Path(__file__).resolve().parents[2]
 KAFKA = "4.4.0"
@@ -34,7 +33,7 @@ def python(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[
 @pytest.fixture(scope="module")
 def rows() -> dict[str, dict]:
     """Every listed class, judged in a real JVM holding Kafka 4.4.0's client."""
-    done = python("-m", "workloads.java.errors", "--json", "--kafka", KAFKA)
+    done = python("-m", "kafka_chaos.workloads.java.errors", "--json", "--kafka", KAFKA)
     assert done.returncode == 0, done.stderr[-2000:]
     return {r["class"].rsplit(".", 1)[-1]: r for r in json.loads(done.stdout)}
 
@@ -86,7 +85,7 @@ def test_every_row_is_classified_by_librdkafkas_tables(rows) -> None:
 
 
 def test_docs_table_is_the_mapping_as_judged() -> None:
-    done = python("-m", "workloads.java.errors", "docs/java-client.md", "--check")
+    done = python("-m", "kafka_chaos.workloads.java.errors", "docs/java-client.md", "--check")
     assert done.returncode == 0, (done.stdout + done.stderr)[-2000:]
 
 
@@ -136,7 +135,7 @@ def test_a_patched_client_jar_takes_the_released_clients_place(tmp_path: Path) -
 
 
 def test_an_uncached_version_is_one_line_naming_the_fix() -> None:
-    done = python("-m", "workloads.java.errors", "--json", "--kafka", "0.0.1")
+    done = python("-m", "kafka_chaos.workloads.java.errors", "--json", "--kafka", "0.0.1")
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "kafka-chaos dist fetch 0.0.1" in lines[0], done.stderr
@@ -152,15 +151,15 @@ def test_the_client_needs_only_its_own_jars() -> None:
 ELLE_BESIDE_THE_CLIENT = """
 import json, sys, tempfile
 from pathlib import Path
-from workloads.java import jvm
+from kafka_chaos.workloads.java import jvm
 jvm.start(sys.argv[1], Path(tempfile.gettempdir()))
-from checkers import elle
+from kafka_chaos.checkers.txn import elle
 print(json.dumps(elle.find_cycles(*json.loads(sys.stdin.read()))))
 """
 
 
 def test_elle_runs_in_a_child_when_the_java_client_holds_the_jvm() -> None:
-    from checkers import elle
+    from kafka_chaos.checkers.txn import elle
 
     ops = [
         {
@@ -211,7 +210,7 @@ def test_no_javac_is_one_line_naming_the_fix(tmp_path: Path, monkeypatch) -> Non
 ORDER = """
 import json, tempfile
 from pathlib import Path
-from workloads.java import jvm
+from kafka_chaos.workloads.java import jvm
 jvm.start("4.4.0", Path(tempfile.mkdtemp()))
 import jpype
 Mock = jpype.JClass("org.apache.kafka.clients.producer.MockProducer")

@@ -11,11 +11,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from kafka_chaos.harness.errors import ConfigError
+from kafka_chaos.workloads.consumer import POLL_BATCH, SOCKET_TIMEOUT_MS, consumer_config
+from kafka_chaos.workloads.java.consumer import java_consumer_properties
 
-from harness.errors import ConfigError
 from kafka_chaos.options import add_run_options, build_spec, cli_overrides
-from workloads.consumer import POLL_BATCH, SOCKET_TIMEOUT_MS, consumer_config
-from workloads.java.consumer import java_consumer_properties
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -76,10 +76,10 @@ DECODE = textwrap.dedent(
     """
     import json, sys, tempfile
     from pathlib import Path
-    from workloads.java import jvm
+    from kafka_chaos.workloads.java import jvm
     jvm.start("4.4.0", Path(tempfile.mkdtemp()))
     import jpype
-    from workloads.java.consumer import records_of
+    from kafka_chaos.workloads.java.consumer import records_of
     C = "org.apache.kafka.clients.consumer."
     TP = jpype.JClass("org.apache.kafka.common.TopicPartition")
     Rec = jpype.JClass(C + "ConsumerRecord")
@@ -120,8 +120,8 @@ def test_a_polls_records_reach_the_history_as_librdkafkas_do() -> None:
 
 
 def test_a_share_member_takes_librdkafkas_share_settings() -> None:
-    from workloads.java.share_consumer import java_share_properties
-    from workloads.share_consumer import share_config
+    from kafka_chaos.workloads.java.share_consumer import java_share_properties
+    from kafka_chaos.workloads.share_consumer import share_config
 
     java = java_share_properties("n1:9092", "s0", "run-s3")
     rdkafka = share_config("n1:9092", "s0", "run-s3")

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from kafka_chaos.harness.errors import ConfigError
+from kafka_chaos.harness.spec import ProducerSpec, TestSpec
+from kafka_chaos.workloads.java.producer import MAX_BLOCK_MS, java_producer_properties
+from kafka_chaos.workloads.producer import producer_config
 
-from harness.errors import ConfigError
-from harness.spec import ProducerSpec, TestSpec
 from kafka_chaos.options import build_spec, validate
-from workloads.java.producer import MAX_BLOCK_MS, java_producer_properties
-from workloads.producer import producer_config
 
 
 def test_every_producer_setting_has_its_java_twin() -> None:

@@ -10,11 +10,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from kafka_chaos.harness.errors import ConfigError
+from kafka_chaos.workloads.java.txn_client import java_txn_producer_properties
+from kafka_chaos.workloads.txn_client import producer_config
 
-from harness.errors import ConfigError
 from kafka_chaos.options import build_spec
-from workloads.java.txn_client import java_txn_producer_properties
-from workloads.txn_client import producer_config
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,11 +44,11 @@ DECIDE = textwrap.dedent(
     """
     import json, tempfile
     from pathlib import Path
-    from workloads.java import jvm
+    from kafka_chaos.workloads.java import jvm
     jvm.start("4.4.0", Path(tempfile.mkdtemp()))
     import jpype
-    from workloads.java.txn_client import txn_error_code
-    from workloads.txn_errors import decide
+    from kafka_chaos.workloads.java.txn_client import txn_error_code
+    from kafka_chaos.workloads.txn_errors import decide
     E = "org.apache.kafka.common.errors."
     KafkaException = jpype.JClass("org.apache.kafka.common.KafkaException")
     timeout = jpype.JClass(E + "TimeoutException")("send timed out")

@@ -6,15 +6,14 @@ import uuid
 from pathlib import Path
 
 import pytest
-
-from harness import kafka_config as kc
-from harness import kafka_db
-from harness.cluster import Cluster
-from harness.distribution import Distribution
-from harness.errors import ConfigError
-from harness.kafka_db import node_files
-from harness.node import Node, SSHTarget
-from harness.spec import ClusterSpec
+from kafka_chaos.harness import kafka_config as kc
+from kafka_chaos.harness import kafka_db
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.distribution import Distribution
+from kafka_chaos.harness.errors import ConfigError
+from kafka_chaos.harness.kafka_db import node_files
+from kafka_chaos.harness.node import Node, SSHTarget
+from kafka_chaos.harness.spec import ClusterSpec
 
 
 def make_nodes(n: int) -> list[Node]:

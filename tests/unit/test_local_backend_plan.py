@@ -10,10 +10,9 @@ import time
 from pathlib import Path
 
 import pytest
-
-from harness.backends import validate_name
-from harness.backends.health import local_processes, owned_test
-from harness.backends.local_plan import (
+from kafka_chaos.harness.backends import validate_name
+from kafka_chaos.harness.backends.health import local_processes, owned_test
+from kafka_chaos.harness.backends.local_plan import (
     LocalPlan,
     choose_slot,
     plan_cluster,
@@ -22,10 +21,10 @@ from harness.backends.local_plan import (
     slots_from_routes,
     slots_from_states,
 )
-from harness.backends.local_sshd import render_sshd_config
-from harness.backends.procs import mentions_root, owned_pids_from_files, terminate
-from harness.backends.remote import teardown_script
-from harness.errors import ConfigError, HarnessError
+from kafka_chaos.harness.backends.local_sshd import render_sshd_config
+from kafka_chaos.harness.backends.procs import mentions_root, owned_pids_from_files, terminate
+from kafka_chaos.harness.backends.remote import teardown_script
+from kafka_chaos.harness.errors import ConfigError, HarnessError
 
 
 def test_plan_names_and_addresses() -> None:
@@ -204,8 +203,8 @@ def test_remote_teardown_script_stops_ours_and_removes_root_only(tmp_path: Path)
 
 
 def test_facade_rejects_bad_specs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from harness import backends
-    from harness.spec import ClusterSpec
+    from kafka_chaos.harness import backends
+    from kafka_chaos.harness.spec import ClusterSpec
 
     monkeypatch.setenv("KAFKA_CHAOS_HOME", str(tmp_path))
     with pytest.raises(ConfigError, match="unknown backend 'docker'"):
@@ -228,7 +227,7 @@ def test_local_backend_names_missing_root() -> None:
     if os.geteuid() != 0:
         pytest.skip("needs root to switch to an unprivileged user")
     code = (
-        "from harness.backends.local import check_prerequisites\n"
+        "from kafka_chaos.harness.backends.local import check_prerequisites\n"
         "try:\n    check_prerequisites()\n"
         "except Exception as e:\n    print(type(e).__name__, e)\n"
     )

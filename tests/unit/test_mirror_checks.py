@@ -12,16 +12,16 @@ from collections import Counter
 import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
+from kafka_chaos.checkers.api import check_history
+from kafka_chaos.checkers.mirror.mirror_checks import judge_mirror
+from kafka_chaos.harness.spec import TestSpec
+from kafka_chaos.reports.mirror import COUNTED, answers
+from kafka_chaos.reports.render import write_report
+from kafka_chaos.workloads.mirror_spec import MirrorSpec
 
-from checkers.api import check_history
-from checkers.mirror_checks import judge_mirror
-from harness.spec import TestSpec
-from reports.mirror import COUNTED, answers
-from reports.render import write_report
 from testkit.builder import HistoryBuilder, write_histories
 from testkit.reference_mirror import judge_mirror as reference
 from testkit.synthetic_mirror import EXPECTED, KINDS, VALUES_PER_HISTORY, generate_fit, ops
-from workloads.mirror_spec import MirrorSpec
 
 SEED = int(os.environ.get("CHECKER_PROPERTY_SEED", "20261127"))
 EXAMPLES = int(os.environ.get("MIRROR_PROPERTY_EXAMPLES", "30"))

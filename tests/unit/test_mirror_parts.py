@@ -10,18 +10,15 @@ import time
 
 import pyarrow as pa
 import pytest
-
-from checkers.topic_ids import OTHER_CLUSTER_VALUE, TopicIds
-from harness.backends.local_plan import MAX_NODES, leg_address, leg_names
-from harness.errors import ConfigError
-from harness.history import HistoryWriter
-from harness.mirror_maker import Endpoints, properties, remote_topic, validate
-from harness.spec import TestSpec
-from kafka_chaos.options import build_spec
-from kafka_chaos.options import validate as validate_run
-from workloads.cluster_history import ClusterHistory, split
-from workloads.mirror_spec import MirrorSpec
-from workloads.mirror_sync import (
+from kafka_chaos.checkers.ingest.topic_ids import OTHER_CLUSTER_VALUE, TopicIds
+from kafka_chaos.harness.backends.local_plan import MAX_NODES, leg_address, leg_names
+from kafka_chaos.harness.errors import ConfigError
+from kafka_chaos.harness.history import HistoryWriter
+from kafka_chaos.harness.mirror_maker import Endpoints, properties, remote_topic, validate
+from kafka_chaos.harness.spec import TestSpec
+from kafka_chaos.workloads.cluster_history import ClusterHistory, split
+from kafka_chaos.workloads.mirror_spec import MirrorSpec
+from kafka_chaos.workloads.mirror_sync import (
     CALL_TIMEOUT_S,
     Checkpoint,
     IncompleteRead,
@@ -32,6 +29,9 @@ from workloads.mirror_sync import (
     encode_checkpoint,
     lagging,
 )
+
+from kafka_chaos.options import build_spec
+from kafka_chaos.options import validate as validate_run
 
 # A record of dc1.checkpoints.internal as MirrorMaker 4.3.1 wrote it (seen on dc2):
 # group mtopic-g0 had committed 27 on partition 1, translated to 1 on dc2.

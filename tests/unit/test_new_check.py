@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 from _check_example import LIMIT_S, NAME, SLOW_ACK
+from kafka_chaos.checkers import catalog
+from kafka_chaos.checkers.api import check_history
+from kafka_chaos.harness.spec import TestSpec
+from kafka_chaos.reports.render import render_report
 
-from checkers import catalog
-from checkers.api import check_history
-from harness.spec import TestSpec
-from reports.render import render_report
 from testkit.builder import HistoryBuilder
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "results.md"
@@ -85,7 +85,7 @@ def test_docs_tables_are_written_from_the_catalog() -> None:
     catalog.remove(NAME)
     try:
         assert catalog.render_docs(DOCS.read_text()) == DOCS.read_text(), (
-            "run: python3 -m checkers.catalog docs/results.md"
+            "run: python3 -m kafka_chaos.checkers.catalog docs/results.md"
         )
     finally:
         catalog.add(SLOW_ACK)

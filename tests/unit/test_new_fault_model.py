@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 from hypothesis import find, given, settings
+from kafka_chaos.harness.errors import ConfigError
+from kafka_chaos.harness.spec import NemesisSpec
+from kafka_chaos.nemeses import registry
+from kafka_chaos.nemeses import schedule as sch
+from kafka_chaos.nemeses.base import FaultOp
 
-from harness.errors import ConfigError
-from harness.spec import NemesisSpec
 from kafka_chaos.cli import main
 from kafka_chaos.options import build_spec, load_mapping
-from nemeses import registry
-from nemeses import schedule as sch
-from nemeses.base import FaultOp
 from testkit.fault_example import NAME, Marker
 from testkit.strategies import ModelCluster, fault_ops, generated_schedules, schedules
 

@@ -16,15 +16,16 @@ from pathlib import Path
 
 import pytest
 from _workload_example import CHECK, DECLARATION, LINE, NAME, REGRESSED, WatermarkSpec
+from kafka_chaos.checkers import catalog
+from kafka_chaos.checkers.api import check_history
+from kafka_chaos.checkers.ingest import line_rows
+from kafka_chaos.harness.errors import ConfigError, HistoryError
+from kafka_chaos.harness.spec import TestSpec
+from kafka_chaos.reports.render import render_report
+from kafka_chaos.workloads import registry
 
-from checkers import catalog, line_rows
-from checkers.api import check_history
-from harness.errors import ConfigError, HistoryError
-from harness.spec import TestSpec
 from kafka_chaos import options
-from reports.render import render_report
 from testkit.builder import HistoryBuilder
-from workloads import registry
 
 ROOT = Path(__file__).resolve().parents[2]
 

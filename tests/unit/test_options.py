@@ -3,9 +3,9 @@
 import argparse
 
 import pytest
+from kafka_chaos.harness.errors import ConfigError
+from kafka_chaos.harness.spec import TestSpec
 
-from harness.errors import ConfigError
-from harness.spec import TestSpec
 from kafka_chaos.options import add_run_options, build_spec, cli_overrides, load_mapping
 from kafka_chaos.scenarios import SCENARIOS, scenario_layer
 
@@ -121,8 +121,7 @@ def test_bad_group_protocol_settings_are_refused(consumer, version, message):
 
 def test_the_new_group_protocol_leaves_timing_to_the_broker():
     from confluent_kafka import Consumer
-
-    from workloads.consumer import consumer_config
+    from kafka_chaos.workloads.consumer import consumer_config
 
     spec = build_spec({"consumer": {"group_protocol": "consumer"}})
     conf = consumer_config(spec, "127.0.0.1:9", "g", "c")

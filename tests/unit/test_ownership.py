@@ -3,7 +3,7 @@ recorded as revoked after a clean close() that left it unsaid."""
 
 from __future__ import annotations
 
-from workloads.consumer import Ownership
+from kafka_chaos.workloads.consumer import Ownership
 
 
 def test_assignments_add_and_revocations_remove() -> None:

@@ -13,8 +13,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-
-from nemeses import partition
+from kafka_chaos.nemeses import partition
 
 CLUSTER = "kc.t1"
 

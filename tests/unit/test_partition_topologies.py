@@ -8,9 +8,9 @@ from itertools import combinations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from kafka_chaos.harness.errors import ConfigError
+from kafka_chaos.nemeses import partition
 
-from harness.errors import ConfigError
-from nemeses import partition
 from testkit.strategies import ModelCluster, _as_listed, grudges, node_names
 
 NODES5 = ["n1", "n2", "n3", "n4", "n5"]
@@ -164,7 +164,7 @@ def test_listed_form_matches_iptables_s():
 def test_rules_cut_exactly_the_grudge_links_and_heal_removes_them(nodes, data):
     grudge = data.draw(grudges(nodes))
     model = ModelCluster(nodes, name="m")
-    from nemeses.base import FaultOp
+    from kafka_chaos.nemeses.base import FaultOp
 
     op = FaultOp(12, "partition", 0.0, 1.0, partition.involved(grudge), params={"grudge": grudge})
     model.start(op)

@@ -15,9 +15,8 @@ from pathlib import Path
 
 import pytest
 from _shell_node import ShellNode
-
-from harness import kafka_db, services
-from harness.node import Node, SSHTarget
+from kafka_chaos.harness import kafka_db, services
+from kafka_chaos.harness.node import Node, SSHTarget
 
 
 def node_at(root: Path) -> Node:

@@ -16,10 +16,9 @@ from pathlib import Path
 
 import pytest
 from _shell_node import ShellNode
-
-from harness import postgres_db, services, tansu_build
-from harness.errors import CommandFailed, HarnessError
-from harness.node import SSHTarget
+from kafka_chaos.harness import postgres_db, services, tansu_build
+from kafka_chaos.harness.errors import CommandFailed, HarnessError
+from kafka_chaos.harness.node import SSHTarget
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not list(Path("/usr/lib/postgresql").glob("*/bin/postgres")),

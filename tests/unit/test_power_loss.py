@@ -12,18 +12,18 @@ import threading
 from pathlib import Path
 
 import pytest
+from kafka_chaos.harness import lazyfs
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.errors import ConfigError, HarnessError
+from kafka_chaos.harness.node import Node, SSHTarget
+from kafka_chaos.harness.spec import NemesisSpec
+from kafka_chaos.nemeses import registry
+from kafka_chaos.nemeses.base import NemesisError, group_size
+from kafka_chaos.nemeses.power_loss import PowerLoss
+from kafka_chaos.nemeses.schedule import generate
+from kafka_chaos.nemeses.targeting import isr_target
 
-from harness import lazyfs
-from harness.cluster import Cluster
-from harness.errors import ConfigError, HarnessError
-from harness.node import Node, SSHTarget
-from harness.spec import NemesisSpec
 from kafka_chaos.options import build_spec
-from nemeses import registry
-from nemeses.base import NemesisError, group_size
-from nemeses.power_loss import PowerLoss
-from nemeses.schedule import generate
-from nemeses.targeting import isr_target
 
 
 @pytest.mark.parametrize(

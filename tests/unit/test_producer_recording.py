@@ -14,17 +14,16 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import kafka_chaos.workloads.producer as producer_module
 import orjson
 import pytest
 from _threads import run_in_threads
 from confluent_kafka import KafkaError
-
-import workloads.producer as producer_module
-from harness.history import HistoryWriter, encode_tail, read_history
-from harness.spec import TestSpec
-from workloads.producer import Pacer, ProducerWorker
-from workloads.send_lines import SendLines
-from workloads.values import Counter, decode_payload
+from kafka_chaos.harness.history import HistoryWriter, encode_tail, read_history
+from kafka_chaos.harness.spec import TestSpec
+from kafka_chaos.workloads.producer import Pacer, ProducerWorker
+from kafka_chaos.workloads.send_lines import SendLines
+from kafka_chaos.workloads.values import Counter, decode_payload
 
 
 class FakeMsg:

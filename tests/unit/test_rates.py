@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from harness.rates import comparison_text, fisher_p, rate_text, wilson
+from kafka_chaos.harness.rates import comparison_text, fisher_p, rate_text, wilson
 
 
 def test_known_intervals() -> None:

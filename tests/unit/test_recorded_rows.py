@@ -1,4 +1,4 @@
-"""Parquet rows written while recording (checkers/recorded_rows.py) are the rows
+"""Parquet rows written while recording (checkers/ingest/recorded_rows.py) are the rows
 the check's own conversion makes from the JSON, and the JSON stays the truth."""
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from kafka_chaos.checkers.ingest import convert as ingest
+from kafka_chaos.checkers.ingest import load, recorded_rows
+from kafka_chaos.checkers.ingest.recorded_rows import RowsRecorder
+from kafka_chaos.harness.history import HistoryWriter
 
-from checkers import ingest, load, recorded_rows
-from checkers.recorded_rows import RowsRecorder
-from harness.history import HistoryWriter
 from testkit import synthetic, synthetic_txn
 from testkit.builder import HistoryBuilder
 from testkit.stored_rows import with_topic_names
@@ -130,7 +131,7 @@ def test_missing_unfinished_or_outgrown_rows_are_rebuilt_and_logged(tmp_path, ca
     record(history, lines, random.Random(2))
     parquet = tmp_path / "history.parquet"
     want = canonical(parquet)
-    caplog.set_level(logging.INFO, logger="checkers.load")
+    caplog.set_level(logging.INFO, logger="kafka_chaos.checkers.ingest.load")
 
     assert load.rows_cache(history) == parquet
     assert "building it" not in caplog.text  # recorded, whole: used as it is
@@ -157,7 +158,7 @@ def test_missing_unfinished_or_outgrown_rows_are_rebuilt_and_logged(tmp_path, ca
 
 def test_a_line_the_rows_refuse_drops_the_parquet_not_the_line(tmp_path, caplog):
     history, lines = _queue_history(tmp_path, 500)
-    caplog.set_level(logging.WARNING, logger="checkers.recorded_rows")
+    caplog.set_level(logging.WARNING, logger="kafka_chaos.checkers.ingest.recorded_rows")
     recorder = RowsRecorder(history, batch_bytes=1)
     with HistoryWriter(history, mirror=recorder) as writer:
         writer.append_encoded(lines[:100])
@@ -198,8 +199,8 @@ def test_a_history_that_already_held_lines_is_not_mirrored(tmp_path):
 KILLED = """
 import os, signal, sys
 from pathlib import Path
-from checkers.recorded_rows import RowsRecorder
-from harness.history import HistoryWriter
+from kafka_chaos.checkers.ingest.recorded_rows import RowsRecorder
+from kafka_chaos.harness.history import HistoryWriter
 history = Path(sys.argv[1])
 lines = open(sys.argv[2], "rb").read().splitlines(keepends=True)
 writer = HistoryWriter(history, mirror=RowsRecorder(history, flush_s=0.01, batch_bytes=4096))
@@ -223,7 +224,7 @@ def test_a_run_killed_mid_recording_leaves_the_json_whole_and_the_check_right(tm
     assert len(history.read_bytes().splitlines()) == len(lines)
     assert not (tmp_path / "history.parquet").exists()
     assert list(tmp_path.glob(".history.parquet.*.tmp"))  # the killed run's rows, unfinished
-    caplog.set_level(logging.INFO, logger="checkers.load")
+    caplog.set_level(logging.INFO, logger="kafka_chaos.checkers.ingest.load")
     parquet = load.rows_cache(history)
     assert "history.parquet is missing: building it from history.jsonl" in caplog.text
     assert not list(tmp_path.glob(".history.parquet.*.tmp"))  # its owner is gone: removed
@@ -238,7 +239,7 @@ def test_the_check_waits_for_rows_still_being_finished(tmp_path, caplog):
     recorder = RowsRecorder(history, flush_s=60, batch_bytes=1 << 30)
     with HistoryWriter(history, mirror=recorder) as writer:
         writer.append_encoded(lines)
-    caplog.set_level(logging.INFO, logger="checkers.load")
+    caplog.set_level(logging.INFO, logger="kafka_chaos.checkers.ingest.load")
     assert load.rows_cache(history) == tmp_path / "history.parquet"
     assert "building it" not in caplog.text
     assert not recorder._thread.is_alive()
@@ -246,7 +247,7 @@ def test_the_check_waits_for_rows_still_being_finished(tmp_path, caplog):
 
 @pytest.mark.slow
 def test_check_output_is_the_same_from_recorded_rows_and_from_json(tmp_path, spark):
-    from checkers.api import analyse
+    from kafka_chaos.checkers.api import analyse
 
     history, lines = _queue_history(tmp_path, 3000)
     record(history, lines, random.Random(4))

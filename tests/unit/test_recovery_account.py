@@ -18,9 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from forensics import disk_account, provenance
-from forensics.recovery_log import recovery_lines
+from kafka_chaos.forensics import disk_account, provenance
+from kafka_chaos.forensics.recovery_log import recovery_lines
 
 DATA = Path(__file__).parent / "data" / "power-loss-all"
 TOPIC = "chaos-20261128t070228z"

@@ -12,11 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from kafka_chaos.nemeses import registry
 
 from kafka_chaos import reference_docs
 from kafka_chaos.options import every_option
 from kafka_chaos.scenarios import SCENARIOS
-from nemeses import registry
 from testkit.fault_example import NAME, Marker
 
 ROOT = Path(__file__).resolve().parents[2]

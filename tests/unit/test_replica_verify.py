@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from forensics.log_dump import (
+from kafka_chaos.forensics.log_dump import (
     ReplicaLog,
     merge_truncations,
     parse_checkpoint,
@@ -13,14 +13,14 @@ from forensics.log_dump import (
     record_value,
     truncations,
 )
-from forensics.replica_compare import (
+from kafka_chaos.forensics.replica_compare import (
     compare_before_rejoin,
     compare_follower,
     compare_live,
     ranges,
     stored_twice,
 )
-from forensics.replica_verify import summary
+from kafka_chaos.forensics.replica_verify import summary
 
 TOPIC = "chaos-20261125t042811z"
 BATCH = (

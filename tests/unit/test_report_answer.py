@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from reports.answer import answer
-from reports.grouping import group, mechanism, ranges_of_examples
-from reports.operations import active_fault, load_operations, operations_view
-from reports.replicas import replicas_section, sentence, spans, truncation_marks
+from kafka_chaos.reports.answer import answer
+from kafka_chaos.reports.grouping import group, mechanism, ranges_of_examples
+from kafka_chaos.reports.operations import active_fault, load_operations, operations_view
+from kafka_chaos.reports.replicas import replicas_section, sentence, spans, truncation_marks
 
 
 def test_the_banner_states_every_figure_even_zero() -> None:
@@ -130,8 +130,8 @@ def test_values_stored_twice_are_said_with_their_writers(tmp_path: Path) -> None
 
 
 def test_a_valid_verdict_names_the_warnings_beside_it() -> None:
-    from reports.inputs import Input
-    from reports.render import verdict_of
+    from kafka_chaos.reports.inputs import Input
+    from kafka_chaos.reports.render import verdict_of
 
     checks = {
         "acked-lost": {"count": 40, "severity": "warning", "valid": False},

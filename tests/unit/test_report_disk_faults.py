@@ -9,10 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from forensics import disk_account, provenance
-from reports.disk_faults import disk_faults_section, fault_did, log_ends, replica_story
-from reports.render import render_report
+from kafka_chaos.forensics import disk_account, provenance
+from kafka_chaos.reports.disk_faults import disk_faults_section, fault_did, log_ends, replica_story
+from kafka_chaos.reports.render import render_report
 
 DATA = Path(__file__).parent / "data" / "power-loss-all"
 TOPIC = "chaos-20261128t070228z"

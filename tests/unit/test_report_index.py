@@ -8,11 +8,11 @@ import re
 from pathlib import Path
 
 import pytest
+from kafka_chaos.reports.index import scan_store, write_index
+from kafka_chaos.reports.render import ReportError, write_report
 from report_fixtures import XSS, assert_self_contained, build_run
 
 from kafka_chaos.cli import main
-from reports.index import scan_store, write_index
-from reports.render import ReportError, write_report
 
 RUNS = (
     ("lost-ack", "20261120T010000Z", "valid"),

@@ -1,7 +1,7 @@
 """The report's "what happened" section reads fault resolutions and broker logs."""
 
-from reports.mechanism import mechanism_section
-from reports.render import render_report
+from kafka_chaos.reports.mechanism import mechanism_section
+from kafka_chaos.reports.render import render_report
 
 
 def write_log(run_dir, node, text):

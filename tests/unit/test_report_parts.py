@@ -9,16 +9,15 @@ from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
+from kafka_chaos.checkers import catalog
+from kafka_chaos.harness.history import HistoryWriter
+from kafka_chaos.reports import svg
+from kafka_chaos.reports.cluster_state import read_cluster_state
+from kafka_chaos.reports.explanations import explain, hints
+from kafka_chaos.reports.render import dense_timeline
+from kafka_chaos.reports.timeline import percentile, summarize_history
 from markupsafe import Markup
 from report_fixtures import NS, XSS, build_run
-
-from checkers import catalog
-from harness.history import HistoryWriter
-from reports import svg
-from reports.cluster_state import read_cluster_state
-from reports.explanations import explain, hints
-from reports.render import dense_timeline
-from reports.timeline import percentile, summarize_history
 
 MS = 1_000_000
 

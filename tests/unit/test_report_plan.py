@@ -8,9 +8,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from kafka_chaos.reports.render import write_report
 from report_fixtures import assert_self_contained, build_run
-
-from reports.render import write_report
 
 OFF_PLAN = {
     "tolerance_s": 1.0,

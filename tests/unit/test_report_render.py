@@ -8,10 +8,10 @@ import re
 from pathlib import Path
 
 import pytest
+from kafka_chaos.reports.render import ReportError, write_report
 from report_fixtures import XSS, assert_self_contained, build_run
 
 from kafka_chaos.cli import main
-from reports.render import ReportError, write_report
 
 
 def render(run: Path) -> str:
@@ -210,7 +210,7 @@ def test_a_transactional_run_shows_its_cycle_section(tmp_path: Path) -> None:
 
 
 def test_a_shrunk_run_says_what_was_cut_from_which_run_and_its_rate(tmp_path: Path) -> None:
-    from reports.index import write_index
+    from kafka_chaos.reports.index import write_index
 
     store = tmp_path / "store"
     source, shrunk = store / "t" / "20261127T010000Z", store / "t-shrink" / "20261127T020000Z"

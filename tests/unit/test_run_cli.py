@@ -3,10 +3,10 @@
 import json
 
 import pytest
+from kafka_chaos.harness import store as store_mod
+from kafka_chaos.harness.errors import ConfigError, HarnessError
+from kafka_chaos.harness.spec import TestSpec
 
-from harness import store as store_mod
-from harness.errors import ConfigError, HarnessError
-from harness.spec import TestSpec
 from kafka_chaos.options import build_spec
 from kafka_chaos.run_cli import _anomalies, replay_layer
 

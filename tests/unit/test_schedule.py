@@ -7,12 +7,12 @@ import random
 
 import pytest
 from hypothesis import given, settings
+from kafka_chaos.harness.errors import ConfigError
+from kafka_chaos.harness.spec import NemesisSpec
+from kafka_chaos.nemeses import registry
+from kafka_chaos.nemeses import schedule as sch
+from kafka_chaos.nemeses.base import FaultOp
 
-from harness.errors import ConfigError
-from harness.spec import NemesisSpec
-from nemeses import registry
-from nemeses import schedule as sch
-from nemeses.base import FaultOp
 from testkit.strategies import ModelCluster, generated_schedules, schedules
 
 NODES = ["n1", "n2", "n3", "n4", "n5"]

@@ -8,10 +8,10 @@ tool prints it for a batch whose CRC does not match.
 
 from __future__ import annotations
 
-from forensics.log_dump import InvalidBatch, last_dumped, parse_dump
-from forensics.replica_verify import summary
-from forensics.segment_dump import exception_line
-from reports.replicas import damage_sentences
+from kafka_chaos.forensics.log_dump import InvalidBatch, last_dumped, parse_dump
+from kafka_chaos.forensics.replica_verify import summary
+from kafka_chaos.forensics.segment_dump import exception_line
+from kafka_chaos.reports.replicas import damage_sentences
 
 SEG = "/d/n1/data/kafka/chaos-8/00000000000000000000.log"
 BATCH = (

@@ -11,8 +11,8 @@ from collections import Counter
 import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
+from kafka_chaos.checkers.share.share_checks import LEADER_CHANGE, judge_share
 
-from checkers.share_checks import LEADER_CHANGE, judge_share
 from testkit.builder import write_histories
 from testkit.reference_share import judge_share as reference
 from testkit.reference_share import share_stats as reference_stats
@@ -115,7 +115,8 @@ def _by_process(stats: dict) -> dict:
      ("share-double-acquire", "invalid")],
 )  # fmt: skip
 def test_a_share_run_is_judged_by_its_share_checks(spark, tmp_path, kind, verdict) -> None:
-    from checkers.api import check_history
+    from kafka_chaos.checkers.api import check_history
+
     from kafka_chaos.options import build_spec
 
     history = generate(0, kind, 7).write(tmp_path / "history.jsonl")

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import ShareConsumer
+from kafka_chaos.harness.errors import ConfigError
+from kafka_chaos.workloads.share_consumer import AckPolicy, group_settings, share_config
 
-from harness.errors import ConfigError
 from kafka_chaos.options import build_spec
 from kafka_chaos.suite import load_suite
-from workloads.share_consumer import AckPolicy, group_settings, share_config
 
 ROOT = Path(__file__).resolve().parents[2]
 

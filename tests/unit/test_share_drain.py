@@ -20,17 +20,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from harness import kafka_config as kc
-from harness.cluster import Cluster
-from harness.distribution import Distribution
-from harness.history import HistoryWriter
-from harness.kafka_clients import CLOSE_TIMEOUT_S
-from harness.kafka_db import node_files
-from harness.node import Node, SSHTarget
-from harness.spec import ClusterSpec, TestSpec
-from workloads import share_consumer
-from workloads.share_consumer import (
+from kafka_chaos.harness import kafka_config as kc
+from kafka_chaos.harness.cluster import Cluster
+from kafka_chaos.harness.distribution import Distribution
+from kafka_chaos.harness.history import HistoryWriter
+from kafka_chaos.harness.kafka_clients import CLOSE_TIMEOUT_S
+from kafka_chaos.harness.kafka_db import node_files
+from kafka_chaos.harness.node import Node, SSHTarget
+from kafka_chaos.harness.spec import ClusterSpec, TestSpec
+from kafka_chaos.workloads import share_consumer
+from kafka_chaos.workloads.share_consumer import (
     CRASH_HOLD_MARGIN_S,
     FENCE_MARGIN_S,
     KAFKA_DEFAULT_SESSION_MS,
@@ -39,7 +38,7 @@ from workloads.share_consumer import (
     share_drain,
     share_session_timeout_s,
 )
-from workloads.values import Counter
+from kafka_chaos.workloads.values import Counter
 
 
 def _cluster(version: str) -> Cluster:

@@ -2,7 +2,7 @@
 what the share checks make of the redeliveries KIP-932 allows after one.
 
 Hand-made cases beside the property tests (test_share_checks.py): the rules of
-checkers/share_tenures.py on samples and fault lines, and the two evidence shapes
+checkers/share/share_tenures.py on samples and fault lines, and the two evidence shapes
 (a record handed to another member, or to the same one, with its count unchanged
 after its leader was killed) judged by the Spark checks and the twin alike.
 """
@@ -14,9 +14,9 @@ import random
 from pathlib import Path
 
 import pytest
+from kafka_chaos.checkers.share import share_tenures as st
+from kafka_chaos.checkers.share.share_checks import LEADER_CHANGE, judge_share
 
-from checkers import share_tenures as st
-from checkers.share_checks import LEADER_CHANGE, judge_share
 from testkit.builder import write_histories
 from testkit.reference_share import judge_share as reference
 from testkit.share_events import share_events

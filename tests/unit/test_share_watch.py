@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.history import HistoryWriter
-from workloads.share_watch import PROBES_FILE, HistoryTail, StallDetector, StallWatch
+from kafka_chaos.harness.history import HistoryWriter
+from kafka_chaos.workloads.share_watch import PROBES_FILE, HistoryTail, StallDetector, StallWatch
 
 TOPIC, GROUP = "t", "g"
 LOCK_S = 15.0

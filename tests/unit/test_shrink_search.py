@@ -14,8 +14,8 @@ import random
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kafka_chaos.harness.spec import TestSpec
 
-from harness.spec import TestSpec
 from kafka_chaos.shrink.recipe import MIN_FAULT_S, Recipe, cuts
 from kafka_chaos.shrink.search import Budget, Search
 
@@ -129,8 +129,8 @@ def test_the_time_limit_is_cut_to_just_after_the_last_kept_fault() -> None:
 
 def test_the_budget_reads_as_a_duration_or_is_one_line() -> None:
     import pytest
+    from kafka_chaos.harness.errors import ConfigError
 
-    from harness.errors import ConfigError
     from kafka_chaos.shrink.cli import anomalies, parse_budget
 
     assert [parse_budget(t) for t in ("90m", "2h", "45s", "30")] == [5400, 7200, 45, 30]
@@ -161,8 +161,8 @@ def test_a_run_with_only_warnings_keeps_its_warnings_by_default() -> None:
 
 def test_only_the_chosen_kinds_of_cut_are_tried() -> None:
     import pytest
+    from kafka_chaos.harness.errors import ConfigError
 
-    from harness.errors import ConfigError
     from kafka_chaos.shrink.cli import parse_cuts
     from kafka_chaos.shrink.recipe import CUT_KINDS
 
@@ -190,7 +190,7 @@ def test_a_refused_fault_drop_is_not_run_again_after_a_smaller_cut() -> None:
 
 
 def test_a_duration_is_never_halved_below_the_time_its_fault_took_to_apply() -> None:
-    from harness.spec import TestSpec
+    from kafka_chaos.harness.spec import TestSpec
 
     options = TestSpec(name="t", seed=1, time_limit_s=60.0).to_dict()
     op = {"id": 0, "f": "unclean-election", "at_s": 5.0, "duration_s": 40.0,

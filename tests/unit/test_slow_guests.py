@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from harness.spec import TestSpec
+from kafka_chaos.harness.spec import TestSpec
+
 from kafka_chaos.slow_guests import CLIENT_TIMEOUTS, scale_config
 
 

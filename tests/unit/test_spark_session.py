@@ -8,11 +8,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from kafka_chaos.checkers import session
+from kafka_chaos.checkers.api import check_history
+from kafka_chaos.checkers.ingest.load import JSONL_BYTES_PER_OP, PARQUET_BYTES_PER_OP, expected_ops
+from kafka_chaos.harness.spec import TestSpec
 
-from checkers import session
-from checkers.api import check_history
-from checkers.load import JSONL_BYTES_PER_OP, PARQUET_BYTES_PER_OP, expected_ops
-from harness.spec import TestSpec
 from testkit.synthetic import generate
 
 
@@ -52,7 +52,7 @@ def test_expected_ops_from_sizes(tmp_path: Path) -> None:
 def test_per_value_alone_skips_partial_aggregation(spark) -> None:
     """The bypass is fixed into per-value's cached plan, and the session's own
     setting is put back for every other query."""
-    from checkers.tables import BYPASS_PARTIAL_AGGREGATION, Tables
+    from kafka_chaos.checkers.tables import BYPASS_PARTIAL_AGGREGATION, Tables
 
     rows = spark.createDataFrame(
         [("line", "send", "ok", 1, 0, 1, 1, 0, 0, 5, 7, 1, False, None, None, None)],
@@ -73,7 +73,7 @@ def test_per_value_alone_skips_partial_aggregation(spark) -> None:
 def test_packed_topic_partition_round_trips_every_int32(spark) -> None:
     """Distinct (topic, partition) pairs pack to distinct longs and unpack exactly."""
 
-    from checkers.tables import tp_columns, tp_key
+    from kafka_chaos.checkers.tables import tp_columns, tp_key
 
     pairs = [(t, p) for t in (0, 1, 2**31 - 1) for p in (-(2**31), -1, 0, 1, 2**31 - 1)]
     df = spark.createDataFrame(pairs, "topic int, partition int").select(
@@ -94,7 +94,7 @@ def test_a_stderr_log_handler_does_not_feed_the_jvm_log_back_into_itself() -> No
         "import logging, sys\n"
         f"sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})\n"
         "logging.basicConfig(level=logging.INFO)\n"
-        "from checkers import session\n"
+        "from kafka_chaos.checkers import session\n"
         "session.get_spark().stop()\n"
         "print('done')\n"
     )

@@ -6,10 +6,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
-
-from harness import spec_sections
-from harness.errors import ConfigError
-from harness.spec import TestSpec
+from kafka_chaos.harness import spec_sections
+from kafka_chaos.harness.errors import ConfigError
+from kafka_chaos.harness.spec import TestSpec
 
 
 @dataclass

@@ -132,8 +132,8 @@ def judged(spark, tmp_path_factory) -> tuple[list[list[dict[str, Any]]], dict[in
     ``crowded_lags()`` last, judged in one Spark run: (the histories, results by id).
     One job instead of one for each test: Spark's fixed cost per job is most of a
     small check's time."""
-    from checkers.api import analyse
-    from checkers.load import load_history
+    from kafka_chaos.checkers.api import analyse
+    from kafka_chaos.checkers.ingest.load import load_history
 
     histories = HISTORIES or [generate(random.Random(SEED + i)) for i in range(EXAMPLES)]
     path = write_histories(tmp_path_factory.mktemp("stats") / "many.jsonl",

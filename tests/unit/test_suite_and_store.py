@@ -3,9 +3,9 @@
 import xml.etree.ElementTree as ET
 
 import pytest
+from kafka_chaos.harness import store as store_mod
+from kafka_chaos.harness.errors import ConfigError, HarnessError
 
-from harness import store as store_mod
-from harness.errors import ConfigError, HarnessError
 from kafka_chaos.run import RunOutcome
 from kafka_chaos.scenarios import SCENARIOS
 from kafka_chaos.suite import SuiteEntry, SuiteResult, load_suite, write_junit

@@ -12,9 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from harness import tansu_build
-from harness.errors import HarnessError
+from kafka_chaos.harness import tansu_build
+from kafka_chaos.harness.errors import HarnessError
 
 
 @pytest.fixture
@@ -47,7 +46,7 @@ def test_a_cached_build_is_used_as_it_is(cache: Path) -> None:
 def test_without_cargo_the_build_fails_in_one_line(cache: Path, tmp_path: Path) -> None:
     env = {"PATH": str(tmp_path / "empty"), "KAFKA_CHAOS_CACHE": str(cache)}
     res = subprocess.run(
-        [sys.executable, "-m", "harness.tansu_build"],
+        [sys.executable, "-m", "kafka_chaos.harness.tansu_build"],
         capture_output=True, text=True, env=env, cwd=Path(tansu_build.__file__).parent.parent,
         timeout=60,
     )  # fmt: skip

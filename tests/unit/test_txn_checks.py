@@ -38,9 +38,9 @@ from _txn_cases import (
     read_committed,
     with_records,
 )
+from kafka_chaos.checkers.catalog import checks_for, names, severities
+from kafka_chaos.checkers.results import NOTHING_ACKED, NOTHING_READ
 
-from checkers.catalog import checks_for, names, severities
-from checkers.results import NOTHING_ACKED, NOTHING_READ
 from testkit import reference
 from testkit.reference_txn import completions
 from testkit.synthetic_txn import TxnHistory

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pytest
 from confluent_kafka import Consumer, Producer
+from kafka_chaos.workloads.txn_client import consumer_config, producer_config
 
 from kafka_chaos.options import build_spec
 from kafka_chaos.scenarios import SCENARIOS, scenario_layer
-from workloads.txn_client import consumer_config, producer_config
 
 TXN_SCENARIOS = sorted(n for n, s in SCENARIOS.items() if s.get("workload") == "txn")
 NOWHERE = "127.0.0.1:9"  # the discard port on this machine; nothing is sent

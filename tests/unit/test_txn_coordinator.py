@@ -8,10 +8,9 @@ coordinator exactly the leader of the partition computed here.
 from __future__ import annotations
 
 import pytest
-
-from harness.kafka_names import transactional_id
-from nemeses.base import TARGET_MODES
-from nemeses.targeting import coordinator_partition, java_string_hash
+from kafka_chaos.harness.kafka_names import transactional_id
+from kafka_chaos.nemeses.base import TARGET_MODES
+from kafka_chaos.nemeses.targeting import coordinator_partition, java_string_hash
 
 
 @pytest.mark.parametrize(
@@ -44,9 +43,9 @@ def test_the_target_mode_exists_and_names_the_workloads_ids() -> None:
 
 
 def test_group_and_share_coordinator_targets_name_the_runs_first_group() -> None:
-    from harness.spec import ConsumerSpec, TestSpec, TopicSpec
-    from nemeses.targeting import share_partition_key
-    from workloads.registry import first_group
+    from kafka_chaos.harness.spec import ConsumerSpec, TestSpec, TopicSpec
+    from kafka_chaos.nemeses.targeting import share_partition_key
+    from kafka_chaos.workloads.registry import first_group
 
     assert {"group-coordinator", "share-coordinator"} <= set(TARGET_MODES)
     queue = TestSpec(name="t", topic=TopicSpec(name="chaos-1"))
@@ -64,7 +63,7 @@ def test_a_topic_id_is_written_as_kafka_writes_it() -> None:
     12laVv5LSSiujgnqeEa_Bg (URL-safe, as Kafka's Uuid.toString) hashes to."""
     import base64
 
-    from harness.admin import kafka_uuid
+    from kafka_chaos.harness.admin import kafka_uuid
 
     raw = base64.b64decode("12laVv5LSSiujgnqeEa/Bg==")
     msb = int.from_bytes(raw[:8], "big", signed=True)

@@ -5,8 +5,14 @@ from __future__ import annotations
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
-
-from workloads.txn_errors import ABORTABLE, FATAL, STAGES, UNKNOWN_OUTCOME, Action, decide
+from kafka_chaos.workloads.txn_errors import (
+    ABORTABLE,
+    FATAL,
+    STAGES,
+    UNKNOWN_OUTCOME,
+    Action,
+    decide,
+)
 
 BEFORE_COMMIT = ("begin", "send", "poll", "offsets")
 

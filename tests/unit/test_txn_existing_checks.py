@@ -55,14 +55,14 @@ from _txn_cases import (
     with_records,
 )
 from hypothesis import example
-
-from checkers.results import (
+from kafka_chaos.checkers.results import (
     NOTHING_ACKED,
     NOTHING_READ,
     evidence_gaps,
     unknown_reasons,
     verdict,
 )
+
 from testkit import reference
 from testkit.synthetic_txn import Shape, TxnHistory, _generate_with_lost_reports
 

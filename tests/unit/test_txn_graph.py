@@ -1,4 +1,4 @@
-"""The transaction graph in Spark (checkers/txn_graph.py) against the pure-Python
+"""The transaction graph in Spark (checkers/txn/txn_graph.py) against the pure-Python
 one (testkit/reference_cycles.py): the same ww and wr edges, and the same
 transactions on cycles (strongly connected components of two or more),
 although Spark encodes realtime order through a chain of commit vertices and
@@ -43,9 +43,9 @@ def test_reference_graph_is_built(h: TxnHistory) -> None:
 
 
 def test_spark_graph_equals_the_reference(spark, tmp_path, record_property) -> None:
-    from checkers.load import load_history
-    from checkers.tables import Tables
-    from checkers.txn_graph import graph
+    from kafka_chaos.checkers.ingest.load import load_history
+    from kafka_chaos.checkers.tables import Tables
+    from kafka_chaos.checkers.txn.txn_graph import graph
 
     assert CASES, "run together with the reference test"
     path = write_histories(tmp_path / "many.jsonl", (ops for _, ops in CASES))

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
+from kafka_chaos.checkers.ingest import convert as ingest
+from kafka_chaos.harness.errors import HistoryError
 
-from checkers import ingest
-from harness.errors import HistoryError
 from testkit.builder import HistoryBuilder, poll_mop, send_mop
 
 
@@ -179,7 +179,8 @@ def test_txn_lines_give_the_contracts_rows(tmp_path):
 
 
 def _membership_and_commits(b: HistoryBuilder) -> None:
-    """The other lines with pair lists, and a fault, for the rewrite (checkers/pair_lists.py)."""
+    """The other lines with pair lists, and a fault, for the rewrite
+    (checkers/ingest/pair_lists.py)."""
     b.subscribe(10, "g", ["t", "u"])
     b.rebalance(10, "g", assigned=[("t", 0), ("u", 1)], revoked=[])
     b.fault("partition", 1, "start", ["n1", "n2"], grudge={"n1": ["n2"]})
@@ -219,9 +220,9 @@ def test_fast_and_python_paths_make_identical_txn_rows(tmp_path, monkeypatch, ma
 
 @pytest.mark.parametrize("inline", [300, 0])
 def test_the_fast_path_parses_txn_lines_itself(tmp_path, monkeypatch, inline):
-    """Only lines with pair lists go through Python (checkers.line_rows.rows_of),
+    """Only lines with pair lists go through Python (checkers.ingest.line_rows.rows_of),
     and none once a chunk has many of them (rewritten for Arrow)."""
-    from checkers import line_rows
+    from kafka_chaos.checkers.ingest import line_rows
 
     seen = []
     real = line_rows.rows_of

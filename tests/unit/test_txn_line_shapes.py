@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from kafka_chaos.checkers.ingest import convert as ingest
+from kafka_chaos.harness.spec import TestSpec
 
-from checkers import ingest
-from harness.spec import TestSpec
 from kafka_chaos.cli import main
 from testkit import reference
 from testkit.builder import HistoryBuilder, write_histories
@@ -126,8 +126,8 @@ def test_every_allowed_txn_line_shape_is_ingested_and_judged(ops, tmp_path_facto
 
 @pytest.mark.slow
 def test_spark_and_the_cli_judge_every_fuzzed_history(spark, tmp_path, capsys) -> None:
-    from checkers.api import analyse
-    from checkers.load import load_history
+    from kafka_chaos.checkers.api import analyse
+    from kafka_chaos.checkers.ingest.load import load_history
 
     assert FUZZED, "run together with the fuzz test"
     cfg = {**config(Shape()), "checker": {"cycles": False}}

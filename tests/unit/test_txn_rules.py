@@ -183,9 +183,9 @@ def test_reference_ww_orders_only_proven_reports(name, ops, committed, want):
 
 @pytest.mark.parametrize("committed", [True, False], ids=["read_committed", "read_uncommitted"])
 def test_spark_ww_orders_only_proven_reports(spark, tmp_path, committed):
-    from checkers.load import load_history
-    from checkers.tables import Tables
-    from checkers.txn_graph import graph
+    from kafka_chaos.checkers.ingest.load import load_history
+    from kafka_chaos.checkers.tables import Tables
+    from kafka_chaos.checkers.txn.txn_graph import graph
 
     cases = [c for c in WW_CASES if c[2] == committed]
     path = write_histories(tmp_path / "ww.jsonl", (ops for _, ops, _, _ in cases))

@@ -7,12 +7,11 @@ import time
 from pathlib import Path
 
 import pytest
-
-from harness.backends import guest_speed, libvirt_host, procs
-from harness.backends.libvirt_host import cluster_names
-from harness.backends.vagrant import vagrant_env
-from harness.node import Node, SSHTarget
-from harness.spec import ClusterSpec
+from kafka_chaos.harness.backends import guest_speed, libvirt_host, procs
+from kafka_chaos.harness.backends.libvirt_host import cluster_names
+from kafka_chaos.harness.backends.vagrant import vagrant_env
+from kafka_chaos.harness.node import Node, SSHTarget
+from kafka_chaos.harness.spec import ClusterSpec
 
 
 @pytest.mark.parametrize(

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import pytest
-
-from harness.backends.vagrant import (
+from kafka_chaos.harness.backends.vagrant import (
     nodes_from_ssh_config,
     parse_ssh_config,
     parse_status,
     private_address,
 )
-from harness.errors import HarnessError
+from kafka_chaos.harness.errors import HarnessError
 
 # `vagrant ssh-config` of a 3-machine VirtualBox setup (Vagrant 2.3): forwarded
 # ports on 127.0.0.1, one private key per machine.

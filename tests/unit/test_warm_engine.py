@@ -17,15 +17,15 @@ import time
 from pathlib import Path
 
 import pytest
+from kafka_chaos.checkers import connect_server
+from kafka_chaos.checkers.remote import LOCAL_HERE_ENV, REMOTE_ENV, address
+from kafka_chaos.checkers.session import get_spark, shared_remote
+from kafka_chaos.harness.backends import procs
+from kafka_chaos.harness.errors import ConfigError
+from kafka_chaos.harness.spec import TestSpec
+from kafka_chaos.harness.store import RunDir
 from pyspark import SparkContext
 
-from checkers import connect_server
-from checkers.remote import LOCAL_HERE_ENV, REMOTE_ENV, address
-from checkers.session import get_spark, shared_remote
-from harness.backends import procs
-from harness.errors import ConfigError
-from harness.spec import TestSpec
-from harness.store import RunDir
 from kafka_chaos.run import RunOutcome
 from kafka_chaos.suite import run_suite
 from testkit.builder import HistoryBuilder
@@ -129,7 +129,7 @@ def test_a_suite_of_three_starts_one_engine_and_stops_it(tmp_path, monkeypatch, 
 
 
 OWNER = """
-from checkers import connect_server
+from kafka_chaos.checkers import connect_server
 server = connect_server.start()
 print(server.pid, flush=True)
 import time

@@ -6,15 +6,14 @@ import json
 import threading
 
 import pytest
-
-from harness.errors import ConfigError
-from harness.kafka_clients import CallTimedOut, bounded_call
-from harness.kafka_names import group_name
-from harness.spec import ProducerSpec, TestSpec
-from workloads.consumer import assigned_partitions, consumer_config, next_offsets
-from workloads.lifecycle import rate_verdict
-from workloads.producer import producer_config, single_attempt
-from workloads.sampler import ClusterSampler, at_most_every, partition_row
+from kafka_chaos.harness.errors import ConfigError
+from kafka_chaos.harness.kafka_clients import CallTimedOut, bounded_call
+from kafka_chaos.harness.kafka_names import group_name
+from kafka_chaos.harness.spec import ProducerSpec, TestSpec
+from kafka_chaos.workloads.consumer import assigned_partitions, consumer_config, next_offsets
+from kafka_chaos.workloads.lifecycle import rate_verdict
+from kafka_chaos.workloads.producer import producer_config, single_attempt
+from kafka_chaos.workloads.sampler import ClusterSampler, at_most_every, partition_row
 
 
 def test_producer_config_carries_the_spec():

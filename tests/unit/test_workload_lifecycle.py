@@ -9,11 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-from harness.history import HistoryWriter
-from harness.spec import TestSpec
-from workloads.lifecycle import HURRIED_FLUSH_S, Lifecycle, rate_verdict
-from workloads.progress import Progress
+from kafka_chaos.harness.history import HistoryWriter
+from kafka_chaos.harness.spec import TestSpec
+from kafka_chaos.workloads.lifecycle import HURRIED_FLUSH_S, Lifecycle, rate_verdict
+from kafka_chaos.workloads.progress import Progress
 
 
 class FakeClient:

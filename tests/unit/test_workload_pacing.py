@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from harness.errors import ConfigError
-from workloads.producer import Pacer, split_rate
+from kafka_chaos.harness.errors import ConfigError
+from kafka_chaos.workloads.producer import Pacer, split_rate
 
 
 def drive(pacer: Pacer, start: float, duration: float, step: float) -> list[float]:

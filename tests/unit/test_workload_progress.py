@@ -6,9 +6,8 @@ import io
 import logging
 import time
 
+from kafka_chaos.workloads.progress import Progress, ProgressDisplay, RateMeter, Snapshot, _table
 from rich.console import Console
-
-from workloads.progress import Progress, ProgressDisplay, RateMeter, Snapshot, _table
 
 
 def snap(**changes) -> Snapshot:
@@ -29,12 +28,12 @@ def test_log_mode_emits_one_line_summaries(caplog):
         calls.append(1)
         return snap()
 
-    caplog.set_level(logging.INFO, logger="workloads.progress")
+    caplog.set_level(logging.INFO, logger="kafka_chaos.workloads.progress")
     display = ProgressDisplay(snapshot, interval_s=0.05, live=False)
     display.start()
     time.sleep(0.3)
     display.stop()
-    lines = [r.getMessage() for r in caplog.records if r.name == "workloads.progress"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "kafka_chaos.workloads.progress"]
     assert lines and calls
     assert "ok=11000" in lines[0] and "fail=3" in lines[0] and "fault=partition n2" in lines[0]
     assert "target 1000" in lines[0]

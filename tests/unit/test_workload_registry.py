@@ -7,15 +7,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kafka_chaos.harness import api_versions
+from kafka_chaos.harness.errors import ConfigError
+from kafka_chaos.harness.spec import TestSpec
+from kafka_chaos.workloads import registry
+from kafka_chaos.workloads.mirror import MirrorWorkload
+from kafka_chaos.workloads.queue import QueueWorkload
+from kafka_chaos.workloads.txn import TxnWorkload
 
-from harness import api_versions
-from harness.errors import ConfigError
-from harness.spec import TestSpec
 from kafka_chaos import run
-from workloads import registry
-from workloads.mirror import MirrorWorkload
-from workloads.queue import QueueWorkload
-from workloads.txn import TxnWorkload
 
 
 @pytest.mark.parametrize(
@@ -58,7 +58,7 @@ def test_an_unknown_workload_is_one_clear_error_before_any_run_dir(tmp_path: Pat
 
 def test_the_orchestration_names_no_concrete_workload() -> None:
     source = Path(run.__file__).read_text()
-    assert "QueueWorkload" not in source and "workloads.queue" not in source
+    assert "QueueWorkload" not in source and "kafka_chaos.workloads.queue" not in source
 
 
 def test_the_mirror_workload_needs_a_mirror_and_a_subscribing_group(tmp_path: Path) -> None:

@@ -8,8 +8,7 @@ import pytest
 from _threads import run_in_threads
 from hypothesis import given
 from hypothesis import strategies as st
-
-from workloads.values import (
+from kafka_chaos.workloads.values import (
     Counter,
     decode_key,
     decode_payload,

@@ -18,8 +18,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 
 from _cli import kafka_chaos  # noqa: E402
-
-from harness.cluster import Cluster  # noqa: E402
+from kafka_chaos.harness.cluster import Cluster  # noqa: E402
 
 VM_CLUSTER = "kc-vm"
 UP_TIMEOUT_S = 3600.0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.backends import libvirt_host
+from kafka_chaos.harness.backends import libvirt_host
 
 
 def test_the_box_kernel_runs_under_software_emulation() -> None:

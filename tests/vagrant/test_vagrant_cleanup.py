@@ -15,9 +15,8 @@ import sys
 import time
 
 from conftest import cluster_down
-
-from harness.backends import libvirt_host
-from harness.cluster import cluster_dir
+from kafka_chaos.harness.backends import libvirt_host
+from kafka_chaos.harness.cluster import cluster_dir
 
 NAME = "kc-vm-kill"
 DOMAIN_WAIT_S = 1800.0

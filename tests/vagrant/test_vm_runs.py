@@ -11,8 +11,7 @@ import json
 from pathlib import Path
 
 from _cli import kafka_chaos, ops, report_path, run_args
-
-from harness.cluster import Cluster
+from kafka_chaos.harness.cluster import Cluster
 
 RUN_TIMEOUT_S = 2400.0
 

@@ -30,10 +30,10 @@ import logging
 import time
 from typing import Any
 
-from harness.kafka_clients import CLOSE_TIMEOUT_S
-from harness.spec import TestSpec
-from workloads.committed import NO_OFFSET, FetchFailed
-from workloads.consumer import (
+from kafka_chaos.harness.kafka_clients import CLOSE_TIMEOUT_S
+from kafka_chaos.harness.spec import TestSpec
+from kafka_chaos.workloads.committed import NO_OFFSET, FetchFailed
+from kafka_chaos.workloads.consumer import (
     AUTO_COMMIT_INTERVAL_MS,
     COMMIT_TIMEOUT_S,
     POLL_BATCH,
@@ -43,9 +43,9 @@ from workloads.consumer import (
     consumer_config,
     next_offsets,
 )
-from workloads.java import jvm
-from workloads.java.errors import judge
-from workloads.java.interop import (
+from kafka_chaos.workloads.java import jvm
+from kafka_chaos.workloads.java.errors import judge
+from kafka_chaos.workloads.java.interop import (
     CONSUMER,
     duration,
     ints,
@@ -56,7 +56,7 @@ from workloads.java.interop import (
     topic_partition,
     topic_partitions,
 )
-from workloads.values import decode_key, decode_payload
+from kafka_chaos.workloads.values import decode_key, decode_payload
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ The history's ``error`` is librdkafka's name for the code, then the Java
 class: ``NOT_ENOUGH_REPLICAS (NotEnoughReplicasException)``, so two runs,
 one per client, compare line for line, and the Java class is kept.
 
-``python3 -m workloads.java.errors FILE`` writes the table of every listed
+``python3 -m kafka_chaos.workloads.java.errors FILE`` writes the table of every listed
 class as this module judges it, in a real JVM, into FILE between
 ``<!-- java-errors -->`` markers (docs/java-client.md); ``--check`` fails
 while FILE differs.
@@ -36,9 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import KafkaError
-
-from harness.generated_docs import write_or_check
-from workloads.delivery_errors import classify, classify_commit, error_name
+from kafka_chaos.harness.generated_docs import write_or_check
+from kafka_chaos.workloads.delivery_errors import classify, classify_commit, error_name
 
 UNKNOWN = KafkaError.UNKNOWN  # -1: what Errors.forException says of a class it does not know
 
@@ -219,13 +218,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
     parser.add_argument("--kafka", default="4.4.0", help="Kafka version whose client judges")
     args = parser.parse_args(argv)
-    from harness.errors import HarnessError
-    from workloads.java import jvm
+    from kafka_chaos.harness.errors import HarnessError
+    from kafka_chaos.workloads.java import jvm
 
     try:
         jvm.start(args.kafka, Path(tempfile.gettempdir()))
     except HarnessError as e:
-        print(f"workloads.java.errors: {e}", file=sys.stderr)
+        print(f"kafka_chaos.workloads.java.errors: {e}", file=sys.stderr)
         return 2
     rows = table_rows()
     if args.json or args.file is None:
@@ -234,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     text = args.file.read_text()
     start, end = text.index(MARK_START) + len(MARK_START), text.index(MARK_END)
     fresh = text[:start] + "\n" + render(rows) + text[end:]
-    how = f"python3 -m workloads.java.errors {args.file}"
+    how = f"python3 -m kafka_chaos.workloads.java.errors {args.file}"
     return write_or_check(args.file, fresh, args.check, how)
 
 

@@ -27,9 +27,9 @@ import tempfile
 import threading
 from pathlib import Path
 
-from harness import cache, distribution
-from harness.errors import ConfigError, HarnessError
-from harness.spec import DebugSpec
+from kafka_chaos.harness import cache, distribution
+from kafka_chaos.harness.errors import ConfigError, HarnessError
+from kafka_chaos.harness.spec import DebugSpec
 
 log = logging.getLogger(__name__)
 

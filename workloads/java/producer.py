@@ -27,10 +27,10 @@ import logging
 import time
 from typing import Any
 
-from harness.spec import ProducerSpec
-from workloads.java import jvm
-from workloads.java.errors import judge
-from workloads.producer import (
+from kafka_chaos.harness.spec import ProducerSpec
+from kafka_chaos.workloads.java import jvm
+from kafka_chaos.workloads.java.errors import judge
+from kafka_chaos.workloads.producer import (
     MAX_BURST,
     MAX_POLL_WAIT_S,
     MIN_POLL_WAIT_S,
@@ -39,8 +39,8 @@ from workloads.producer import (
     ProducerWorker,
     producer_config,
 )
-from workloads.send_lines import SendLines
-from workloads.values import encode_payload, payload_template
+from kafka_chaos.workloads.send_lines import SendLines
+from kafka_chaos.workloads.values import encode_payload, payload_template
 
 log = logging.getLogger(__name__)
 

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from workloads.consumer import COMMIT_TIMEOUT_S, POLL_TIMEOUT_S
-from workloads.java import jvm
-from workloads.java.consumer import records_of
-from workloads.java.errors import judge
-from workloads.java.interop import CONSUMER, duration, properties, string_list
-from workloads.share_consumer import ClientCallFailed, ShareWorker
+from kafka_chaos.workloads.consumer import COMMIT_TIMEOUT_S, POLL_TIMEOUT_S
+from kafka_chaos.workloads.java import jvm
+from kafka_chaos.workloads.java.consumer import records_of
+from kafka_chaos.workloads.java.errors import judge
+from kafka_chaos.workloads.java.interop import CONSUMER, duration, properties, string_list
+from kafka_chaos.workloads.share_consumer import ClientCallFailed, ShareWorker
 
 ACK_TYPES = {"accept": "ACCEPT", "release": "RELEASE", "reject": "REJECT"}
 
@@ -30,7 +30,7 @@ ACK_TYPES = {"accept": "ACCEPT", "release": "RELEASE", "reject": "REJECT"}
 def java_share_properties(bootstrap: str, group: str, client_id: str) -> dict[str, str]:
     """The twins of librdkafka's share settings (``share_config``): explicit
     acknowledgement, and librdkafka's socket timeout as the request bound."""
-    from workloads.consumer import SOCKET_TIMEOUT_MS
+    from kafka_chaos.workloads.consumer import SOCKET_TIMEOUT_MS
 
     return {
         "bootstrap.servers": bootstrap,

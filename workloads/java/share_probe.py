@@ -2,7 +2,7 @@
 
 Why a child process: JPype gives a process one JVM with a fixed classpath
 (workloads/java/jvm.py), and a librdkafka run's harness has none, nor should
-it get one mid-run.  So the probe is ``python -m workloads.java.share_probe``,
+it get one mid-run.  So the probe is ``python -m kafka_chaos.workloads.java.share_probe``,
 a process of its own started per probe, whatever the workload's client, and
 killed if it overruns ``PROBE_TIMEOUT_S``.
 
@@ -44,7 +44,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.history import HistoryWriter
+from kafka_chaos.harness.history import HistoryWriter
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ class ProbeProcess:
         root = Path(__file__).resolve().parents[2]
         with open(self.log_dir / "probe-stderr.log", "a") as err:  # kept, never a full pipe
             self.child = subprocess.Popen(
-                [sys.executable, "-m", "workloads.java.share_probe",
+                [sys.executable, "-m", "kafka_chaos.workloads.java.share_probe",
                  self.kafka_version, str(self.log_dir), self.bootstrap,
                  json.dumps({"debug": self.debug, **self._next_member()})],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True,
@@ -206,8 +206,7 @@ def _call(f: str, value: Any) -> None:
 
 def _new_admin(s: dict[str, Any]) -> Any:
     import jpype
-
-    from workloads.java.interop import properties
+    from kafka_chaos.workloads.java.interop import properties
 
     ms = str(int(ADMIN_TIMEOUT_S * 1000))
     settings = {"bootstrap.servers": s["bootstrap"], "request.timeout.ms": ms,
@@ -227,8 +226,7 @@ def _admin_view(admin: Any, s: dict[str, Any], parts: tuple[str, ...]) -> dict[s
     """``group`` (describeShareGroups), ``offsets`` (listShareGroupOffsets) and
     ``leaders`` (describeTopics), as asked, each bounded by ADMIN_TIMEOUT_S."""
     import jpype
-
-    from workloads.java.interop import string_list, topic_partition
+    from kafka_chaos.workloads.java.interop import string_list, topic_partition
 
     unit = jpype.JClass("java.util.concurrent.TimeUnit").MILLISECONDS
     ms = int(ADMIN_TIMEOUT_S * 1000)
@@ -294,9 +292,8 @@ def _admin_view(admin: Any, s: dict[str, Any], parts: tuple[str, ...]) -> dict[s
 
 def _new_consumer(bootstrap: str, group: str, client_id: str) -> Any:
     import jpype
-
-    from workloads.java.interop import CONSUMER, properties
-    from workloads.java.share_consumer import java_share_properties
+    from kafka_chaos.workloads.java.interop import CONSUMER, properties
+    from kafka_chaos.workloads.java.share_consumer import java_share_properties
 
     settings = java_share_properties(bootstrap, group, client_id)
     return jpype.JClass(CONSUMER + "KafkaShareConsumer")(properties(settings))
@@ -312,10 +309,9 @@ def _member(s: dict[str, Any], admin: Any, consumer: Any) -> None:
     at most one delivery to any record.
     """
     import jpype
-
-    from workloads.java.consumer import records_of
-    from workloads.java.errors import judge
-    from workloads.java.interop import CONSUMER, duration, string_list
+    from kafka_chaos.workloads.java.consumer import records_of
+    from kafka_chaos.workloads.java.errors import judge
+    from kafka_chaos.workloads.java.interop import CONSUMER, duration, string_list
 
     release = jpype.JClass(CONSUMER + "AcknowledgeType").RELEASE
     sub = {"topics": [s["topic"]], "lock_ms": s["lock_ms"],
@@ -363,13 +359,14 @@ def _member(s: dict[str, Any], admin: Any, consumer: Any) -> None:
 
 
 def main() -> None:
-    """``python -m workloads.java.share_probe KAFKA_VERSION LOG_DIR BOOTSTRAP [DEBUG]``: start the
+    """``python -m kafka_chaos.workloads.java.share_probe KAFKA_VERSION LOG_DIR BOOTSTRAP
+    [DEBUG]``: start the
     JVM and the Admin client and load the share consumer's classes (seconds each on two
     loaded cores), say ``ready``, then wait on stdin for one probe's settings (EOF: the
     parent is gone)."""
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    from harness.spec import DebugSpec
-    from workloads.java import jvm
+    from kafka_chaos.harness.spec import DebugSpec
+    from kafka_chaos.workloads.java import jvm
 
     version, log_dir, bootstrap = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
     ahead = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
@@ -378,8 +375,7 @@ def main() -> None:
     try:  # with --client-debug the probe member's share internals log at DEBUG too
         jvm.start(version, log_dir, DebugSpec(**debug) if debug and debug.get("client") else None)
         import jpype
-
-        from workloads.java.interop import CONSUMER
+        from kafka_chaos.workloads.java.interop import CONSUMER
 
         admin = _new_admin({"bootstrap": bootstrap})
         jpype.JClass(CONSUMER + "AcknowledgeType")

@@ -31,14 +31,18 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from harness.errors import ConfigError
-from harness.kafka_clients import CLOSE_TIMEOUT_S, bounded_call
-from harness.spec import TestSpec
-from workloads import txn_spec
-from workloads.java import jvm
-from workloads.java.consumer import java_consumer_properties, rebalance_listener, records_of
-from workloads.java.errors import judge
-from workloads.java.interop import (
+from kafka_chaos.harness.errors import ConfigError
+from kafka_chaos.harness.kafka_clients import CLOSE_TIMEOUT_S, bounded_call
+from kafka_chaos.harness.spec import TestSpec
+from kafka_chaos.workloads import txn_spec
+from kafka_chaos.workloads.java import jvm
+from kafka_chaos.workloads.java.consumer import (
+    java_consumer_properties,
+    rebalance_listener,
+    records_of,
+)
+from kafka_chaos.workloads.java.errors import judge
+from kafka_chaos.workloads.java.interop import (
     duration,
     offset_map,
     pairs,
@@ -47,7 +51,7 @@ from workloads.java.interop import (
     topic_partition,
     topic_partitions,
 )
-from workloads.txn_client import (
+from kafka_chaos.workloads.txn_client import (
     SLACK_S,
     TXN_POLL_TIMEOUT_S,
     Action,
@@ -57,8 +61,8 @@ from workloads.txn_client import (
     producer_config,
     txn_group,
 )
-from workloads.txn_errors import decide
-from workloads.values import encode_payload
+from kafka_chaos.workloads.txn_errors import decide
+from kafka_chaos.workloads.values import encode_payload
 
 log = logging.getLogger(__name__)
 

@@ -34,9 +34,8 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parents[2])]  # ckpt_write; the checkout's harness/
 
 import ckpt_write as cw  # noqa: E402
-
-from harness import lazyfs, lazyfs_build  # noqa: E402
-from harness.errors import HarnessError  # noqa: E402
+from kafka_chaos.harness import lazyfs, lazyfs_build  # noqa: E402
+from kafka_chaos.harness.errors import HarnessError  # noqa: E402
 
 CONTENTS = (b"0\n0\n", b"0\n1\n0 0\n", b"0\n1\n3 0\n", b"0\n2\n0 0\n1 5\n")
 SEGMENT_FILES = (

@@ -25,9 +25,8 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parents[2])]  # ckpt_write; the checkout's harness/
 
 import ckpt_write  # noqa: E402  (beside this file)
-
-from harness import lazyfs, lazyfs_build  # noqa: E402
-from harness.errors import HarnessError  # noqa: E402
+from kafka_chaos.harness import lazyfs, lazyfs_build  # noqa: E402
+from kafka_chaos.harness.errors import HarnessError  # noqa: E402
 
 
 def run_matrix(

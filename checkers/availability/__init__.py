@@ -1,0 +1,1 @@
+"""Availability and lag statistics around the faults."""

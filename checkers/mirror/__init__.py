@@ -1,0 +1,1 @@
+"""MirrorMaker 2 and the failover to dc2."""

@@ -1,0 +1,1 @@
+"""The queue family: sends, polls, losses, commits and groups."""

@@ -1,0 +1,1 @@
+"""Share groups (KIP-932): deliveries, acknowledgements and leader tenures."""

@@ -1,0 +1,1 @@
+"""Transactions: their checks, the dependency graph, the cycle search and Elle."""
