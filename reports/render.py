@@ -32,7 +32,7 @@ from kafka_chaos.reports.operations import MAX_OPS, load_operations, operations_
 from kafka_chaos.reports.replicas import replicas_section, truncation_marks
 from kafka_chaos.reports.shrink_view import shrink_view
 from kafka_chaos.reports.templating import environment, show_value
-from kafka_chaos.reports.timeline import COUNT_KEYS, fault_bands, finite, summarize_history
+from kafka_chaos.reports.timeline import COUNT_KEYS, fault_bands, finite, run_timeline
 from kafka_chaos.workloads import registry
 from markupsafe import Markup
 
@@ -224,25 +224,15 @@ def _mean(vals: list[float]) -> float:
 
 def timeline_section(run_dir: Path, results: dict[str, Any]) -> dict[str, Any]:
     """Prefer the checkers' per-second timeline; otherwise stream the history."""
-    avail = as_dict(as_dict(results.get("stats")).get("availability"))
-    rows, faults = as_list(avail.get("timeline")), as_list(avail.get("faults"))
-    source, problem, ops = "results.json", None, None
-    history = run_dir / "history.jsonl"
-    if (not rows or "faults" not in avail) and history.exists():
-        summary = summarize_history(history)
-        problem, ops = summary.problem, summary.ops
-        if not rows:
-            rows, source = summary.timeline, "history.jsonl"
-        if "faults" not in avail:
-            faults = summary.faults
-    faults = [as_dict(f) for f in faults]
+    found = run_timeline(run_dir, results)
+    rows, faults = found.rows, found.faults
     dense = dense_timeline(rows)
     section: dict[str, Any] = {
-        "source": source,
-        "problem": problem,
-        "ops": ops,
+        "source": found.source,
+        "problem": found.problem,
+        "ops": found.ops,
         "faults": faults,
-        "availability": avail,
+        "availability": found.availability,
     }
     if not dense:
         section["missing"] = "no timeline: results.json has none and history.jsonl is absent"

@@ -183,11 +183,37 @@ def fault_bands(faults: Sequence[dict[str, Any]]) -> list[svg.Band]:
     return bands
 
 
-def run_faults(run_dir: Path, results: dict[str, Any]) -> list[dict[str, Any]]:
-    """The run's faults as the timeline draws them: the checkers' own list, or
-    one read of the history when results.json has none."""
+@dataclass
+class RunTimeline:
+    """A run's per-second rows and faults, as the report draws them."""
+
+    rows: list[dict[str, Any]]
+    faults: list[dict[str, Any]]
+    availability: dict[str, Any]
+    source: str  # where the rows came from: results.json or history.jsonl
+    problem: str | None = None  # why reading the history stopped early, if it was read
+    ops: int | None = None  # the history's lines, if it was read
+
+
+def run_timeline(run_dir: Path, results: dict[str, Any]) -> RunTimeline:
+    """The checkers' own timeline and faults (results.json); what they lack is taken
+    from one read of the history, so that a run whose check failed still has both."""
     avail = as_dict(as_dict(results.get("stats")).get("availability"))
-    if "faults" in avail:
-        return [as_dict(f) for f in as_list(avail["faults"])]
+    found = RunTimeline(
+        as_list(avail.get("timeline")), as_list(avail.get("faults")), avail, "results.json"
+    )
     history = run_dir / "history.jsonl"
-    return [as_dict(f) for f in summarize_history(history).faults] if history.exists() else []
+    if (not found.rows or "faults" not in avail) and history.exists():
+        summary = summarize_history(history)
+        found.problem, found.ops = summary.problem, summary.ops
+        if not found.rows:
+            found.rows, found.source = summary.timeline, "history.jsonl"
+        if "faults" not in avail:
+            found.faults = summary.faults
+    found.faults = [as_dict(f) for f in found.faults]
+    return found
+
+
+def run_faults(run_dir: Path, results: dict[str, Any]) -> list[dict[str, Any]]:
+    """The run's faults as the timeline draws them."""
+    return run_timeline(run_dir, results).faults
