@@ -28,8 +28,8 @@ from kafka_chaos.harness.named import Named
 from kafka_chaos.harness.option import Option
 from kafka_chaos.harness.spec import TestSpec
 from kafka_chaos.harness.spec_sections import Section
-from kafka_chaos.workloads import mirror_spec, txn_spec
-from kafka_chaos.workloads.declared_parts import LineKind, ReportSection
+from kafka_chaos.workloads import mirror_spec, queue_lines, txn_lines, txn_spec
+from kafka_chaos.workloads.declared_parts import LineKind, ReportSection, Shown
 from kafka_chaos.workloads.sampler import Probe
 
 
@@ -61,15 +61,17 @@ class Declaration:
     the coordinators' state of them all is kept after the heal.
     ``records_features``: whether config.json records the cluster's finalized
     features (a transactional run's protocol depends on ``transaction.version``).
-    ``shown_as``: what its history's lines show when read without a config
-    (checkers/history_workload.py): ``txn`` or ``queue``.
+    ``shown``: how its history's lines are recognised when read without a
+    config, and the settings they imply (checkers/history_workload.py asks
+    every declaration's, ``workloads.declared_parts.Shown``).
     ``consumers``: the report's few words on how a run consumed (a cell of the
     version/protocol matrix, reports/render.py) from its config.json, when
     its own clients say it rather than the consumer settings.
     ``section``: its own section of the spec and config.json, and how its
     values are refused (harness/spec_sections.py).
-    ``line_kinds``: the history lines of its own it writes, and their rows
-    (checkers/ingest/line_rows.py asks here).
+    ``line_kinds``: the history lines of its own it writes, and their rows,
+    the row columns and kinds of row they add (checkers/ingest/line_rows.py
+    builds its schema from them).
     ``families``: check families of its own (``checkers.check.Family``),
     judged beside the catalog's when ``check_families`` names them.
     ``options``: run options of its own (kafka_chaos/options.py adds them).
@@ -85,7 +87,7 @@ class Declaration:
     one_client: bool = False
     group: Callable[[TestSpec, int], str] | None = None
     records_features: bool = False
-    shown_as: str = "queue"
+    shown: tuple[Shown, ...] = ()
     consumers: Callable[[dict[str, Any]], str] | None = None
     section: Section | None = None
     line_kinds: tuple[LineKind, ...] = ()
@@ -102,6 +104,7 @@ _BUILTIN: dict[str, Declaration] = {
         ("queue", "share", "availability"),
         java_client=True,
         group=_queue_group,
+        shown=queue_lines.SHOWN,
     ),
     "txn": Declaration(
         "kafka_chaos.workloads.txn:TxnWorkload",
@@ -110,9 +113,10 @@ _BUILTIN: dict[str, Declaration] = {
         one_client=True,
         records_features=True,
         needs=("transactions",),
-        shown_as="txn",
+        shown=txn_lines.SHOWN,
         consumers=_txn_consumers,
         section=txn_spec.SECTION,
+        line_kinds=(txn_lines.TXN_LINE,),
         options=txn_spec.OPTIONS,
     ),
     "mirror": Declaration(
@@ -120,6 +124,7 @@ _BUILTIN: dict[str, Declaration] = {
         ("queue", "mirror", "availability"),
         section=mirror_spec.SECTION,
         options=mirror_spec.OPTIONS,
+        shown=queue_lines.SHOWN,
         report_sections=(
             ReportSection(
                 "mirror", mirror_spec.REPORT_TITLE, "kafka_chaos.reports.mirror:mirror_section"
@@ -188,9 +193,15 @@ def line_kind(f: str) -> LineKind | None:
     return _LINE_KINDS.get(f)
 
 
-def line_kinds() -> tuple[str, ...]:
-    """Every declared line kind's ``f``."""
-    return tuple(_LINE_KINDS)
+def line_kinds() -> tuple[LineKind, ...]:
+    """Every declared line kind, in the order they were declared."""
+    return tuple(_LINE_KINDS.values())
+
+
+def shown() -> tuple[tuple[str, Shown], ...]:
+    """How each workload's lines are recognised: (workload, ``Shown``), in
+    the order they were declared."""
+    return tuple((name, s) for name in _DECLARED for s in declared(name).shown)
 
 
 def families() -> tuple[Any, ...]:

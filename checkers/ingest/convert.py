@@ -47,6 +47,7 @@ numbers its lines from 0.
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 from collections import deque
@@ -65,9 +66,14 @@ from kafka_chaos.checkers.ingest import pair_lists, poll_positions
 from kafka_chaos.checkers.ingest.ack_order import COLUMNS as ACK_ORDER
 from kafka_chaos.checkers.ingest.ack_order import AckOrder
 from kafka_chaos.checkers.ingest.line_rows import (
+    APART,
+    COLUMNS,
+    DECLARED,
     DRAIN_BOUNDS,
     KINDS,
     ROWS,
+    STORED_APART,
+    check_declared,
     checked,
     kind_of,
     rows_of,
@@ -75,14 +81,7 @@ from kafka_chaos.checkers.ingest.line_rows import (
 from kafka_chaos.checkers.ingest.poll_positions import PREVIOUS, SUMMARY, link_and_summarise
 from kafka_chaos.checkers.ingest.sorted_runs import row_numbers
 from kafka_chaos.checkers.ingest.topic_ids import STORED, TopicIds
-from kafka_chaos.checkers.ingest.txn_rows import (
-    MOP,
-    RECORD,
-    SlowPath,
-    TxnPairing,
-    expand,
-    txn_column,
-)
+from kafka_chaos.checkers.ingest.txn_rows import RECORD, SlowPath, TxnPairing
 from kafka_chaos.harness.errors import HistoryError
 from kafka_chaos.harness.history import NEMESIS, TYPES
 from kafka_chaos.workloads import registry as workloads
@@ -100,24 +99,28 @@ _UNIQUE_PER_ROW = ("index", "time", "val", "offset", "prev_offset", "prev_index"
 # The columns each big kind of row can hold; the others are null in every row
 # of that kind, and writing them cost a third of the writer's time (1e7 ops:
 # 5.6 CPU-seconds in all).  Readers take the full STORED schema
-# (``read_rows``), which fills a column a file lacks with nulls.
+# (``read_rows``), which fills a column a file lacks with nulls.  A workload's
+# own line kind says which kinds of row hold its columns (``_declared_on``)
+# and which columns the kinds it stores apart hold (``STORED_APART``).
+
+
+def _declared_on(kind: str) -> tuple[str, ...]:
+    return tuple(c.name for c in COLUMNS if kind in c.on)
+
+
 _LINE_AND_RECORD = (
     "hid", "index", "time", "process", "nemesis", "type", "f", "topic", "val",
     "partition", "offset", "error", "final", "group", "topics", "reason", "op",
-    "txn", "mop", "source",
 )  # fmt: skip
 WRITTEN = {
-    "line": (*_LINE_AND_RECORD, *(name for name, _ in ACK_ORDER)),
-    "record": (*_LINE_AND_RECORD, "j", PREVIOUS),
+    "line": (*_LINE_AND_RECORD, *_declared_on("line"), *(name for name, _ in ACK_ORDER)),
+    "record": (*_LINE_AND_RECORD, *_declared_on("record"), "j", PREVIOUS),
     "poll": (*poll_positions.KEPT, *(name for name, _ in SUMMARY)),
-    "txn": (
-        "hid", "index", "time", "process", "nemesis", "type", "f", "error", "reason",
-        "final", "group", "txn", "rebalanced",
-    ),
+    **STORED_APART,
 }  # fmt: skip
 WRITTEN["commit"] = (
     "hid", "index", "time", "process", "nemesis", "type", "f", "error", "reason", "final",
-    "group", "offsets", "txn",
+    "group", "offsets", *_declared_on("commit"),
 )  # fmt: skip
 # Control rows never hold a record's or an ack's bookkeeping (``Tables.control``
 # caches just these: at 1e7 transactional ops, when commits were control rows
@@ -126,11 +129,18 @@ WRITTEN["control"] = (
     "hid", "index", "time", "process", "nemesis", "type", "f", "topic", "val",
     "partition", "offset", "error", "final", "group", "topics", "partitions",
     "assigned", "revoked", "offsets", "phase", "fault_id", "targets", "planned_s",
-    "at_s", "reason", "txn", "log_start", "high_watermark", "reached",
+    "at_s", "reason", *_declared_on("control"), *DRAIN_BOUNDS,
 )  # fmt: skip
 # What readers see: every column of every kind, and the partition column.
 ROWS_TABLE = STORED.append(pa.field("kind", pa.string()))
 
+# The Arrow fast paths of the workloads' own line kinds, by ``f`` (the module a
+# declaration's ``arrow`` names, e.g. checkers/ingest/txn_rows.py): ``VALUE``,
+# what Arrow reads of the line's value beyond the contract's fields;
+# ``valid(is_line, v)``, masks that must hold; ``own_columns(is_line, type,
+# index)``, columns of the lines' own rows; ``rows(lines, v, is_line)``, the rows
+# they give beyond their own.  Lines of a kind without one are parsed in Python.
+_FAST = {kind.f: importlib.import_module(kind.arrow) for kind in DECLARED if kind.arrow}
 # What Arrow reads of a line; every other field is ignored.
 _HOT = pa.schema(
     [
@@ -151,7 +161,7 @@ _HOT = pa.schema(
                     ("error", pa.string()),
                     ("final", pa.bool_()),
                     ("records", pa.list_(RECORD)),
-                    ("ops", pa.list_(MOP)),  # a transaction's micro-ops
+                    *(field for fast in _FAST.values() for field in fast.VALUE),
                     ("group", pa.string()),
                     ("topics", pa.list_(pa.string())),
                     ("reason", pa.string()),
@@ -176,9 +186,10 @@ _SPECIAL = (_NEMESIS_LINE, _PAIRS)
 
 
 def _declared_lines() -> tuple[bytes, ...]:
-    """The lines of the kinds workloads declare (workloads/registry.py): their
-    rows are the declaration's to make (``line_rows.rows_of``), never Arrow's."""
-    return tuple(f'"f":"{f}"'.encode() for f in workloads.line_kinds())
+    """The lines of the kinds workloads declare (workloads/registry.py) with no
+    fast path of their own: their rows are the declaration's to make
+    (``line_rows.rows_of``), never Arrow's."""
+    return tuple(f'"f":"{k.f}"'.encode() for k in workloads.line_kinds() if k.f not in _FAST)
 
 
 # A chunk with more lines holding pair lists than this has them rewritten for
@@ -197,6 +208,7 @@ def convert(history: Path, parquet: Path) -> None:
     whole or not at all: it is written beside its place, then renamed.
     """
     history, parquet = Path(history), Path(parquet)
+    check_declared()
     if not history.is_file():
         raise HistoryError(f"{history}: no such history file")
     out = RowsDir(parquet, parquet.with_name(f".{parquet.name}.{os.getpid()}.tmp"))
@@ -612,11 +624,6 @@ def _column(table: pa.Table, name: str) -> pa.Array:
     return col.chunk(0) if col.num_chunks else pa.array([], col.type)
 
 
-def _true(mask: pa.Array) -> pa.Array:
-    """As many ``True`` as ``mask`` has: selects every row of ``x.filter(mask)``."""
-    return pa.repeat(True, pc.sum(mask.cast(pa.int64())).as_py() or 0)
-
-
 def _all(*masks: pa.Array) -> bool:
     return all(len(m) == 0 or pc.all(m.fill_null(False)).as_py() for m in masks)
 
@@ -634,7 +641,7 @@ def _hot_rows(hot: pa.Table) -> Tables:
     f, typ, valid = col["f"], col["type"], pc.is_valid
     send, poll_ok = pc.equal(f, "send"), pc.and_(pc.equal(f, "poll"), pc.equal(typ, "ok"))
     send_ok = pc.and_(send, pc.equal(typ, "ok"))
-    is_txn = pc.equal(f, "txn")
+    own = {name: pc.equal(f, name) for name in _FAST}  # lines of a declared fast path
     if not _all(
         valid(col["time"]),
         valid(col["process"]),
@@ -642,7 +649,7 @@ def _hot_rows(hot: pa.Table) -> Tables:
         pc.or_(pc.invert(send), pc.and_(valid(v["topic"]), valid(v["value"]))),
         pc.or_(pc.invert(send_ok), pc.and_(valid(v["partition"]), valid(v["offset"]))),
         pc.if_else(poll_ok, valid(v["records"]), pc.is_null(v["records"])),
-        pc.if_else(is_txn, valid(v["ops"]), pc.is_null(v["ops"])),
+        *(mask for name, fast in _FAST.items() for mask in fast.valid(own[name], v)),
         pc.or_(pc.not_equal(f, "seek"), valid(value)),
     ):
         raise _SlowPath
@@ -660,35 +667,37 @@ def _hot_rows(hot: pa.Table) -> Tables:
         group=v["group"],
         topics=v["topics"],
         reason=v["reason"],
-        txn=txn_column(f, typ, col["index"]),
         **{name: v[name] for name in DRAIN_BOUNDS},
     )
+    for name, fast in _FAST.items():
+        columns.update(fast.own_columns(own[name], typ, col["index"]))
     try:
         pairs = {
             name: pair_lists.column(name, v[name], pc.is_in(f, pa.array(users)))
             for name, users in pair_lists.USED_BY.items()
         }
-        # A transaction's offsets go on its commit row (``expand``), not on its own.
-        txn_offsets = pair_lists.column("offsets", v["offsets"].filter(is_txn), _true(is_txn))
     except pair_lists.Unreadable as e:
         raise _SlowPath from e
     columns.update(pairs)
     rows = pa.Table.from_arrays([columns[name] for name in ROWS.names], schema=ROWS)
     client = pc.is_in(f, pa.array(["send", "poll"]))
-    is_commit = pc.equal(f, "commit")
+    apart = {kind: pc.equal(f, kind) for kind in APART}
+    not_control = client
+    for mask in apart.values():
+        not_control = pc.or_(not_control, mask)
     tables = {
         "line": rows.filter(client),
-        "control": rows.filter(pc.invert(pc.or_(pc.or_(client, is_txn), is_commit))),
-        "txn": rows.filter(is_txn),
-        "commit": rows.filter(is_commit),
+        "control": rows.filter(pc.invert(not_control)),
+        **{kind: rows.filter(mask) for kind, mask in apart.items()},
         "record": _record_rows(rows, v["records"]),
     }
-    if pc.any(is_txn).as_py():
-        more = expand(rows.filter(is_txn), v["ops"].filter(is_txn), txn_offsets)
-        tables = {
-            kind: pa.concat_tables([table, more[kind]]) if kind in more else table
-            for kind, table in tables.items()
-        }
+    for name, fast in _FAST.items():
+        if pc.any(own[name]).as_py():
+            more = fast.rows(rows.filter(own[name]), v, own[name])
+            tables = {
+                kind: pa.concat_tables([table, more[kind]]) if kind in more else table
+                for kind, table in tables.items()
+            }
     return tables
 
 

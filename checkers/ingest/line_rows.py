@@ -27,49 +27,51 @@ def pair_lists(topic: pa.DataType) -> tuple[pa.DataType, pa.DataType]:
 
 _PAIR, _TRIPLE = pair_lists(pa.string())
 DRAIN_BOUNDS = ("log_start", "high_watermark", "reached")  # a ``drain`` line's offsets
-ROWS = pa.schema(
-    [
-        ("hid", pa.int32()),
-        ("index", pa.int64()),
-        ("time", pa.int64()),
-        ("process", pa.int64()),  # null for the nemesis
-        ("nemesis", pa.bool_()),
-        ("type", pa.string()),
-        ("f", pa.string()),
-        ("j", pa.int32()),  # position of the record in its poll; null on line rows
-        ("topic", pa.string()),
-        ("val", pa.int64()),
-        ("partition", pa.int32()),
-        ("offset", pa.int64()),
-        ("error", pa.string()),
-        ("final", pa.bool_()),
-        ("group", pa.string()),
-        ("topics", pa.list_(pa.string())),
-        ("partitions", _PAIR),
-        ("assigned", _PAIR),
-        ("revoked", _PAIR),
-        ("offsets", _TRIPLE),
-        ("phase", pa.string()),
-        ("fault_id", pa.int64()),
-        ("targets", pa.list_(pa.string())),
-        ("planned_s", pa.float64()),  # fault lines: the schedule's time of this edge
-        ("at_s", pa.float64()),  # fault lines: when it really happened (docs/history.md)
-        ("reason", pa.string()),
-        # Transactions (docs/history.md, ``txn``; checkers/ingest/txn_rows.py): the index of
-        # the transaction's invoke line, the micro-op's position in it, the input
-        # value a consume-transform-produce send transforms, and the partitions
-        # rebalanced while it ran.
-        ("txn", pa.int64()),
-        ("mop", pa.int32()),
-        ("source", pa.int64()),
-        ("rebalanced", _PAIR),
-        # The final drain's bounds of one partition (docs/history.md, ``drain``): the
-        # log start offset, the high watermark, and the next offset the drain would
-        # have read; ``acked-lost`` (checkers/queue/loss_checks.py) proves completeness by them.
-        *((name, pa.int64()) for name in DRAIN_BOUNDS),
-    ]
-)
-# ``txn`` of the rows of a transaction's completion until ingest pairs it with
+# The history contract's own columns; the final drain's bounds come last.
+_CONTRACT = [
+    ("hid", pa.int32()),
+    ("index", pa.int64()),
+    ("time", pa.int64()),
+    ("process", pa.int64()),  # null for the nemesis
+    ("nemesis", pa.bool_()),
+    ("type", pa.string()),
+    ("f", pa.string()),
+    ("j", pa.int32()),  # position of the record in its poll; null on line rows
+    ("topic", pa.string()),
+    ("val", pa.int64()),
+    ("partition", pa.int32()),
+    ("offset", pa.int64()),
+    ("error", pa.string()),
+    ("final", pa.bool_()),
+    ("group", pa.string()),
+    ("topics", pa.list_(pa.string())),
+    ("partitions", _PAIR),
+    ("assigned", _PAIR),
+    ("revoked", _PAIR),
+    ("offsets", _TRIPLE),
+    ("phase", pa.string()),
+    ("fault_id", pa.int64()),
+    ("targets", pa.list_(pa.string())),
+    ("planned_s", pa.float64()),  # fault lines: the schedule's time of this edge
+    ("at_s", pa.float64()),  # fault lines: when it really happened (docs/history.md)
+    ("reason", pa.string()),
+]
+# The final drain's bounds of one partition (docs/history.md, ``drain``): the
+# log start offset, the high watermark, and the next offset the drain would
+# have read; ``acked-lost`` (checkers/queue/loss_checks.py) proves completeness by them.
+_DRAIN = [(name, pa.int64()) for name in DRAIN_BOUNDS]
+# The types a line kind's own columns may have (``workloads.declared_parts.Column``).
+COLUMN_TYPES = {"int32": pa.int32(), "int64": pa.int64(), "string": pa.string(), "pairs": _PAIR}
+# The line kinds the workloads declare (workloads/registry.py) when ingest
+# loads: the rows table's shape is fixed from here on (``check_declared``).
+DECLARED = workloads.line_kinds()
+# Their own columns (the txn workload's: the index of the transaction's
+# invoke line, the micro-op's position in it, the input value a
+# consume-transform-produce send transforms, the partitions rebalanced while
+# it ran; docs/history.md, ``txn``).
+COLUMNS = tuple(c for kind in DECLARED for c in kind.columns)
+ROWS = pa.schema(_CONTRACT + [(c.name, COLUMN_TYPES[c.type]) for c in COLUMNS] + _DRAIN)
+# ``txn`` of the rows of a paired line's completion until ingest pairs it with
 # its invoke (checkers/ingest/txn_rows.py ``TxnPairing``): the worker that parses a
 # chunk cannot see an invoke in an earlier chunk.
 TXN_PENDING = -1
@@ -77,22 +79,38 @@ TXN_PENDING = -1
 
 # The Parquet partitions of the rows table.  ``control`` is cached in one
 # partition for the many checks that read its few lines (membership, faults),
-# so the kinds of row a transactional history has many of are kept out of
-# it: a transaction line's own row is ``txn`` (about half its lines), and
-# offset commits are ``commit`` (one per transaction that sent offsets: at
-# 1e7 transactional ops, 1.8e6 of the 2.7e6 control rows, whose single-task
-# cache took 20 s and the members' copy of it 16 s more).
-KINDS = ("line", "record", "control", "txn", "commit")
+# so the kinds of row a history has many of are kept out of it: the kinds a
+# workload's line stores apart (a transaction line's own row is ``txn``,
+# about half its lines), and offset commits are ``commit`` (one per
+# transaction that sent offsets: at 1e7 transactional ops, 1.8e6 of the
+# 2.7e6 control rows, whose single-task cache took 20 s and the members'
+# copy of it 16 s more).
+STORED_APART = {f: written for kind in DECLARED for f, written in kind.stored}
+APART = (*STORED_APART, "commit")
+KINDS = ("line", "record", "control", *APART)
+
+
+def check_declared() -> None:
+    """Refuse a line kind declared after ingest loaded whose rows need columns
+    or kinds of row the rows table does not have (ValueError, one line)."""
+    for kind in workloads.line_kinds():
+        missing = [c.name for c in kind.columns if c.name not in ROWS.names]
+        missing += [f"kind={f}" for f, _ in kind.stored if f not in STORED_APART]
+        if missing:
+            raise ValueError(
+                f"line kind {kind.f!r} needs {', '.join(missing)}, unknown to ingest: "
+                "register its workload before kafka_chaos.checkers.ingest is imported"
+            )
 
 
 def kind_of(row: dict[str, Any]) -> str:
-    """``record`` for a polled record, ``line`` for a send or poll line, ``txn`` for
-    a transaction line's own row, ``commit`` for an offset commit, else ``control``."""
+    """``record`` for a polled record, ``line`` for a send or poll line, the
+    row's ``f`` for the kinds stored apart (``APART``), else ``control``."""
     if row.get("j") is not None:
         return "record"
     if row["nemesis"]:
         return "control"
-    if row["f"] in ("txn", "commit"):
+    if row["f"] in APART:
         return row["f"]
     return "line" if row["f"] in ("send", "poll") else "control"
 
@@ -109,9 +127,10 @@ def checked(op: Any, lineno: int, path: Path) -> dict[str, Any]:
 def rows_of(op: dict[str, Any], invoke: int | None = None) -> list[dict[str, Any]]:
     """The rows of one checked line: the line itself, then one per polled record.
 
-    A ``txn`` line gives the rows of docs/results.md (``txn`` rows); for its
-    completion, ``invoke`` is the index of its invoke line (``TXN_PENDING``
-    if not known yet).  Fields the checkers do not read, or that have an
+    A workload's own line kind gives the rows its declaration makes (a
+    ``txn`` line those of docs/results.md, ``txn`` rows); for the completion
+    of a paired kind, ``invoke`` is the index of its invoke line
+    (``TXN_PENDING`` if not known yet).  Fields the checkers do not read, or that have an
     unexpected type where the contract leaves them open (fault parameters),
     are left out: readers ignore what they do not know.
     """
@@ -157,9 +176,9 @@ def rows_of(op: dict[str, Any], invoke: int | None = None) -> list[dict[str, Any
         line.update({k: _typed(v, k, int) for k in DRAIN_BOUNDS})
     declared = workloads.line_kind(f)
     if declared is not None:  # a workload's own line (workloads/declared_parts.py)
-        return declared.rows(line, v)
-    if f == "txn":
-        return txn_rows(line, v, TXN_PENDING if invoke is None else invoke)
+        if declared.paired and invoke is None:
+            invoke = TXN_PENDING
+        return declared.rows(line, v, invoke)
     if not (f == "poll" and op["type"] == "ok"):
         return [line]
     return [line] + [
@@ -173,74 +192,6 @@ def rows_of(op: dict[str, Any], invoke: int | None = None) -> list[dict[str, Any
         }
         for j, r in enumerate(v["records"])
     ]
-
-
-# What the rows a transaction line gives copy of the line itself; the rest is
-# their own (``txn_rows``).
-_OF_THE_LINE = ("hid", "index", "time", "process", "nemesis", "type")
-
-
-def txn_rows(line: dict[str, Any], v: dict[str, Any], invoke: int) -> list[dict[str, Any]]:
-    """A ``txn`` line's rows: the line (``control``), a row per send micro-op,
-    and on a completion one poll row with every record its polls returned,
-    and a commit row for the offsets it sent (docs/results.md)."""
-    typ = line["type"]
-    done = typ != "invoke"
-    txn = invoke if done else line["index"]
-    own = {k: line[k] for k in _OF_THE_LINE}
-    rows = [{**line, "txn": txn, "rebalanced": _pairs(v.get("rebalanced"))}]
-    records: list[dict[str, Any]] = []
-    polled = False
-    for k, m in enumerate(v["ops"]):
-        skipped = m.get("skipped") is True
-        if m["f"] == "send":
-            rows.append(
-                {
-                    **own,
-                    "f": "send",
-                    "type": typ if not done or not skipped else "fail",
-                    "final": False,
-                    "error": line["error"] if done else None,
-                    "topic": m["topic"],
-                    "val": m["value"],
-                    "partition": m.get("partition"),
-                    "offset": m.get("offset") if done else None,
-                    "source": m.get("source"),
-                    "txn": txn,
-                    "mop": k,
-                }
-            )
-        elif done and not skipped:
-            polled = True
-            records += [(k, r) for r in m["records"]]
-    if polled:
-        poll = {**own, "type": "ok", "f": "poll", "final": False, "txn": txn}
-        rows.append(poll)
-        rows += [
-            {
-                **poll,
-                "j": j,
-                "mop": k,
-                "topic": r["topic"],
-                "partition": r["partition"],
-                "offset": r["offset"],
-                "val": r.get("value"),
-            }
-            for j, (k, r) in enumerate(records)
-        ]
-    if done and "offsets" in v:
-        rows.append(
-            {
-                **own,
-                "f": "commit",
-                "final": False,
-                "error": line["error"],
-                "group": line["group"],
-                "offsets": _triples(v["offsets"]),
-                "txn": txn,
-            }
-        )
-    return rows
 
 
 def _typed(v: dict[str, Any], key: str, kind: type) -> Any:
@@ -298,7 +249,7 @@ def check_value(lineno: int, op: dict[str, Any], path: Path) -> None:
             f == "poll"
             and typ == "invoke"
             or op["process"] == NEMESIS
-            or f not in ("send", "txn", "seek"),
+            or f not in ("send", "seek") and not _needs_value(f),
             path,
             lineno,
             f"{f} {typ} needs a value object",
@@ -331,8 +282,6 @@ def check_value(lineno: int, op: dict[str, Any], path: Path) -> None:
         if typ == "ok":
             _need("offsets" in value, path, lineno, "committed ok needs value.offsets")
             _check_pairs(value["offsets"], 3, "offsets", path, lineno)
-    elif f == "txn" and op["process"] != NEMESIS:
-        _check_txn(value, typ, path, lineno)
     elif f == "drain" and op["process"] != NEMESIS:
         _need(
             isinstance(value.get("topic"), str)
@@ -345,9 +294,9 @@ def check_value(lineno: int, op: dict[str, Any], path: Path) -> None:
         )
     elif op["process"] == NEMESIS and "id" in value:
         _need(_is_int(value["id"]), path, lineno, "fault id must be an integer")
-    elif (declared := workloads.line_kind(f)) is not None:
-        problem = declared.problem(value)
-        _need(problem is None, path, lineno, f"{f} {typ}: {problem}")
+    elif op["process"] != NEMESIS and (declared := workloads.line_kind(f)) is not None:
+        problem = declared.problem(value, typ)  # a workload's own line
+        _need(problem is None, path, lineno, problem or "")
 
 
 def _check_records(records: list[Any], path: Path, lineno: int, what: str) -> None:
@@ -368,44 +317,6 @@ def _int_or_null(x: Any) -> bool:
     return x is None or _is_int(x)
 
 
-def _check_txn(value: dict[str, Any], typ: str, path: Path, lineno: int) -> None:
-    """A ``txn`` line's micro-ops (docs/history.md): what its rows are made of."""
-    ops = value.get("ops")
-    _need(isinstance(ops, list), path, lineno, "txn value.ops must be a list of micro-ops")
-    for key, width in (("offsets", 3), ("rebalanced", 2)):
-        if key in value:
-            _check_pairs(value[key], width, key, path, lineno)
-    for k, m in enumerate(ops):
-        what = f"txn micro-op {k}"
-        _need(isinstance(m, dict), path, lineno, f"{what} must be an object")
-        _need(m.get("f") in ("send", "poll"), path, lineno, f"{what}: f must be 'send' or 'poll'")
-        skipped = m.get("skipped")
-        _need(skipped in (None, True, False), path, lineno, f"{what}: skipped must be a boolean")
-        if m["f"] == "send":
-            _need(_is_int(m.get("value")), path, lineno, f"{what}: send value must be an integer")
-            _need(
-                isinstance(m.get("topic"), str),
-                path,
-                lineno,
-                f"{what}: send topic must be a string",
-            )
-            for key in ("partition", "offset", "source"):
-                _need(
-                    _int_or_null(m.get(key)),
-                    path,
-                    lineno,
-                    f"{what}: send {key} must be an integer or null",
-                )
-            # A send with no delivery report has neither (docs/history.md); one
-            # with a partition the client chose and no report has no offset.
-            # An offset with no partition names no place in any log.
-            _need(
-                m.get("offset") is None or m.get("partition") is not None,
-                path,
-                lineno,
-                f"{what}: a send's offset needs its partition",
-            )
-        elif "records" in m or (typ != "invoke" and not skipped):
-            records = m.get("records")
-            _need(isinstance(records, list), path, lineno, f"{what}: poll records must be a list")
-            _check_records(records, path, lineno, f"{what}: poll record")
+def _needs_value(f: str) -> bool:
+    declared = workloads.line_kind(f)
+    return declared is not None and declared.needs_value

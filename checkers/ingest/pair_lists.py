@@ -24,18 +24,20 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from kafka_chaos.checkers.ingest.line_rows import ROWS
+from kafka_chaos.checkers.ingest.line_rows import DECLARED, ROWS
 
-NAMES = ("partitions", "assigned", "revoked", "offsets", "rebalanced")
-# The lines whose rows hold each list (``checkers.ingest.line_rows.rows_of``).
+# The lines whose rows hold each list (``checkers.ingest.line_rows.rows_of``),
+# and the lists of a workload's own line kind on its line's row (a
+# transaction's ``rebalanced``; workloads/txn_lines.py).
 USED_BY = {
     "partitions": ("rebalance", "assign", "committed"),
     "assigned": ("rebalance", "assign"),
     "revoked": ("rebalance", "assign"),
     # a txn's offsets go on its commit row (checkers/ingest/txn_rows.py)
     "offsets": ("commit", "seek", "committed"),
-    "rebalanced": ("txn",),
+    **{c.name: (kind.f,) for kind in DECLARED for c in kind.columns if c.type == "pairs"},
 }
+NAMES = tuple(USED_BY)
 ITEM = pa.struct([("topic", pa.string()), ("pt", pa.list_(pa.int64()))])  # after the rewrite
 TYPE = pa.list_(ITEM)  # what Arrow reads: also [] of a line not rewritten
 _ELEMENT = r'\["([^"\\\n]*)",(-?\d+)((?:,-?\d+)?)\]'

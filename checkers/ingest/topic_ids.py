@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from kafka_chaos.checkers.ingest import op_codes
 from kafka_chaos.checkers.ingest.ack_order import COLUMNS as ACK_ORDER
-from kafka_chaos.checkers.ingest.line_rows import ROWS, pair_lists
+from kafka_chaos.checkers.ingest.line_rows import COLUMNS, ROWS, pair_lists
 from kafka_chaos.checkers.ingest.poll_positions import SUMMARY
 
 _PAIR, _TRIPLE = pair_lists(pa.int32())
@@ -27,7 +27,8 @@ _CHANGED = {
     "assigned": _PAIR,
     "revoked": _PAIR,
     "offsets": _TRIPLE,
-    "rebalanced": _PAIR,
+    # and the pair lists of the workloads' own line kinds (a transaction's ``rebalanced``)
+    **{c.name: _PAIR for c in COLUMNS if c.type == "pairs"},
 }
 STORED = pa.schema(
     [pa.field(f.name, _CHANGED.get(f.name, f.type)) for f in ROWS]
@@ -35,7 +36,7 @@ STORED = pa.schema(
     + list(ACK_ORDER)  # filled by checkers/ingest/ack_order.py (prev_offset: and poll_positions.py)
     + list(SUMMARY)  # filled by checkers/ingest/poll_positions.py
 )
-_LISTS = ("topics", "partitions", "assigned", "revoked", "offsets", "rebalanced")
+_LISTS = ("topics", *(name for name in _CHANGED if name not in ("topic", "topics")))
 # A topic of another cluster than the run's first is named ``<cluster>/<topic>``
 # (workloads/cluster_history.py).  The queue checks judge each cluster's own
 # traffic, so a value seen there is keyed apart from the same value on dc1:

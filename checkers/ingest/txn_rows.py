@@ -6,7 +6,7 @@ but the checks read sends, polls and commits, so ingest gives it the rows a
 queue history would have (docs/results.md, "txn rows"): its own ``txn``
 row, a ``line`` row per send micro-op, on a completion one ``line`` row for
 all its polls with a ``record`` row per record, and a ``commit`` row for the
-offsets it sent.  ``checkers.ingest.line_rows.txn_rows`` does the same line by line
+offsets it sent.  ``kafka_chaos.workloads.txn_lines.rows`` does the same line by line
 in Python; this module must give exactly those rows (tests/unit/test_txn_ingest.py).
 
 Transactional histories are mostly ``txn`` lines, so they are expanded here
@@ -26,6 +26,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from kafka_chaos.checkers.ingest import pair_lists
 from kafka_chaos.checkers.ingest.line_rows import ROWS, TXN_PENDING
 from kafka_chaos.checkers.ingest.sorted_runs import row_numbers, run_starts
 from kafka_chaos.harness.errors import HistoryError
@@ -81,11 +82,38 @@ def _rows(n: int, columns: dict[str, Any]) -> pa.Table:
     return pa.Table.from_arrays([full[name] for name in ROWS.names], schema=ROWS)
 
 
-def txn_column(f: pa.Array, typ: pa.Array, index: pa.Array) -> pa.Array:
+# The fast path of the txn workload's line kind (``arrow`` of
+# workloads/txn_lines.py's declaration; checkers/ingest/convert.py asks):
+# what Arrow reads of its lines' value beyond the history contract's fields,
+# what must hold of them, the columns of their own rows, and their rows.
+VALUE = (("ops", pa.list_(MOP)),)  # a transaction's micro-ops
+
+
+def valid(is_line: pa.Array, v: dict[str, pa.Array]) -> list[pa.Array]:
+    """Masks that must all hold, or the Python path judges the chunk: a
+    transaction line has micro-ops, and no other line does."""
+    return [pc.if_else(is_line, pc.is_valid(v["ops"]), pc.is_null(v["ops"]))]
+
+
+def own_columns(is_line: pa.Array, typ: pa.Array, index: pa.Array) -> dict[str, pa.Array]:
     """``txn`` of the lines' own rows: an invoke's index, ``TXN_PENDING`` on a
     completion, null on other lines."""
     own = pc.if_else(pc.equal(typ, "invoke"), index, pa.scalar(TXN_PENDING, pa.int64()))
-    return pc.if_else(pc.equal(f, "txn"), own, pa.scalar(None, pa.int64()))
+    return {"txn": pc.if_else(is_line, own, pa.scalar(None, pa.int64()))}
+
+
+def rows(lines: pa.Table, v: dict[str, pa.Array], is_line: pa.Array) -> Tables:
+    """The rows the transaction lines ``lines`` (their own rows) give beyond
+    their own, by kind; ``v``: the chunk's values' fields, ``is_line``: which
+    lines of the chunk ``lines`` are.  A transaction's offsets go on its
+    commit row, not on its own."""
+    try:
+        offsets = pair_lists.column(
+            "offsets", v["offsets"].filter(is_line), pa.repeat(True, len(lines))
+        )
+    except pair_lists.Unreadable as e:
+        raise SlowPath from e
+    return expand(lines, v["ops"].filter(is_line), offsets)
 
 
 def expand(lines: pa.Table, ops: pa.Array, offsets: pa.Array) -> Tables:

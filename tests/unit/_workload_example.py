@@ -3,7 +3,8 @@
 ``test_new_workload.py`` registers it and sees it everywhere a workload
 appears; no product file knows of it.  It writes a line kind of its own
 (``watermark``: the high watermark a client read of one partition), has a
-spec section with its validation (``watermark``), one option
+spec section with its validation (``watermark``), how its lines are
+recognised in a history checked without its config, one option
 (``--watermark-every``), one check family with one check
 (``watermark-regressed``: a partition's high watermark read lower than an
 earlier read, which acked data lost to an unclean election would cause) and
@@ -25,7 +26,7 @@ from kafka_chaos.harness.history import HistoryWriter
 from kafka_chaos.harness.option import Option
 from kafka_chaos.harness.spec import TestSpec
 from kafka_chaos.harness.spec_sections import Section
-from kafka_chaos.workloads.declared_parts import LineKind, ReportSection
+from kafka_chaos.workloads.declared_parts import LineKind, ReportSection, RowsFacts, Shown
 from kafka_chaos.workloads.registry import Declaration
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
@@ -47,15 +48,25 @@ def _validate(section: WatermarkSpec) -> None:
         raise ConfigError(f"watermark.every_s must be positive, not {section.every_s!r}")
 
 
-def _problem(value: dict[str, Any]) -> str | None:
+def _problem(value: dict[str, Any], typ: str) -> str | None:
     fields = (value.get("topic"), value.get("partition"), value.get("offset"))
     ok = isinstance(fields[0], str) and all(type(x) is int for x in fields[1:])
-    return None if ok else "needs topic (str), partition and offset (integers)"
+    return None if ok else f"{LINE} {typ}: needs topic (str), partition and offset (integers)"
 
 
-def _rows(line: dict[str, Any], value: dict[str, Any]) -> list[dict[str, Any]]:
+def _rows(line: dict[str, Any], value: dict[str, Any], invoke: int | None) -> list[dict[str, Any]]:
     """The line's common fields already hold topic, partition and offset."""
     return [line]
+
+
+def _seen(facts: RowsFacts) -> bool:
+    """Only this workload writes ``watermark`` lines (stored as control rows)."""
+    return LINE in facts.distinct("control", "f")
+
+
+def _implies(facts: RowsFacts, config: dict[str, Any]) -> None:
+    """A history without its config is judged with reads every second."""
+    config.setdefault(LINE, {}).setdefault("every_s", WatermarkSpec.every_s)
 
 
 class WatermarkWorkload:
@@ -137,7 +148,8 @@ DECLARATION = Declaration(
     f"{__name__}:WatermarkWorkload",
     (NAME,),
     section=Section(LINE, WatermarkSpec, _validate),
-    line_kinds=(LineKind(LINE, _problem, _rows),),
+    line_kinds=(LineKind(LINE, _problem, _rows, needs_value=True),),
+    shown=(Shown(LINE, _seen, implies=_implies),),
     families=(FAMILY,),
     options=(Option("--watermark-every", f"{LINE}.every_s", float, "seconds between reads"),),
     report_sections=(ReportSection("watermarks", "High watermarks", _report),),

@@ -2,7 +2,8 @@
 
 Registered from here, and known to no product file, its spec section loads
 and is validated, its option reaches the CLI, its own line kind is
-ingested into rows, its check judges a hand-written history with Spark,
+ingested into rows and its lines are recognised in a history that comes
+without its config, its check judges a hand-written history with Spark,
 and the run's report shows its section.
 """
 
@@ -16,9 +17,9 @@ from pathlib import Path
 
 import pytest
 from _workload_example import CHECK, DECLARATION, LINE, NAME, REGRESSED, WatermarkSpec
-from kafka_chaos.checkers import catalog
+from kafka_chaos.checkers import catalog, history_workload
 from kafka_chaos.checkers.api import check_history
-from kafka_chaos.checkers.ingest import line_rows
+from kafka_chaos.checkers.ingest import convert, line_rows
 from kafka_chaos.harness.errors import ConfigError, HistoryError
 from kafka_chaos.harness.spec import TestSpec
 from kafka_chaos.reports.render import render_report
@@ -69,6 +70,12 @@ def test_its_check_judges_a_history_and_its_section_is_reported(spark, tmp_path:
     assert "read every 0.5 s; 1 read lower than before." in page
     assert REGRESSED.title in page
 
+    # Without its config, the lines say which workload wrote them.
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    alone = check_history(_history(bare / "history.jsonl"), {}, from_lines=True)
+    assert list(alone["checks"]) == [CHECK] and alone["checks"][CHECK]["count"] == 1
+
 
 def test_its_line_kind_is_validated_and_made_into_rows(tmp_path: Path) -> None:
     line = {"index": 0, "time": 1, "process": 0, "type": "ok", "f": LINE,
@@ -79,6 +86,55 @@ def test_its_line_kind_is_validated_and_made_into_rows(tmp_path: Path) -> None:
     bad = {**line, "value": {"topic": "t", "partition": "0", "offset": 12}}
     with pytest.raises(HistoryError, match=r"line 3: watermark ok: needs topic \(str\), partition"):
         line_rows.checked(bad, 3, tmp_path)
+    with pytest.raises(HistoryError, match="line 4: watermark ok needs a value object"):
+        line_rows.checked({**line, "value": None}, 4, tmp_path)
+
+
+def _mixed_history(path: Path) -> Path:
+    """Its lines among a queue workload's: a send, a poll, a fault, a commit."""
+    b = HistoryBuilder()
+    b.op(1, "invoke", "send", {"topic": "t", "value": 1})
+    b.op(0, "ok", LINE, {"topic": "t", "partition": 1, "offset": 3})
+    b.op(1, "ok", "send", {"topic": "t", "value": 1, "partition": 1, "offset": 3})
+    b.op("nemesis", "info", "kill", {"phase": "start", "id": 1, "targets": ["n1"]})
+    b.op(0, "ok", LINE, {"topic": "t", "partition": 1, "offset": 4})
+    b.op(2, "ok", "poll", {"records": [{"topic": "t", "partition": 1, "offset": 3, "value": 1}]})
+    b.op(2, "ok", "commit", {"group": "g", "offsets": [["t", 1, 4]]})
+    return b.write(path)
+
+
+def test_its_lines_are_ingested_beside_the_queue_lines(tmp_path: Path) -> None:
+    rows = tmp_path / "rows"
+    convert.convert(_mixed_history(tmp_path / "history.jsonl"), rows)
+    table = convert.read_rows(rows).to_pylist()
+    marks = sorted((r["index"], r["kind"], r["partition"], r["offset"]) for r in table
+                   if r["f"] == LINE)  # fmt: skip
+    assert marks == [(1, "control", 1, 3), (4, "control", 1, 4)]
+    kinds = ["commit", "control", "line", "poll", "record", "topic"]
+    assert sorted({r["kind"] for r in table}) == kinds
+
+
+def test_its_lines_are_recognised_without_a_config(tmp_path: Path) -> None:
+    rows = tmp_path / "rows"
+    history = _history(tmp_path / "history.jsonl")
+    convert.convert(history, rows)
+    judged = history_workload.config_for(rows, history, {}, from_lines=True)
+    assert judged == {"workload": NAME, LINE: {"every_s": 1.0}}
+    with pytest.raises(ConfigError, match="its lines are a watermark history but its config says"
+                       " queue; check it with the run's own config"):  # fmt: skip
+        history_workload.config_for(rows, history, {"workload": "queue"}, from_lines=False)
+    own = {"workload": NAME}
+    assert history_workload.config_for(rows, history, own, from_lines=False) is own
+    # A queue history is still what it was: nothing of this workload's is seen there.
+    queue_rows = tmp_path / "queue-rows"
+    queue = tmp_path / "queue.jsonl"
+    b = HistoryBuilder()
+    b.op(2, "ok", "poll", {"records": [{"topic": "t", "partition": 1, "offset": 3, "value": 1}]})
+    convert.convert(b.write(queue), queue_rows)
+    assert history_workload.config_for(queue_rows, queue, {}, from_lines=True) == {}
+    with pytest.raises(ConfigError, match="its lines are a queue history but its config says "
+                       "watermark"):  # fmt: skip
+        history_workload.config_for(queue_rows, queue, own, from_lines=False)
 
 
 def test_its_option_and_section_reach_the_spec() -> None:
