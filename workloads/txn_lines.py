@@ -102,8 +102,7 @@ def _check(value: dict[str, Any], typ: str) -> None:
             _need(isinstance(records, list), f"{what}: poll records must be a list")
             _need(
                 all(_is_record(r) for r in records),
-                f"{what}: poll record needs topic (str), partition, offset and value "
-                "(int or null)",
+                f"{what}: poll record needs topic (str), partition, offset and value (int or null)",
             )
 
 

@@ -249,7 +249,8 @@ def check_value(lineno: int, op: dict[str, Any], path: Path) -> None:
             f == "poll"
             and typ == "invoke"
             or op["process"] == NEMESIS
-            or f not in ("send", "seek") and not _needs_value(f),
+            or f not in ("send", "seek")
+            and not _needs_value(f),
             path,
             lineno,
             f"{f} {typ} needs a value object",
