@@ -43,6 +43,10 @@ class Cluster:
     kafka_version: str
     mode: str  # kraft | zk
     backend_state: dict[str, Any] = field(default_factory=dict)  # backend-private details
+    broker: str = "kafka"  # which implementation runs on the nodes (harness/broker.py)
+    # Nodes that hold the brokers' shared state and run no broker (Tansu's
+    # PostgreSQL): never a broker address, never a broker fault's target.
+    storage: list[Node] = field(default_factory=list)
 
     @property
     def state_dir(self) -> Path:
@@ -90,6 +94,8 @@ class Cluster:
             "kafka_version": self.kafka_version,
             "mode": self.mode,
             "backend_state": self.backend_state,
+            "broker": self.broker,
+            "storage": [n.to_dict() for n in self.storage],
         }
 
     def save(self) -> None:
@@ -113,8 +119,10 @@ class Cluster:
             kafka_version=data["kafka_version"],
             mode=data["mode"],
             backend_state=data.get("backend_state", {}),
+            broker=data.get("broker", "kafka"),
+            storage=[Node.from_dict(n) for n in data.get("storage", [])],
         )
 
     def close(self) -> None:
-        for n in self.nodes:
+        for n in [*self.nodes, *self.storage]:
             n.close()

@@ -30,6 +30,9 @@ class ClusterSpec:
     """Where the brokers run and which Kafka they run."""
 
     backend: str = "local"  # local | vagrant | ssh
+    # Which implementation answers the Kafka protocol (harness/broker.py):
+    # kafka (Apache Kafka, the default) | tansu (docs/brokers.md).
+    broker: str = "kafka"
     name: str = "default"  # several local clusters may coexist under distinct names
     nodes: int = 3
     kafka_version: str = NEWEST_KAFKA

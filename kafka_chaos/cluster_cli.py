@@ -8,17 +8,19 @@ that the node-only commands keep working on an install without them.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import logging
 import os
 import threading
+import time
 from types import ModuleType
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from kafka_chaos.harness import backends
+from kafka_chaos.harness import backends, broker
 from kafka_chaos.harness.backends.health import node_processes, probe_nodes
 from kafka_chaos.harness.cluster import Cluster
 from kafka_chaos.harness.errors import HarnessError
@@ -44,6 +46,11 @@ def add_commands(subparsers: Any) -> None:
         help=f"Kafka version ({', '.join(SUPPORTED_KAFKA)}; default {NEWEST_KAFKA})",
     )
     up.add_argument("--mode", choices=("kraft", "zk"), default="kraft", help="default kraft")
+    up.add_argument(
+        "--broker",
+        default="kafka",
+        help="broker implementation: kafka (Apache Kafka, default) or tansu (docs/brokers.md)",
+    )
     up.add_argument("--backend", choices=backends.BACKENDS, default="local", help="default local")
     up.add_argument("--inventory", help="ssh backend: TOML or YAML inventory of hosts")
     up.add_argument("--vagrant-dir", help="vagrant backend: directory holding the Vagrantfile")
@@ -87,6 +94,7 @@ def spec_from_args(args: argparse.Namespace) -> ClusterSpec:
     """The ClusterSpec a ``cluster up`` invocation asks for."""
     return ClusterSpec(
         backend=args.backend,
+        broker=args.broker,
         name=args.name,
         nodes=args.nodes,
         kafka_version=args.kafka_version,
@@ -103,18 +111,20 @@ def cmd_up(args: argparse.Namespace) -> int:
     if spec.disk != "plain" and spec.backend != "local":
         raise HarnessError(f"--disk {spec.disk} needs the local backend, not {spec.backend}")
     console = Console()
-    kafka_config = None if args.no_kafka else _optional("kafka_chaos.harness.kafka_config")
-    if kafka_config is not None:  # reject an impossible shape before provisioning anything
-        kafka_config.validate(spec.kafka_version, spec.mode, spec.nodes, spec.broker_heap_mb)
+    impl = broker.named(spec.broker)  # an unknown broker: one line, before anything is made
+    if not args.no_kafka:  # reject an impossible shape before provisioning anything
+        impl.validate(spec)
+    if args.mirror and spec.broker != broker.DEFAULT:
+        raise HarnessError(f"--mirror pairs Kafka clusters; not {spec.broker}")
+    t0 = time.monotonic()
     cluster = _existing_or_new(spec, console)
     try:
         if not args.no_kafka:
-            kafka_db = _optional("kafka_chaos.harness.kafka_db")
-            if kafka_db is None:
-                console.print("[yellow]harness.kafka_db is not installed: nodes only[/]")
-            else:
-                console.print(f"starting Kafka {spec.kafka_version} ({spec.mode}) ...")
-                kafka_db.start_cluster(cluster, spec)
+            kafka = f"Kafka {spec.kafka_version} ({spec.mode})"
+            console.print(f"starting {kafka if impl.name == 'kafka' else impl.name} ...")
+            impl.start_cluster(cluster, spec)
+            log.info("cluster %s (%s) up in %.1f s", cluster.name, impl.name,
+                     time.monotonic() - t0)  # fmt: skip
         if args.mirror:
             _mirror_pair(cluster, spec, args.mirror, console)
         _print_nodes(console, cluster, probe_nodes(cluster))
@@ -227,19 +237,21 @@ def _is_orphan(name: str) -> bool:
 
 
 def _stop_kafka(cluster: Cluster, console: Console) -> None:
-    """Best-effort graceful Kafka stop, bounded: teardown kills whatever is left anyway."""
-    kafka_db = _optional("kafka_chaos.harness.kafka_db")
-    if kafka_db is None:
+    """Best-effort graceful broker stop, bounded: teardown kills whatever is left anyway."""
+    try:
+        impl = broker.of(cluster)
+    except HarnessError as e:  # a cluster.json from elsewhere: teardown still removes it
+        console.print(f"  [yellow]{e}[/] (teardown ends what is left)")
         return
     problems: list[str] = []
 
     def stop() -> None:
         try:
-            problems.extend(kafka_db.stop_cluster(cluster, timeout_s=STOP_KAFKA_TIMEOUT_S) or [])
-        except Exception as e:  # teardown must go on whatever Kafka does
+            problems.extend(impl.stop_cluster(cluster, STOP_KAFKA_TIMEOUT_S) or [])
+        except Exception as e:  # teardown must go on whatever the broker does
             problems.append(str(e))
 
-    console.print(f"cluster [bold]{cluster.name}[/]: stopping Kafka ...")
+    console.print(f"cluster [bold]{cluster.name}[/]: stopping {impl.name} ...")
     worker = threading.Thread(target=stop, daemon=True, name=f"stop-kafka-{cluster.name}")
     worker.start()
     worker.join(STOP_KAFKA_TIMEOUT_S + 20)
@@ -252,23 +264,27 @@ def _stop_kafka(cluster: Cluster, console: Console) -> None:
 def _print_nodes(console: Console, cluster: Cluster, up: dict[str, bool]) -> int:
     """Print the node table; return how many nodes have a live broker process."""
     brokers = 0
+    kafka = f"Kafka {cluster.kafka_version} {cluster.mode}"
     table = Table(
-        title=f"cluster {cluster.name} ({cluster.backend}, Kafka "
-        f"{cluster.kafka_version} {cluster.mode})"
+        title=f"cluster {cluster.name} ({cluster.backend}, "
+        f"{kafka if cluster.broker == 'kafka' else cluster.broker})"
     )
     for column in ("node", "id", "address", "ssh", "processes", "root_dir"):
         table.add_column(column)
-    for node in cluster.nodes:
+    if cluster.storage:  # the storage nodes answer SSH too; their rows say "storage"
+        up = {**up, **probe_nodes(dataclasses.replace(cluster, nodes=cluster.storage))}
+    for node in [*cluster.nodes, *cluster.storage]:
         try:
             procs = node_processes(cluster, node)
-            brokers += any(p.name == "kafka" and p.alive for p in procs)
+            brokers += any(p.name == cluster.broker and p.alive for p in procs)
             shown = ", ".join(
                 f"{p.name}:{p.pid}" if p.alive else f"{p.name}:[red]dead[/]" for p in procs
             )
         except HarnessError:
             shown = "[red]unknown[/]"
         ssh = "[green]up[/]" if up.get(node.name) else "[red]down[/]"
-        table.add_row(node.name, str(node.node_id), node.address, ssh, shown or "-", node.root_dir)
+        ident = "storage" if node in cluster.storage else str(node.node_id)
+        table.add_row(node.name, ident, node.address, ssh, shown or "-", node.root_dir)
     console.print(table)
     return brokers
 
@@ -282,12 +298,16 @@ def _print_kafka_state(console: Console, cluster: Cluster) -> None:
         console.print("[yellow]harness.admin/kafka_db not installed: no Kafka state[/]")
         return
     try:
-        controller = kafka_db.controller_id(cluster, timeout_s=ADMIN_TIMEOUT_S)
+        # Tansu has no controller: every broker is node 111 and leads every partition.
+        kraft = cluster.broker == "kafka"
+        controller = kafka_db.controller_id(cluster, timeout_s=ADMIN_TIMEOUT_S) if kraft else None
         partitions = admin.describe_topics(cluster.bootstrap_servers(), timeout_s=ADMIN_TIMEOUT_S)
     except HarnessError as e:  # an unhealthy cluster is a status, not a crash
         console.print(f"[red]Kafka not answering within {ADMIN_TIMEOUT_S:.0f}s:[/] {e}")
         return
-    console.print(f"active controller: {controller if controller is not None else '[red]none[/]'}")
+    if kraft:
+        shown = controller if controller is not None else "[red]none[/]"
+        console.print(f"active controller: {shown}")
     if not partitions:
         console.print("no topics")
         return

@@ -49,6 +49,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("--time-limit", "time_limit_s", float, "seconds of workload and faults"),
     Option("--seed", "seed", int, "seed for the fault schedule and consumer crashes"),
     Option("--backend", "cluster.backend", str, "node backend", ("local", "vagrant", "ssh")),
+    Option("--broker", "cluster.broker", str, "broker implementation: kafka (default) or tansu"),
     Option("--cluster-name", "cluster.name", str, "cluster to create or reuse"),
     Option("--nodes", "cluster.nodes", int, "number of nodes (3 or 5)"),
     Option("--kafka-version", "cluster.kafka_version", str, "Kafka version from Maven Central"),
@@ -323,6 +324,10 @@ def build_spec(*layers: dict[str, Any]) -> TestSpec:
         data = merge(data, existing_cluster_layer(data["cluster"]["name"]))
     if not any("disk" in (layer.get("cluster") or {}) for layer in layers):
         data = merge(data, existing_disk_layer(data["cluster"]["name"]))
+    if not any("broker" in (layer.get("cluster") or {}) for layer in layers):
+        data = merge(data, existing_broker_layer(data["cluster"]["name"]))
+    if not any("faults" in (layer.get("nemesis") or {}) for layer in layers):
+        data = merge(data, default_faults_layer(data["cluster"]["broker"]))
     if not any("name" in layer for layer in layers):
         data["name"] = data["workload"]  # runs are stored by name: txn runs apart from queue
     spec = TestSpec.from_dict(data)
@@ -379,6 +384,30 @@ def existing_disk_layer(name: str) -> dict[str, Any]:
     return {"cluster": {"disk": disk}} if disk in DISKS else {}
 
 
+def existing_broker_layer(name: str) -> dict[str, Any]:
+    """The broker of the existing cluster ``name``, for runs that name none:
+    ``run --cluster-name k1`` after ``cluster up --broker tansu --name k1``."""
+    from kafka_chaos.harness.cluster import cluster_dir
+
+    try:
+        saved = json.loads((cluster_dir(name) / "cluster.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    found = saved.get("broker")
+    return {"cluster": {"broker": found}} if isinstance(found, str) else {}
+
+
+def default_faults_layer(name: str) -> dict[str, Any]:
+    """The faults a run on broker ``name`` gets when it names none (an unknown
+    broker is refused by ``validate``)."""
+    from kafka_chaos.harness import broker
+
+    try:
+        return {"nemesis": {"faults": list(broker.named(name).default_faults)}}
+    except ConfigError:
+        return {}
+
+
 def validate(spec: TestSpec) -> None:
     """Reject contradictory settings before any node is touched."""
     c = spec.cluster
@@ -397,6 +426,7 @@ def validate(spec: TestSpec) -> None:
     if c.disk != "plain" and c.backend != "local":
         raise ConfigError(f"--disk {c.disk} needs the local backend, not {c.backend}")
     validate_nemesis(spec.nemesis)  # an unknown or refused fault, before any node is made
+    _validate_broker(spec)
     scheduled = [op.get("f") for op in spec.nemesis.schedule or [] if isinstance(op, dict)]
     for fault in dict.fromkeys((*spec.nemesis.faults, *scheduled)):
         need = DISK_OF_FAULT.get(fault)
@@ -422,6 +452,20 @@ def validate(spec: TestSpec) -> None:
     _validate_group_protocol(spec)
     _validate_fault_lists(spec)
     workloads.validate_section(spec)
+
+
+def _validate_broker(spec: TestSpec) -> None:
+    """An unknown broker, a shape it cannot run, or a fault or target that makes
+    no sense on it: one line each, before any node is made (harness/broker.py)."""
+    from kafka_chaos.harness import broker
+
+    broker.named(spec.cluster.broker).validate(spec.cluster)
+    refused = broker.refusal(spec)
+    if refused:
+        raise ConfigError(refused)
+    if spec.debug.broker and spec.cluster.broker != broker.DEFAULT:
+        raise ConfigError(f"--broker-debug sets Kafka's log4j loggers; {spec.cluster.broker} "
+                          "has none (its log level is fixed by the harness)")  # fmt: skip
 
 
 JAVA_LEVELS = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR")

@@ -35,7 +35,7 @@ from kafka_chaos.checkers.ingest.recorded_rows import RowsRecorder
 from kafka_chaos.forensics.steps import Moment, Scene
 from kafka_chaos.forensics.steps import at as forensic_steps
 from kafka_chaos.guarded import guarded as _guarded
-from kafka_chaos.harness import admin, api_versions, broker_debug, distribution, kafka_db
+from kafka_chaos.harness import admin, api_versions, broker, broker_debug, distribution, kafka_db
 from kafka_chaos.harness import store as store_mod
 from kafka_chaos.harness.backends import (
     create_cluster,
@@ -143,6 +143,10 @@ def versions(spec: TestSpec) -> dict[str, str]:
     except ImportError:  # pragma: no cover - pyspark is a hard dependency
         spark = "missing"
     clients = {"kafka_clients": spec.cluster.kafka_version} if spec.java_client else {}
+    if spec.cluster.broker != broker.DEFAULT:  # Kafka's version: its tools ask the brokers
+        from kafka_chaos.harness import tansu_build
+
+        clients.update(broker=spec.cluster.broker, tansu=tansu_build.TANSU_VERSION)
     return {
         **clients,  # the Java client's jar is the cluster's version (workloads/java/jvm.py)
         "kafka": spec.cluster.kafka_version,
@@ -180,20 +184,21 @@ def ensure_cluster(spec: TestSpec) -> Cluster:
         if reason:
             log.info("recreating cluster %r: %s", want.name, reason)
             with contextlib.suppress(Exception):
-                kafka_db.stop_cluster(cluster)
+                broker.of(cluster).stop_cluster(cluster, kafka_db.CLUSTER_STOP_GRACE_S)
             destroy_cluster(want.name)
             cluster = None
     if cluster is None:
         log.info(
-            "creating %s cluster %r (%d nodes, Kafka %s %s)",
+            "creating %s cluster %r (%d nodes, %s, Kafka %s %s)",
             want.backend,
             want.name,
             want.nodes,
+            want.broker,
             want.kafka_version,
             want.mode,
         )
         cluster = create_cluster(want)
-    kafka_db.start_cluster(cluster, want)
+    broker.named(want.broker).start_cluster(cluster, want)
     return cluster
 
 
@@ -204,6 +209,8 @@ def refuse_missing_apis(cluster: Cluster, spec: TestSpec) -> None:
     c = spec.cluster
     key = {"kafka": c.kafka_tarball or c.kafka_version, "mode": c.mode,
            "nodes": c.nodes, "broker_config": dict(c.broker_config)}  # fmt: skip
+    if c.broker != broker.DEFAULT:  # a key as before for Kafka: its kept answers still serve
+        key["broker"] = c.broker
     dist = distribution.for_spec(c.kafka_version, c.kafka_tarball)
     brokers = api_versions.remembered(cluster.state_dir, key, dist, cluster.bootstrap_servers())
     what = f"the {spec.workload} workload with these settings"
@@ -290,10 +297,12 @@ def _execute(spec: TestSpec, run: RunDir) -> bool:
         spec = _for_guest_speed(spec, cluster.time_scale, run)
         clock: Callable[[], int] | None = None  # the history's, once it is open
         try:
-            broker_debug.set_loggers(cluster, spec.debug.broker)  # none: a stale set restored
+            impl = broker.of(cluster)
+            if impl.name == "kafka":  # Kafka's log4j config; others are refused --broker-debug
+                broker_debug.set_loggers(cluster, spec.debug.broker)  # none: a stale set restored
             bootstrap = cluster.bootstrap_servers()
             admin.create_topic(bootstrap, spec.topic, timeout_s=60)
-            kafka_db.wait_healthy(cluster, timeout_s=HEALTHY_TIMEOUT_S, topic=spec.topic.name)
+            impl.wait_healthy(cluster, HEALTHY_TIMEOUT_S, topic=spec.topic.name)
             if registry.declared(spec.workload).records_features:
                 _record_features(cluster, run)
             with (
@@ -336,21 +345,24 @@ def _execute(spec: TestSpec, run: RunDir) -> bool:
                 try:
                     if stop.is_set():
                         return True
-                    kafka_db.wait_healthy(
-                        cluster, timeout_s=HEALTHY_TIMEOUT_S, topic=spec.topic.name
-                    )
+                    impl.wait_healthy(cluster, HEALTHY_TIMEOUT_S, topic=spec.topic.name)
                     drain = workload.final_drain(spec.final_drain_timeout_s)
                     log.info("final drain: %s", drain)
                 finally:
                     if watch is not None:  # the share drain is watched too
                         _guarded("stop the share stall watch", watch.stop, PROBE_TIMEOUT_S + 5)
                 live = Scene(run.path, spec, spec.topic.name, cluster, history.elapsed_ns)
-                _forensics(Moment.LIVE, live)
+                if impl.no_replica_logs is None:
+                    _forensics(Moment.LIVE, live)
+                else:
+                    log.info("replica verification skipped: %s", impl.no_replica_logs)
+                    _guarded("read the storage's evidence", impl.evidence, cluster,
+                             spec.topic.name, run.path)  # fmt: skip
         finally:
             signals.watched = True  # a second signal must not cut the clean-up short
             _collect_logs(cluster, run)
             _forensics(Moment.LOGS, Scene(run.path, spec, spec.topic.name, clock=clock))
-            if spec.debug.broker:
+            if spec.debug.broker and cluster.broker == "kafka":
                 _guarded("restore the brokers' log config", broker_debug.set_loggers, cluster, [])
             _guarded(
                 "delete topic",
@@ -394,10 +406,11 @@ def _end_phase(nemesis: Any, workload: Any, hurry: bool, time_scale: float = 1.0
 
 
 def _collect_logs(cluster: Cluster, run: RunDir) -> None:
-    for node in cluster.nodes:
+    impl = broker.of(cluster)
+    for node in [*cluster.nodes, *cluster.storage]:
         dest = run.file(store_mod.LOGS) / node.name
         dest.mkdir(parents=True, exist_ok=True)
-        _guarded(f"collect logs from {node.name}", kafka_db.collect_logs, node, dest)
+        _guarded(f"collect logs from {node.name}", impl.collect_logs, node, dest)
 
 
 def _for_guest_speed(spec: TestSpec, scale: float, run: RunDir) -> TestSpec:

@@ -1,8 +1,8 @@
 """Process faults: kill, pause, clean restart, rolling restarts (and their kinds).
 
-All signalling goes through ``harness.kafka_db`` (pid files verified against
-the node's root_dir, over SSH); nothing here matches processes by name.  In
-ZooKeeper mode a kill takes the node's ZooKeeper down with its broker, as a
+All signalling goes through the cluster's broker (``harness.broker``: pid
+files verified against the node's root_dir, over SSH); nothing here matches
+processes by name.  In ZooKeeper mode a kill takes the node's ZooKeeper down with its broker, as a
 machine crash would, and a restart brings ZooKeeper back first.
 """
 
@@ -24,61 +24,49 @@ BACK_IN_ISR_TIMEOUT_S = 120.0
 ADMIN_TIMEOUT_S = 10.0
 
 
-def _db():  # imported late: the pure parts of the nemeses need no Kafka modules
-    from kafka_chaos.harness import kafka_db
+def _db(cluster: Cluster):  # noqa: ANN202 - imported late: the pure parts need no broker modules
+    from kafka_chaos.harness import broker
 
-    return kafka_db
-
-
-def _zk(cluster: Cluster) -> bool:
-    return cluster.mode == "zk"
+    return broker.of(cluster)
 
 
 def kill(cluster: Cluster, node: Node) -> None:
     """SIGKILL the broker (and ZooKeeper in zk mode): a crash, no clean shutdown."""
-    db = _db()
-    db.kill(node)
-    if _zk(cluster):
-        db.kill_zookeeper(node)
+    _db(cluster).kill(cluster, node)
 
 
 def ensure_running(cluster: Cluster, node: Node) -> bool:
     """Start whatever of this node's processes is down; True if anything was started."""
-    db = _db()
-    started = _zk(cluster) and db.start_zookeeper(node)
-    return db.start(node) or started
+    return _db(cluster).ensure_running(cluster, node)
 
 
 def pause(cluster: Cluster, node: Node) -> None:
     """SIGSTOP the broker: alive to the kernel, silent to everyone else."""
-    _db().pause(node)
+    _db(cluster).pause(cluster, node)
 
 
 def resume(cluster: Cluster, node: Node) -> None:
-    _db().resume(node)
+    _db(cluster).resume(cluster, node)
 
 
 def resume_all(cluster: Cluster, node: Node) -> None:
     """SIGCONT the broker and (zk mode) ZooKeeper; harmless if none is paused."""
-    db = _db()
-    db.resume(node)  # signals only a live process whose pid file names this node
-    if _zk(cluster):
-        db.resume_zookeeper(node)
+    _db(cluster).resume(cluster, node)
 
 
 def stop(cluster: Cluster, node: Node) -> None:
-    """Clean shutdown (SIGTERM, wait, SIGKILL fallback inside kafka_db.stop)."""
-    _db().stop(node)
+    """Clean shutdown (SIGTERM, wait, SIGKILL fallback inside the broker's stop)."""
+    _db(cluster).stop(cluster, node)
 
 
 def restart(cluster: Cluster, node: Node, hard: bool = False) -> None:
     """Bounce one broker: SIGTERM (clean) or SIGKILL (hard), then start it again."""
-    db = _db()
+    db = _db(cluster)
     if hard:
-        db.kill(node)
+        db.kill(cluster, node, whole_node=False)  # the broker alone, as before
     else:
-        db.stop(node)
-    db.start(node)
+        db.stop(cluster, node)
+    db.ensure_running(cluster, node)
 
 
 def rolling_restart(
@@ -142,8 +130,7 @@ PAUSED_SWEEP = Sweep(
 
 def _ensure_if_configured(cluster: Cluster, node: Node) -> bool:
     """``ensure_running`` on a node that runs Kafka; a node without (MirrorMaker's) is left be."""
-    db = _db()
-    if node.run(f"test -f {db.KAFKA.launcher(node)}", timeout=15, check=False).exit_code != 0:
+    if not _db(cluster).configured(node):
         return False
     return ensure_running(cluster, node)
 

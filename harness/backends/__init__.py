@@ -8,6 +8,7 @@ without the local backend's kernel features.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import logging
@@ -53,7 +54,18 @@ def create_cluster(spec: ClusterSpec) -> Cluster:
             f"cluster {spec.name!r} already exists ({cluster_dir(spec.name)}); "
             f"remove it with `kafka-chaos cluster down --name {spec.name}`"
         )
-    return backend.create(spec)
+    from kafka_chaos.harness import broker
+
+    extra = broker.named(spec.broker).storage_nodes
+    if not extra:
+        return backend.create(spec)
+    # The storage nodes are made, recorded and removed as the brokers' are
+    # (the backend's plan holds every node), then set apart: no broker runs there.
+    cluster = backend.create(dataclasses.replace(spec, nodes=spec.nodes + extra))
+    cluster.nodes, cluster.storage = cluster.nodes[: spec.nodes], cluster.nodes[spec.nodes :]
+    cluster.broker = spec.broker
+    cluster.save()
+    return cluster
 
 
 def load_cluster(name: str) -> Cluster:
@@ -72,6 +84,8 @@ def why_not_reusable(cluster: Cluster, spec: ClusterSpec) -> str | None:
     have = (cluster.backend, len(cluster.nodes), cluster.kafka_version, cluster.mode)
     if wanted != have:
         return f"it is {have}, not {wanted} (backend, nodes, Kafka version, mode)"
+    if cluster.broker != spec.broker:
+        return f"it runs {cluster.broker}, not {spec.broker}"
     disk = cluster.backend_state.get("disk", "plain")
     if disk != spec.disk:
         return f"its broker data is on a {disk} disk, not {spec.disk}"
@@ -90,6 +104,12 @@ def why_not_reusable(cluster: Cluster, spec: ClusterSpec) -> str | None:
         if gone:
             return f"the tmpfs mounts of {', '.join(gone)} are gone"
     down = [name for name, up in probe_nodes(cluster).items() if not up]
+    if cluster.storage:
+        from kafka_chaos.harness.fan_out import on_nodes
+
+        probed = on_nodes(cluster.storage, lambda n: n.run("true", timeout=5), timeout_s=65,
+                          what="probing SSH")  # fmt: skip
+        down += [o.node.name for o in probed if not o.ok]
     if down:
         return f"nodes {', '.join(down)} do not answer over SSH"
     return None
