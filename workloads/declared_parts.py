@@ -119,8 +119,8 @@ class Shown:
     ``plain``, lines most workloads write (asked only to refuse a config
     that says otherwise, never to choose one).
     ``implies(facts, config)``: the settings such lines imply, set in the
-    config a history without one is judged by (a copy of the defaults, its
-    ``workload`` already this workload's name).
+    config a history without one is judged by (a copy of the defaults, set
+    to this workload).
     ``said(spec)``: whether a run with these settings (a ``TestSpec``) writes
     such lines; what its config says is the first of its workload's that holds.
     """

@@ -24,6 +24,8 @@ from kafka_chaos.harness.errors import ConfigError, HistoryError
 from kafka_chaos.harness.spec import TestSpec
 from kafka_chaos.reports.render import render_report
 from kafka_chaos.workloads import registry
+from kafka_chaos.workloads.declared_parts import Column, LineKind
+from kafka_chaos.workloads.registry import Declaration
 
 from kafka_chaos import options
 from testkit.builder import HistoryBuilder
@@ -173,3 +175,16 @@ def test_no_product_file_names_it() -> None:
     found = subprocess.run(["git", "grep", "-l", "-e", NAME, "-e", CHECK, "--", *product],
                            cwd=ROOT, capture_output=True, text=True)  # fmt: skip
     assert found.returncode == 1 and not found.stdout, found.stdout
+
+
+def test_a_line_kind_that_needs_columns_ingest_lacks_is_refused(tmp_path: Path) -> None:
+    """The rows table's shape is fixed when ingest loads: a later kind may only
+    fill it, and one that needs more is refused in one line, not dropped."""
+    wider = LineKind("widened", DECLARATION.line_kinds[0].problem, DECLARATION.line_kinds[0].rows,
+                     columns=(Column("width", "int64", ("control",)),))  # fmt: skip
+    registry.register("widened-example", Declaration(DECLARATION.factory, (), line_kinds=(wider,)))
+    try:
+        with pytest.raises(ValueError, match="line kind 'widened' needs width, unknown to ingest"):
+            convert.convert(_history(tmp_path / "history.jsonl"), tmp_path / "rows")
+    finally:
+        registry.unregister("widened-example")
