@@ -28,6 +28,7 @@ from kafka_chaos.nemeses import (
     partition,
     power_loss,
     process,
+    storage,
     unclean,
 )
 from kafka_chaos.nemeses.base import GROUP_TARGETS, RESOLVED_GROUP_TARGETS, TARGET_MODES, FaultOp
@@ -53,6 +54,9 @@ BUILTIN: tuple[FaultKind, ...] = (
     power_loss.PowerLoss(),
     disk_full.DiskFull(),
     corrupt_segment.CorruptSegment(),
+    storage.StorageKill(),
+    storage.StoragePause(),
+    storage.StoragePartition(),
 )
 
 # Faults asked for that no honest mechanism here can do: refused in one line saying why.

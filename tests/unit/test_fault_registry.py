@@ -27,6 +27,9 @@ TODAY = (
     "power-loss",
     "disk-full",
     "corrupt-segment",
+    "storage-kill",
+    "storage-pause",
+    "storage-partition",
 )
 
 
@@ -42,10 +45,11 @@ def _having(predicate) -> list[str]:
 def test_each_kind_declares_its_shape_and_targeting():
     assert _having(lambda k: k.shape == "node") == [
         *TODAY[:8], "blackhole", "mirror-kill", "mirror-pause", "power-loss", "disk-full",
-        "corrupt-segment",
+        "corrupt-segment", "storage-partition",
     ]  # fmt: skip
     assert _having(lambda k: k.shape == "every-node") == [
-        "rolling-restart", "hard-rolling-restart", "netsplit", "kill-all",
+        "rolling-restart", "hard-rolling-restart", "netsplit", "kill-all", "storage-kill",
+        "storage-pause",
     ]  # fmt: skip
     assert _having(lambda k: k.shape == "topology") == ["partition"]
     assert _having(lambda k: k.targetable) == [
@@ -70,6 +74,7 @@ def test_the_sweep_after_a_crash_undoes_each_thing_once_network_first():
         "partition rules",
         "packet faults",
         "clock",
+        "storage node",
         "paused processes",
         "paused MirrorMaker",
         "disk ballast",
