@@ -66,6 +66,17 @@ def test_what_makes_no_sense_on_tansu_is_refused_in_one_line(nemesis: dict, says
     assert str(e.value).startswith(says) and "\n" not in str(e.value)
 
 
+def test_storage_faults_are_tansus_own_and_kafka_refuses_them_in_one_line() -> None:
+    tansu = build_spec({"cluster": {"broker": "tansu"}, "nemesis": {"faults": ["storage-kill"]}})
+    assert broker.refusal(tansu) is None
+    with pytest.raises(ConfigError) as e:
+        build_spec({"nemesis": {"faults": ["kill", "storage-partition"]}})
+    assert str(e.value) == (
+        "storage-partition does not apply to kafka: Apache Kafka has no storage node: "
+        "its brokers keep their own logs"
+    )
+
+
 def test_the_same_faults_on_kafka_are_not_refused_by_the_broker() -> None:
     spec = build_spec({"nemesis": {"faults": ["kill"], "targets": "controller"}})
     assert broker.refusal(spec) is None
