@@ -82,8 +82,8 @@ class Broker(Protocol):
         """Where the cluster's state lives: what, by node, at which path."""
 
     def evidence(self, cluster: Cluster, topic: str, run_dir: Path) -> dict[str, Any] | None:
-        """What the broker's storage holds for ``topic`` after the heal (None: see
-        ``no_replica_logs``'s counterpart, the Kafka replica verification)."""
+        """What the broker's storage holds for ``topic`` after the heal, beside the
+        acknowledged sends; None where the replicas' own logs are read instead."""
 
 
 def named(name: str) -> Broker:
