@@ -46,17 +46,20 @@ def compare(acked: list[tuple[int, int, str]], rows: list[tuple[int, int, str]])
     for (p, o), v in stored.items():
         where[v].append((p, o))
     duplicated = {v: sorted(at) for v, at in where.items() if len(at) > 1}
+    absent = [a for a in acked if a[2] not in where]  # acknowledged, stored nowhere
     unacked = len(stored.keys() - {(p, o) for p, o, _ in acked})
     return {
         "acknowledged": len(acked),
         "stored": len(stored),
         "acked_without_row": len(missing),
         "acked_with_other_value": len(other),
+        "acked_stored_nowhere": len(absent),
         "stored_more_than_once": len(duplicated),
         "stored_not_acknowledged": unacked,  # indeterminate or failed sends that landed
         "examples": {
             "acked_without_row": [list(m) for m in missing[:EXAMPLES]],
             "acked_with_other_value": [list(m) for m in other[:EXAMPLES]],
+            "acked_stored_nowhere": [list(m) for m in absent[:EXAMPLES]],
             "stored_more_than_once": dict(list(duplicated.items())[:EXAMPLES]),
         },
     }
@@ -67,6 +70,7 @@ def summary(found: dict[str, Any]) -> str:
     return (
         f"storage holds {found['stored']} records; of {found['acknowledged']} acknowledged "
         f"sends, {found['acked_without_row']} have no row and "
-        f"{found['acked_with_other_value']} another value at their offset; "
+        f"{found['acked_with_other_value']} another value at their offset, "
+        f"{found['acked_stored_nowhere']} are stored nowhere; "
         f"{found['stored_more_than_once']} values are stored more than once"
     )

@@ -34,6 +34,8 @@ def test_a_missing_row_another_value_and_a_duplicate_are_each_counted() -> None:
     assert found["acked_with_other_value"] == 1  # (0, 1): 9 stored where 2 was acked
     assert found["stored_more_than_once"] == 1  # 3 at (1, 0) and (1, 2)
     assert found["stored_not_acknowledged"] == 2  # (1, 2) and (1, 3)
+    assert found["acked_stored_nowhere"] == 2  # 2 (9 is where it was acked) and 4
+    assert found["examples"]["acked_stored_nowhere"] == [[0, 1, "2"], [1, 1, "4"]]
     assert found["examples"]["acked_without_row"] == [[1, 1, "4"]]
     assert found["examples"]["stored_more_than_once"] == {"3": [(1, 0), (1, 2)]}
     assert "of 4 acknowledged sends, 1 have no row" in tansu_evidence.summary(found)
@@ -44,3 +46,4 @@ def test_everything_acknowledged_and_stored_once_is_clean() -> None:
     found = tansu_evidence.compare(acked, [(p, o, f"{v} pad") for p, o, v in acked])
     assert (found["acked_without_row"], found["acked_with_other_value"]) == (0, 0)
     assert found["stored_more_than_once"] == 0 and found["stored_not_acknowledged"] == 0
+    assert found["acked_stored_nowhere"] == 0
