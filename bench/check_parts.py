@@ -24,7 +24,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from kafka_chaos.checkers import catalog, tables
 from kafka_chaos.checkers.check import Context
 from kafka_chaos.checkers.ingest.load import expected_ops, read_rows, rows_dir
-from kafka_chaos.checkers.queue import group_checks, loss_checks, poll_checks, send_checks
+from kafka_chaos.checkers.queue import (
+    group_checks,
+    loss_checks,
+    poll_checks,
+    queue_checks,
+    send_checks,
+)
 from kafka_chaos.checkers.session import get_spark
 from kafka_chaos.checkers.spec_view import CheckedSpec
 from kafka_chaos.checkers.tables import Tables
@@ -41,7 +47,8 @@ def timed(label: str, work: Callable[[], object]) -> object:
 
 
 def named_anomalies() -> None:
-    """Make every check module's ``anomaly`` tag its frame with the check's name."""
+    """Make every check module's ``anomaly`` tag its frame with the check's name (and
+    a frame of several checks, ``tables.anomalies``, with all their names)."""
     original = tables.anomaly
 
     def tagged(df, check, *args, **kwargs):
@@ -51,6 +58,14 @@ def named_anomalies() -> None:
 
     for module in _MODULES:
         module.anomaly = tagged
+    fused = tables.anomalies
+
+    def tagged_fused(df, *branches):
+        frame = fused(df, *branches)
+        frame.kc_check = "+".join(b.check for b in branches)
+        return frame
+
+    queue_checks.anomalies = tagged_fused
 
 
 def main() -> int:

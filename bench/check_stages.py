@@ -94,6 +94,7 @@ class Job:
     start_ms: int
     end_ms: int
     stage_ids: list[int]
+    name: str = ""  # its call site ("localCheckpoint at tables.py:210"), from Spark's job name
 
 
 def jobs(event_log: Path) -> tuple[list[Job], int | None, int | None]:
@@ -113,6 +114,7 @@ def jobs(event_log: Path) -> tuple[list[Job], int | None, int | None]:
                     event["Submission Time"],
                     event["Submission Time"],
                     event.get("Stage IDs", []),
+                    _job_name(event),
                 )
             elif kind == "SparkListenerJobEnd" and event["Job ID"] in started:
                 job = started.pop(event["Job ID"])
@@ -147,6 +149,29 @@ def by_phase(
     return [(name, *values) for name, values in rows.items()]
 
 
+def _job_name(event: dict) -> str:
+    """A job's call site: its last stage's name (``collect at api.py:46``)."""
+    infos = event.get("Stage Infos") or []
+    return infos[-1].get("Stage Name", "") if infos else ""
+
+
+def print_jobs(found_jobs: list[Job], found_stages: list[Stage]) -> None:
+    """Every job in order: the driver's time before it (planning), its wall and task
+    time, its stages run, its phase and call site.  Which action a job is, so a
+    count of jobs says which of them a fused plan could save."""
+    task = {s.id: s.task_s for s in found_stages}
+    print(f"{'job':>4} {'gap s':>6} {'wall s':>6} {'task s':>6} {'stg':>3}  phase: call site")
+    previous_end = found_jobs[0].start_ms if found_jobs else 0
+    for job in found_jobs:
+        ran = [sid for sid in job.stage_ids if sid in task]
+        gap = max(job.start_ms - previous_end, 0) / 1000
+        wall = (job.end_ms - job.start_ms) / 1000
+        busy = sum(task[sid] for sid in ran)
+        figures = f"{job.id:>4} {gap:>6.1f} {wall:>6.1f} {busy:>6.1f} {len(ran):>3}"
+        print(f"{figures}  {job.phase}: {job.name}")
+        previous_end = max(previous_end, job.end_ms)
+
+
 def _scope(rdd: dict) -> str:
     """The Spark operator that made an RDD ("Exchange", "Window", ...)."""
     try:
@@ -162,6 +187,7 @@ def main() -> int:
     ap.add_argument("--config", type=Path)
     ap.add_argument("--top", type=int, default=15)
     ap.add_argument("--cached", type=int, default=3, help="cached tables named per stage")
+    ap.add_argument("--jobs", action="store_true", help="also list every job in order")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="kc-stages-") as tmp:
         conf = f"spark.eventLog.enabled=true,spark.eventLog.compress=false,spark.eventLog.dir=file://{tmp}"
@@ -189,6 +215,8 @@ def main() -> int:
     print(f"{'phase':<24} {'jobs':>5} {'stages':>7} {'task s':>7} {'wall s':>7}")
     for name, n_jobs, n_stages, task_s, wall_s in by_phase(found_jobs, found):
         print(f"{name:<24} {n_jobs:>5} {n_stages:>7} {task_s:>7.1f} {wall_s:>7.1f}")
+    if args.jobs:
+        print_jobs(found_jobs, found)
     print(f"the {args.top} stages with the most task time:")
     for s in sorted(found, key=lambda s: -s.task_s)[: args.top]:
         print(f"{s.task_s:7.1f} s task {s.wall_s:7.1f} s wall {s.tasks:4d} tasks  stage {s.id}")

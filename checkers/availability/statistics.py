@@ -21,9 +21,8 @@ from typing import Any
 from kafka_chaos.checkers import fault_plan, sources
 from kafka_chaos.checkers.check import Basis, Check, Context, Findings
 from kafka_chaos.checkers.collect import Found
-from kafka_chaos.checkers.ingest.op_codes import ACK, FAIL, INFO, INVOKE, READ
 from kafka_chaos.checkers.spec_view import CheckedSpec
-from kafka_chaos.checkers.tables import Tables, is_read, is_send, local_table, op_is
+from kafka_chaos.checkers.tables import Tables, local_table
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -45,13 +44,10 @@ def ranked(sorted_values: Column, q: float) -> Column:
 
 
 def line_counts(t: Tables) -> DataFrame:
-    """(hid, t): sends acked, failed and indeterminate, and records polled, per second."""
-    counted = t.ops.where((is_send() & (F.col("op") != INVOKE)) | is_read())
-    return counted.groupBy("hid", second_of("time")).agg(
-        F.count(F.when(op_is(ACK), 1)).alias("acked"),
-        F.count(F.when(op_is(FAIL), 1)).alias("failed"),
-        F.count(F.when(op_is(INFO), 1)).alias("info"),
-        F.count(F.when(op_is(READ), 1)).alias("polled"),
+    """(hid, t): sends acked, failed and indeterminate, and records polled, per second
+    (``Tables.per_second``, which ``Tables.meta`` shares)."""
+    return t.per_second.where(F.col("counted") > 0).select(
+        "hid", "t", "acked", "failed", "info", "polled"
     )
 
 

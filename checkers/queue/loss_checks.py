@@ -25,8 +25,8 @@ from kafka_chaos.checkers import examples, hints, sources
 from kafka_chaos.checkers.check import Basis, Check, Context
 from kafka_chaos.checkers.queue.send_checks import LOSS_ALLOWS, LOSS_SEVERITY_DOC, loss_severity
 from kafka_chaos.checkers.results import LossTally
-from kafka_chaos.checkers.tables import TP, Tables, anomaly
-from pyspark.sql import DataFrame
+from kafka_chaos.checkers.tables import TP, Branch, Tables
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 MAX_UNPROVEN = 20  # partitions named in an unknown verdict's reason
@@ -53,17 +53,21 @@ def drain_bounds(t: Tables) -> DataFrame:
     )
 
 
-def missing(t: Tables) -> DataFrame:
-    """Acknowledged values the final drain did not read, each with its status.
+def absent_values() -> Column:
+    """On ``Tables.per_value``: acknowledged values the final drain did not read."""
+    return F.col("ack_index").isNotNull() & F.col("drain_index").isNull()
+
+
+def with_status(values: DataFrame, bounds: DataFrame) -> DataFrame:
+    """Rows of ``Tables.per_value`` with their partition's drain bounds (``drain_bounds``)
+    and, as ``status``, what their absence from the drain would mean.
 
     A value acknowledged without a partition (a committed transaction's send
     whose delivery report never came) has no bounds of its own: it is decided
     only when every drained partition of its history was complete.
     """
-    bounds = drain_bounds(t)
     whole = bounds.groupBy("hid").agg(F.bool_and("complete").alias("all_complete"))
-    absent = t.per_value.where(F.col("ack_index").isNotNull() & F.col("drain_index").isNull())
-    rows = absent.join(F.broadcast(bounds), TP, "left").join(F.broadcast(whole), "hid", "left")
+    rows = values.join(F.broadcast(bounds), TP, "left").join(F.broadcast(whole), "hid", "left")
     known = F.col("partition").isNotNull() & F.col("offset").isNotNull()
     decided = F.when(known, F.col("complete")).otherwise(F.col("all_complete"))
     status = (
@@ -74,24 +78,33 @@ def missing(t: Tables) -> DataFrame:
     return rows.withColumn("status", status)
 
 
-def acked_lost(rows: DataFrame) -> DataFrame:
-    lost = rows.where(F.col("status") == "lost")
-    return anomaly(
-        lost,
+def missing(t: Tables, bounds: DataFrame) -> DataFrame:
+    """Acknowledged values the final drain did not read, each with its status."""
+    return with_status(t.per_value.where(absent_values()), bounds)
+
+
+def acked_lost() -> Branch:
+    """On ``with_status`` rows: the acknowledged values the drain proves lost."""
+    return Branch(
         "acked-lost",
+        absent_values() & (F.col("status") == "lost"),
         F.col("ack_index"),
-        F.col("val").alias("value"),
-        "topic",
-        "partition",
-        "offset",
-        "invoke_index",
-        "ack_index",
-        "ack_time",
-        "read_index",
-        "high_watermark",
-        F.array_sort(
-            F.filter(F.array("invoke_index", "ack_index", "read_index"), lambda x: x.isNotNull())
-        ).alias("indices"),
+        (
+            F.col("val").alias("value"),
+            "topic",
+            "partition",
+            "offset",
+            "invoke_index",
+            "ack_index",
+            "ack_time",
+            "read_index",
+            "high_watermark",
+            F.array_sort(
+                F.filter(
+                    F.array("invoke_index", "ack_index", "read_index"), lambda x: x.isNotNull()
+                )
+            ).alias("indices"),
+        ),
     )
 
 
@@ -119,9 +132,14 @@ def tallies(rows: DataFrame, topic_names: dict[int, Any]) -> dict[int, LossTally
     }
 
 
+def bounds(ctx: Context) -> DataFrame:
+    """``drain_bounds(ctx.t)``, once per analysis: the frames and the tallies share it."""
+    return ctx.memo("drain_bounds", lambda: drain_bounds(ctx.t))
+
+
 def absent(ctx: Context) -> DataFrame:
-    """``missing(ctx.t)``, once per analysis: its frame and its tallies share it."""
-    return ctx.memo("absent", lambda: missing(ctx.t))
+    """``missing``, once per analysis."""
+    return ctx.memo("absent", lambda: missing(ctx.t, bounds(ctx)))
 
 
 def losses(ctx: Context) -> dict[int, LossTally]:

@@ -18,7 +18,14 @@ from kafka_chaos.checkers.queue.group_checks import (
     GROUP_UNOWNED,
     group_checks,
 )
-from kafka_chaos.checkers.queue.loss_checks import ACKED_LOST, absent, acked_lost, losses
+from kafka_chaos.checkers.queue.loss_checks import (
+    ACKED_LOST,
+    absent_values,
+    acked_lost,
+    bounds,
+    losses,
+    with_status,
+)
 from kafka_chaos.checkers.queue.poll_checks import (
     NONMONOTONIC_POLL,
     POLL_SKIP,
@@ -34,10 +41,14 @@ from kafka_chaos.checkers.queue.send_checks import (
     NONMONOTONIC_SEND,
     UNSEEN,
     send_checks,
+    value_branches,
+    value_rows,
 )
 from kafka_chaos.checkers.results import LossTally, acked_lost_result
 from kafka_chaos.checkers.spec_view import CheckedSpec
+from kafka_chaos.checkers.tables import TP, anomalies
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
 
 class QueueFamily:
@@ -67,11 +78,16 @@ class QueueFamily:
     def frames(self, ctx: Context) -> list[DataFrame]:
         t, checker = ctx.t, ctx.spec.spec.checker
         pairs = suspicious_pairs(t)
+        # Every check of a value is a filter of per_value: one pass for them all
+        # (``tables.anomalies``), over the rows some of them may report.
+        values = t.per_value.where(value_rows() | absent_values())
+        values = with_status(values.join(F.broadcast(t.partitions), TP, "left"), bounds(ctx))
         return (
-            send_checks(t, pairs)
+            [anomalies(values, *value_branches(), acked_lost())]
+            + send_checks(t, pairs)
             + poll_checks(t, pairs)
             + group_checks(t, checker.ownership_grace_s, checker.unowned_threshold_s)
-            + [acked_lost(absent(ctx)), commit_regression(t)]
+            + [commit_regression(t)]
         )
 
     def findings(self, ctx: Context, found: Found) -> Findings:

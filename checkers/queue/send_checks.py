@@ -12,7 +12,7 @@ from __future__ import annotations
 from kafka_chaos.checkers import examples, hints, sources
 from kafka_chaos.checkers.check import Basis, Check
 from kafka_chaos.checkers.spec_view import CheckedSpec
-from kafka_chaos.checkers.tables import TP, Tables, anomaly
+from kafka_chaos.checkers.tables import Branch, Tables, anomaly
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -318,15 +318,40 @@ def _pair(*cols: str) -> F.Column:
     return F.array_sort(F.filter(F.array(*cols), lambda x: x.isNotNull())).alias("indices")
 
 
-def lost_and_unseen(t: Tables) -> tuple[DataFrame, DataFrame]:
+def unread() -> F.Column:
+    """On ``Tables.per_value``: acked values no poll returned."""
+    return F.col("ack_index").isNotNull() & F.col("read_index").isNull()
+
+
+def sent_twice() -> F.Column:
+    """On ``Tables.per_value``: values this history sent, seen at two places."""
+    return F.col("dup") & F.col("invoke_index").isNotNull()
+
+
+def failed_then_read() -> F.Column:
+    """On ``Tables.per_value``: definitely failed sends that a poll returned."""
+    return F.col("fail_index").isNotNull() & F.col("read_index").isNotNull()
+
+
+def value_rows() -> F.Column:
+    """On ``Tables.per_value``: the values some check of ``value_branches`` may report."""
+    return unread() | sent_twice() | failed_then_read()
+
+
+def value_branches() -> list[Branch]:
+    """lost-write, unseen, duplicate, duplicate-unacked and failed-write-read: filters
+    of ``Tables.per_value`` joined with ``Tables.partitions`` (``max_read``), which
+    ``tables.anomalies`` runs in one pass with every other check of those rows."""
+    return [*lost_and_unseen(), *duplicates(), failed_write_read()]
+
+
+def lost_and_unseen() -> tuple[Branch, Branch]:
     """Acked values no poll returned: lost when a later offset of the partition was read.
 
     An ack without an offset (a committed transaction's send whose delivery
     report never came) has no place to be read past: unseen, never lost.
     """
-    unread = t.per_value.where(F.col("ack_index").isNotNull() & F.col("read_index").isNull())
-    missing = unread.join(F.broadcast(t.partitions), TP, "left")
-    fields = [
+    fields = (
         F.col("val").alias("value"),
         "topic",
         "partition",
@@ -334,20 +359,20 @@ def lost_and_unseen(t: Tables) -> tuple[DataFrame, DataFrame]:
         "ack_index",
         "invoke_index",
         _pair("invoke_index", "ack_index"),
-    ]
-    lost = missing.where(F.col("max_read") > F.col("offset"))
-    unseen = missing.where(
+    )
+    lost = F.col("max_read") > F.col("offset")
+    unseen = (
         F.col("max_read").isNull()
         | F.col("offset").isNull()
         | (F.col("max_read") <= F.col("offset"))
     )
     return (
-        anomaly(lost, "lost-write", F.col("ack_index"), *fields),
-        anomaly(unseen, "unseen", F.col("ack_index"), *fields),
+        Branch("lost-write", unread() & lost, F.col("ack_index"), fields),
+        Branch("unseen", unread() & unseen, F.col("ack_index"), fields),
     )
 
 
-def duplicates(t: Tables) -> tuple[DataFrame, DataFrame]:
+def duplicates() -> tuple[Branch, Branch]:
     """Sent values seen at two places, acknowledged (``duplicate``) and not
     (``duplicate-unacked``); ``positions``/``indices`` come from ``enrich``.
 
@@ -356,13 +381,11 @@ def duplicates(t: Tables) -> tuple[DataFrame, DataFrame]:
     sent: a value with no send is a copy another writer made (MirrorMaker's,
     keyed apart by ``checkers.ingest.topic_ids``), whose copies the mirror checks judge.
     """
-    dup = t.per_value.where(F.col("dup") & F.col("invoke_index").isNotNull())
     acked = F.col("ack_index").isNotNull()
+    value = (F.col("val").alias("value"),)
     return (
-        anomaly(dup.where(acked), "duplicate", F.col("pos_first"), F.col("val").alias("value")),
-        anomaly(
-            dup.where(~acked), "duplicate-unacked", F.col("pos_first"), F.col("val").alias("value")
-        ),
+        Branch("duplicate", sent_twice() & acked, F.col("pos_first"), value),
+        Branch("duplicate-unacked", sent_twice() & ~acked, F.col("pos_first"), value),
     )
 
 
@@ -372,16 +395,17 @@ def inconsistent_offsets(t: Tables) -> DataFrame:
     return anomaly(bad, "inconsistent-offsets", F.col("first"), "topic", "partition", "offset")
 
 
-def failed_write_read(t: Tables) -> DataFrame:
-    bad = t.per_value.where(F.col("fail_index").isNotNull() & F.col("read_index").isNotNull())
-    return anomaly(
-        bad,
+def failed_write_read() -> Branch:
+    return Branch(
         "failed-write-read",
+        failed_then_read(),
         F.col("read_index"),
-        F.col("val").alias("value"),
-        "fail_index",
-        "read_index",
-        _pair("fail_index", "read_index"),
+        (
+            F.col("val").alias("value"),
+            "fail_index",
+            "read_index",
+            _pair("fail_index", "read_index"),
+        ),
     )
 
 
@@ -402,12 +426,5 @@ def nonmonotonic_send(pairs: DataFrame) -> DataFrame:
 
 
 def send_checks(t: Tables, pairs: DataFrame) -> list[DataFrame]:
-    lost, unseen = lost_and_unseen(t)
-    return [
-        lost,
-        unseen,
-        *duplicates(t),
-        inconsistent_offsets(t),
-        failed_write_read(t),
-        nonmonotonic_send(pairs),
-    ]
+    """The frames of the checks not among ``value_branches``."""
+    return [inconsistent_offsets(t), nonmonotonic_send(pairs)]
