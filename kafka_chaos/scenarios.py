@@ -111,6 +111,20 @@ def one_disk_fault(kind: str) -> dict[str, Any]:
     return {"faults": [kind], "targets": "random", "interval_s": 8.0, "duration_s": 10.0}
 
 
+# Tansu (docs/brokers.md): every broker leads every partition and keeps nothing,
+# so the faults are broker kills and faults of its one PostgreSQL.  Tansu 0.6.0
+# documents no delivery guarantee of its own; it calls itself "a drop-in
+# replacement for Apache Kafka" (README, v0.6.0), so each expects what Kafka's
+# protocol promises: a send acknowledged with acks=all is durable (valid).
+# tansu-txn is not declared: 0.6.0's ApiVersions has no EndTxn.
+TANSU: dict[str, Any] = {"broker": "tansu"}
+TANSU_FAULTS: dict[str, Any] = {"targets": "random", "interval_s": 10.0, "duration_s": 8.0}
+# Idempotence off: the broker-kill preset asks about acks alone, and a retried
+# send stored twice is legal for a non-idempotent producer (reported as info).
+TANSU_PLAIN_PRODUCER: dict[str, Any] = {"acks": "all", "enable_idempotence": False}
+TANSU_IDEMPOTENT_PRODUCER: dict[str, Any] = {"acks": "all", "enable_idempotence": True}
+
+
 SCENARIOS: dict[str, dict[str, Any]] = {
     "broker-failover": {
         "description": "Kill the leader of a partition; leadership moves, nothing acked is lost.",
@@ -468,6 +482,36 @@ SCENARIOS: dict[str, dict[str, Any]] = {
             "faults": ["mirror-kill"],
             "failover_at_s": 26.0,
         },
+    },
+    "tansu-broker-kill": {
+        "description": "Tansu: brokers SIGKILLed one at a time, a non-idempotent producer "
+        "with acks=all; clients go on through another broker and nothing acked is lost "
+        "(no documented Tansu guarantee: Kafka's acks=all contract).",
+        "expected_verdict": "valid",
+        "time_limit_s": 60.0,
+        "cluster": TANSU,
+        "producer": TANSU_PLAIN_PRODUCER,
+        "nemesis": {**TANSU_FAULTS, "faults": ["kill"]},
+    },
+    "tansu-storage-partition": {
+        "description": "Tansu: one broker cut off from PostgreSQL, both ways, three times "
+        "a minute; an acked send is stored once at its acked offset (no documented Tansu "
+        "guarantee: Kafka's acks=all and idempotence contract).",
+        "expected_verdict": "valid",
+        "time_limit_s": 60.0,
+        "cluster": TANSU,
+        "producer": TANSU_IDEMPOTENT_PRODUCER,
+        "nemesis": {**TANSU_FAULTS, "faults": ["storage-partition"]},
+    },
+    "tansu-idempotent": {
+        "description": "Tansu: idempotent producers under broker kills, PostgreSQL crashes "
+        "and pauses; nothing acked is lost or stored twice (no documented Tansu "
+        "guarantee: Kafka's idempotent-producer contract).",
+        "expected_verdict": "valid",
+        "time_limit_s": 60.0,
+        "cluster": TANSU,
+        "producer": TANSU_IDEMPOTENT_PRODUCER,
+        "nemesis": {**TANSU_FAULTS, "faults": ["kill", "storage-kill", "storage-pause"]},
     },
 }
 
