@@ -165,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kafka-version", default="4.4.0")
     p.add_argument("--store", type=Path, default=Path("store-bench"))
     p.add_argument("--out", type=Path, default=None, help="runs as JSON lines (appended)")
+    p.add_argument("--first-round", type=int, default=0,
+                   help="number of the first round (its seed is 7000 + round), to add rounds")
     p.add_argument("--only", default="", help="comma-separated brokers to run (tansu,kafka)")
     p.add_argument("--table-only", action="store_true", help="print the table of --out, run none")
     args = p.parse_args(argv)
@@ -180,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
         clusters = {"tansu": args.tansu_cluster, "kafka": args.kafka_cluster}
         out.parent.mkdir(parents=True, exist_ok=True)
         with shared_engine():
-            for round_no in range(args.runs):
+            for round_no in range(args.first_round, args.first_round + args.runs):
                 for name in TANSU_SCENARIOS:
                     for on in only:
                         layer = cell_layer(
