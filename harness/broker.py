@@ -78,6 +78,9 @@ class Broker(Protocol):
     def collect_logs(self, node: Node, dest: Path) -> list[Path]:
         """Copy the node's logs and config into ``dest``."""
 
+    def set_debug_loggers(self, cluster: Cluster, loggers: list[str]) -> None:
+        """Put ``loggers`` at DEBUG on every broker, live (none: the plain config)."""
+
     def state_locations(self, cluster: Cluster) -> dict[str, str]:
         """Where the cluster's state lives: what, by node, at which path."""
 

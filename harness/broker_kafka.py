@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kafka_chaos.harness import kafka_db
+from kafka_chaos.harness import broker_debug, kafka_db
 from kafka_chaos.harness.cluster import Cluster
 from kafka_chaos.harness.node import Node, quote
 from kafka_chaos.harness.spec import ClusterSpec
@@ -72,6 +72,9 @@ class KafkaBroker:
 
     def collect_logs(self, node: Node, dest: Path) -> list[Path]:
         return kafka_db.collect_logs(node, dest)
+
+    def set_debug_loggers(self, cluster: Cluster, loggers: list[str]) -> None:
+        broker_debug.set_loggers(cluster, loggers)  # none: a stale set restored
 
     def state_locations(self, cluster: Cluster) -> dict[str, str]:
         where = {n.name: n.path("data", "kafka") for n in cluster.nodes}

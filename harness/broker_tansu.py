@@ -241,6 +241,10 @@ class TansuBroker:
         where.update({n.name: "none: the broker is stateless" for n in cluster.nodes})
         return where
 
+    def set_debug_loggers(self, cluster: Cluster, loggers: list[str]) -> None:
+        """Nothing to set live: Tansu's level is RUST_LOG at start, and
+        kafka_chaos/options.py refuses --broker-debug on any broker but Kafka."""
+
     def evidence(self, cluster: Cluster, topic: str, run_dir: Path) -> dict[str, Any]:
         """Every row PostgreSQL holds for ``topic``, set beside the acknowledged sends
         (``tansu_evidence``) and written to ``storage-evidence.json``, as DumpLogSegments'

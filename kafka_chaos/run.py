@@ -35,7 +35,7 @@ from kafka_chaos.checkers.ingest.recorded_rows import RowsRecorder
 from kafka_chaos.forensics.steps import Moment, Scene
 from kafka_chaos.forensics.steps import at as forensic_steps
 from kafka_chaos.guarded import guarded as _guarded
-from kafka_chaos.harness import admin, api_versions, broker, broker_debug, distribution, kafka_db
+from kafka_chaos.harness import admin, api_versions, broker, distribution, kafka_db
 from kafka_chaos.harness import store as store_mod
 from kafka_chaos.harness.backends import (
     create_cluster,
@@ -298,8 +298,7 @@ def _execute(spec: TestSpec, run: RunDir) -> bool:
         clock: Callable[[], int] | None = None  # the history's, once it is open
         try:
             impl = broker.of(cluster)
-            if impl.name == "kafka":  # Kafka's log4j config; others are refused --broker-debug
-                broker_debug.set_loggers(cluster, spec.debug.broker)  # none: a stale set restored
+            impl.set_debug_loggers(cluster, spec.debug.broker)
             bootstrap = cluster.bootstrap_servers()
             admin.create_topic(bootstrap, spec.topic, timeout_s=60)
             impl.wait_healthy(cluster, HEALTHY_TIMEOUT_S, topic=spec.topic.name)
@@ -362,8 +361,11 @@ def _execute(spec: TestSpec, run: RunDir) -> bool:
             signals.watched = True  # a second signal must not cut the clean-up short
             _collect_logs(cluster, run)
             _forensics(Moment.LOGS, Scene(run.path, spec, spec.topic.name, clock=clock))
-            if spec.debug.broker and cluster.broker == "kafka":
-                _guarded("restore the brokers' log config", broker_debug.set_loggers, cluster, [])
+            if spec.debug.broker:
+                _guarded(
+                    "restore the brokers' log config",
+                    broker.of(cluster).set_debug_loggers, cluster, [],
+                )  # fmt: skip
             _guarded(
                 "delete topic",
                 admin.delete_topic,
