@@ -21,13 +21,10 @@ Wilson interval (``harness/rates.py``).  The runs go through the suite's own
 from __future__ import annotations
 
 import argparse
-import contextlib
-import fcntl
 import json
 import os
 import statistics
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +36,9 @@ from kafka_chaos.engine import shared_engine
 from kafka_chaos.options import build_spec
 from kafka_chaos.scenarios import scenario_layer
 from kafka_chaos.suite import run_entry
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from power_loss import held  # noqa: E402  (the bench's flock, one copy)
 
 TANSU_SCENARIOS = ("tansu-broker-kill", "tansu-storage-partition", "tansu-idempotent")
 BROKERS = ("tansu", "kafka")
@@ -128,17 +128,6 @@ def table(records: list[dict[str, Any]], kafka_version: str) -> str:
             label = "tansu 0.6.0" if on == "tansu" else f"kafka {kafka_version}"
             rows.append(cell_row(name, label, runs if exists else None))
     return "\n".join(rows)
-
-
-@contextlib.contextmanager
-def held(lock: Path) -> Iterator[None]:
-    """An exclusive flock on ``lock`` for the duration (what ``flock LOCK cmd`` does)."""
-    with open(lock, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def one_run(layer: dict[str, Any], store: Path) -> dict[str, Any]:

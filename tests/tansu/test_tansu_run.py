@@ -17,9 +17,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 
-from _local_leftovers import down  # noqa: E402
-from kafka_chaos.harness import tansu_build  # noqa: E402
-from kafka_chaos.harness.errors import HarnessError  # noqa: E402
+from _tansu_cluster import fresh_cluster  # noqa: E402
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the local backend needs root")
 
@@ -28,13 +26,7 @@ NAME = os.environ.get("KC_TEST_CLUSTER", "kt1")
 
 @pytest.fixture(scope="module")
 def cluster() -> object:
-    try:
-        tansu_build.binary()
-    except HarnessError as e:
-        pytest.skip(str(e))
-    assert down(NAME).returncode == 0
-    yield NAME
-    assert down(NAME).returncode == 0
+    yield from fresh_cluster(NAME)
 
 
 def _brokers() -> list[str]:

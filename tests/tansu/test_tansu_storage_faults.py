@@ -17,10 +17,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 
-from _local_leftovers import down  # noqa: E402
-from kafka_chaos.harness import postgres_db, tansu_build  # noqa: E402
+from _tansu_cluster import fresh_cluster  # noqa: E402
+from kafka_chaos.harness import postgres_db  # noqa: E402
 from kafka_chaos.harness.backends import load_cluster  # noqa: E402
-from kafka_chaos.harness.errors import HarnessError  # noqa: E402
 from kafka_chaos.nemeses import partition  # noqa: E402
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the local backend needs root")
@@ -31,13 +30,7 @@ FAULTS = ("storage-kill", "storage-pause", "storage-partition")
 
 @pytest.fixture
 def cluster() -> object:
-    try:
-        tansu_build.binary()
-    except HarnessError as e:
-        pytest.skip(str(e))
-    assert down(NAME).returncode == 0
-    yield NAME
-    assert down(NAME).returncode == 0
+    yield from fresh_cluster(NAME)
 
 
 def test_postgresql_killed_paused_and_cut_off_then_healed(cluster: str, tmp_path: Path) -> None:
