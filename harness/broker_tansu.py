@@ -49,6 +49,10 @@ CLUSTER_ID = "kafka-chaos"
 # minute's run on the broker the consumers used.  The stored rows themselves
 # are the evidence (``evidence``); KC_TANSU_RUST_LOG asks for more.
 RUST_LOG = "warn"
+# Extra PostgreSQL settings for the storage node, ``name=value;name=value``
+# (e.g. ``log_statement=mod;log_lock_waits=on``): which transaction wrote what,
+# for a finding's mechanism.  Off by default: a statement log costs the database.
+PG_SETTINGS_ENV = "KC_TANSU_PG_SETTINGS"
 STEP_TIMEOUT_S = 300.0
 HEALTH_CHECK_S = 5.0
 EVIDENCE = "storage-evidence.json"
@@ -62,6 +66,19 @@ def storage_node(cluster: Cluster) -> Node:
 
 def storage_url(cluster: Cluster) -> str:
     return f"postgres://{postgres_db.USER}@{storage_node(cluster).address}:{postgres_db.PORT}/{DATABASE}"
+
+
+def pg_settings(text: str | None) -> dict[str, str]:
+    """``KC_TANSU_PG_SETTINGS`` as settings; a malformed item is one clear line."""
+    out: dict[str, str] = {}
+    for item in (text or "").split(";"):
+        if not item.strip():
+            continue
+        name, eq, value = item.partition("=")  # a value keeps its spaces (a log prefix)
+        if not eq or not name.strip().replace("_", "").replace(".", "").isalnum():
+            raise ConfigError(f"{PG_SETTINGS_ENV}: {item!r} is not name=value")
+        out[name.strip()] = value
+    return out
 
 
 def launcher(node: Node, cluster: Cluster) -> str:
@@ -139,7 +156,11 @@ class TansuBroker:
         t0 = time.monotonic()
         binary, schema = tansu_build.binary(), tansu_build.schema()
         storage = storage_node(cluster)
-        postgres_db.configure(storage, clients=[n.address for n in cluster.nodes])
+        postgres_db.configure(
+            storage,
+            clients=[n.address for n in cluster.nodes],
+            settings=pg_settings(os.environ.get(PG_SETTINGS_ENV)),
+        )
         postgres_db.start(storage)
         _until(lambda: postgres_db.ready(storage), f"{storage.name}: PostgreSQL ready", 60.0)
         postgres_db.create_database(storage, DATABASE)

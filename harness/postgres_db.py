@@ -43,12 +43,17 @@ def socket_dir(node: Node) -> str:
     return node.path("run", "postgres")
 
 
-def configure(node: Node, clients: list[str], port: int = PORT) -> None:
+def configure(
+    node: Node, clients: list[str], port: int = PORT, settings: dict[str, str] | None = None
+) -> None:
     """Create the data directory once (initdb), let ``clients`` in, and write the launcher.
 
     Idempotent: an existing data directory is kept, with its data; only the
-    client list and the launcher are rewritten.
+    client list and the launcher are rewritten.  ``settings`` are extra
+    server settings (``-c name=value``, after the harness's own, so they win):
+    statement and lock-wait logging for a finding's mechanism.
     """
+    extra = "".join(f" -c {quote(f'{k}={v}')}" for k, v in (settings or {}).items())
     data, sock = quote(data_dir(node)), quote(socket_dir(node))
     hba = "".join(f"host all all {c}/32 trust\\n" for c in clients)
     launcher = (
@@ -68,7 +73,7 @@ def configure(node: Node, clients: list[str], port: int = PORT) -> None:
         f"echo $$ > {quote(POSTGRES.pid_file(node))}\n"
         f'exec {_AS_POSTGRES} "$bin/postgres" -D {data} -p {port} '
         f"-c listen_addresses={quote(node.address)} -c unix_socket_directories={sock} "
-        "-c logging_collector=off -c log_line_prefix='%m [%p] '\n"
+        "-c logging_collector=off -c log_line_prefix='%m [%p] '" + extra + "\n"
     )
     script = (
         _NEED_BIN

@@ -104,6 +104,24 @@ def test_tansus_schema_applies_to_this_postgresql(node: ShellNode) -> None:
         postgres_db.apply_file(node, "SELECT * FROM no_such_table;", "tansu", port=port)
 
 
+def test_extra_settings_reach_the_server_and_its_statement_log(node: ShellNode) -> None:
+    """A finding's mechanism needs which transaction wrote what: statement logging on."""
+    port = _free_port()
+    prefix = "%m [%p] %x "
+    postgres_db.configure(
+        node, clients=[], port=port,
+        settings={"log_statement": "mod", "log_line_prefix": prefix},
+    )  # fmt: skip
+    postgres_db.start(node)
+    _wait_ready(node, port)
+    assert postgres_db.sql(node, "SHOW log_statement", port=port).strip() == "mod"
+    assert postgres_db.sql(node, "SHOW log_line_prefix", port=port) == prefix + "\n"
+    postgres_db.sql(node, "CREATE TABLE u (v int); INSERT INTO u VALUES (42)", port=port)
+    _wait_ready(node, port)
+    out = Path(postgres_db.POSTGRES.stdout(node)).read_text()
+    assert "statement: CREATE TABLE u (v int); INSERT INTO u VALUES (42)" in out
+
+
 def test_wipe_refuses_a_running_server_and_then_removes_everything(node: ShellNode) -> None:
     port = _free_port()
     postgres_db.configure(node, clients=[], port=port)
