@@ -18,11 +18,17 @@ from pyspark.sql import functions as F
 Found = dict[int, dict[str, tuple[int, list[dict[str, Any]]]]]
 
 
-def collect_anomalies(frames: list[DataFrame], examples: int | None) -> Found:
-    """{hid: {check: (count, first examples)}} in one Spark job."""
+def union(frames: list[DataFrame]) -> DataFrame:
+    """Every check's anomalies as one table of (hid, check, k, ex)."""
     allof = frames[0]
     for frame in frames[1:]:
         allof = allof.unionByName(frame)
+    return allof
+
+
+def collect_anomalies(frames: list[DataFrame], examples: int | None) -> Found:
+    """{hid: {check: (count, first examples)}} in one Spark job."""
+    allof = union(frames)
     part = Window.partitionBy("hid", "check")
     ranked = allof.select(
         "hid",
