@@ -22,6 +22,7 @@ from kafka_chaos.forensics import (
     provenance,
     replica_verify,
 )
+from kafka_chaos.harness import broker
 from kafka_chaos.harness.cluster import Cluster
 from kafka_chaos.harness.spec import TestSpec
 
@@ -64,11 +65,25 @@ def _clock(scene: Scene) -> Callable[[], int]:
     return scene.clock
 
 
+def _replica_logs(scene: Scene) -> bool:
+    """Whether the cluster's broker keeps replica logs to compare (Kafka does;
+    Tansu keeps every record as one row of its storage instead)."""
+    impl = broker.of(scene.cluster) if scene.cluster else broker.named(scene.spec.cluster.broker)
+    return impl.no_replica_logs is None
+
+
 STEPS: tuple[Step, ...] = (
     Step(
         "verify replicas",
         Moment.LIVE,
         lambda s: replica_verify.verify(_live(s), s.topic, s.run_dir, _clock(s)),
+        wanted=_replica_logs,
+    ),
+    Step(
+        "read the storage's evidence",
+        Moment.LIVE,
+        lambda s: broker.of(_live(s)).evidence(_live(s), s.topic, s.run_dir),
+        wanted=lambda s: not _replica_logs(s),
     ),
     Step(
         "keep the coordinators' state",

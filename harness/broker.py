@@ -36,11 +36,17 @@ class Broker(Protocol):
     # Why replica evidence from the brokers' own logs (DumpLogSegments) cannot
     # apply, or None when it can.
     no_replica_logs: str | None
+    # Whether an active controller elects leaders (Kafka's); Tansu has none:
+    # every broker is node 111 and leads every partition.
+    has_controller: bool
     # Faults and target modes that make no sense here, each with its reason.
     refused_faults: dict[str, str]
     refused_targets: dict[str, str]
     # The faults a run gets when it names none.
     default_faults: tuple[str, ...]
+
+    def label(self, cluster: Cluster) -> str:
+        """What runs, in a few words, for ``cluster status``: product, version, mode."""
 
     def validate(self, spec: ClusterSpec) -> None:
         """Refuse, in one line, a cluster shape this implementation cannot run."""

@@ -22,12 +22,16 @@ class KafkaBroker:
     name = "kafka"
     storage_nodes = 0
     no_replica_logs = None  # each replica's log is read with DumpLogSegments
+    has_controller = True  # the active controller (KRaft's, or ZooKeeper mode's)
     refused_faults = {
         f: "Apache Kafka has no storage node: its brokers keep their own logs"
         for f in ("storage-kill", "storage-pause", "storage-partition")
     }
     refused_targets: dict[str, str] = {}
     default_faults = ("kill", "partition")
+
+    def label(self, cluster: Cluster) -> str:
+        return f"Kafka {cluster.kafka_version} {cluster.mode}"
 
     def validate(self, spec: ClusterSpec) -> None:
         from kafka_chaos.harness import kafka_config

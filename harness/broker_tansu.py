@@ -55,7 +55,7 @@ RUST_LOG = "warn"
 PG_SETTINGS_ENV = "KC_TANSU_PG_SETTINGS"
 STEP_TIMEOUT_S = 300.0
 HEALTH_CHECK_S = 5.0
-EVIDENCE = "storage-evidence.json"
+EVIDENCE = tansu_evidence.RESULT
 
 
 def storage_node(cluster: Cluster) -> Node:
@@ -110,6 +110,7 @@ def _link(node: Node) -> str:
 class TansuBroker:
     name = "tansu"
     storage_nodes = 1
+    has_controller = False  # every broker is node 111 and leads every partition
     no_replica_logs = (
         "Tansu keeps no replicas: every record is one row of PostgreSQL's record table, "
         "read back instead (storage-evidence.json)"
@@ -139,6 +140,9 @@ class TansuBroker:
         "share-coordinator": "Tansu 0.6.0 has no share groups",
     }
     default_faults = ("kill",)
+
+    def label(self, cluster: Cluster) -> str:
+        return f"Tansu {tansu_build.TANSU_VERSION} on PostgreSQL"
 
     def validate(self, spec: ClusterSpec) -> None:
         if spec.backend != "local":

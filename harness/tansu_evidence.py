@@ -17,6 +17,7 @@ from typing import Any
 from kafka_chaos.harness.history import read_history
 
 EXAMPLES = 10
+RESULT = "storage-evidence.json"  # in the run directory, beside replica verification's
 
 
 def acknowledged(history: Path, topic: str) -> list[tuple[int, int, str]]:

@@ -120,8 +120,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     cluster = _existing_or_new(spec, console)
     try:
         if not args.no_kafka:
-            kafka = f"Kafka {spec.kafka_version} ({spec.mode})"
-            console.print(f"starting {kafka if impl.name == 'kafka' else impl.name} ...")
+            console.print(f"starting {impl.label(cluster)} ...")
             impl.start_cluster(cluster, spec)
             log.info("cluster %s (%s) up in %.1f s", cluster.name, impl.name,
                      time.monotonic() - t0)  # fmt: skip
@@ -264,10 +263,8 @@ def _stop_kafka(cluster: Cluster, console: Console) -> None:
 def _print_nodes(console: Console, cluster: Cluster, up: dict[str, bool]) -> int:
     """Print the node table; return how many nodes have a live broker process."""
     brokers = 0
-    kafka = f"Kafka {cluster.kafka_version} {cluster.mode}"
     table = Table(
-        title=f"cluster {cluster.name} ({cluster.backend}, "
-        f"{kafka if cluster.broker == 'kafka' else cluster.broker})"
+        title=f"cluster {cluster.name} ({cluster.backend}, {broker.of(cluster).label(cluster)})"
     )
     for column in ("node", "id", "address", "ssh", "processes", "root_dir"):
         table.add_column(column)
@@ -298,8 +295,7 @@ def _print_kafka_state(console: Console, cluster: Cluster) -> None:
         console.print("[yellow]harness.admin/kafka_db not installed: no Kafka state[/]")
         return
     try:
-        # Tansu has no controller: every broker is node 111 and leads every partition.
-        kraft = cluster.broker == "kafka"
+        kraft = broker.of(cluster).has_controller
         controller = kafka_db.controller_id(cluster, timeout_s=ADMIN_TIMEOUT_S) if kraft else None
         partitions = admin.describe_topics(cluster.bootstrap_servers(), timeout_s=ADMIN_TIMEOUT_S)
     except HarnessError as e:  # an unhealthy cluster is a status, not a crash

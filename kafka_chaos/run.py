@@ -350,13 +350,9 @@ def _execute(spec: TestSpec, run: RunDir) -> bool:
                 finally:
                     if watch is not None:  # the share drain is watched too
                         _guarded("stop the share stall watch", watch.stop, PROBE_TIMEOUT_S + 5)
-                live = Scene(run.path, spec, spec.topic.name, cluster, history.elapsed_ns)
-                if impl.no_replica_logs is None:
-                    _forensics(Moment.LIVE, live)
-                else:
-                    log.info("replica verification skipped: %s", impl.no_replica_logs)
-                    _guarded("read the storage's evidence", impl.evidence, cluster,
-                             spec.topic.name, run.path)  # fmt: skip
+                _forensics(
+                    Moment.LIVE, Scene(run.path, spec, spec.topic.name, cluster, history.elapsed_ns)
+                )
         finally:
             signals.watched = True  # a second signal must not cut the clean-up short
             _collect_logs(cluster, run)

@@ -10,8 +10,9 @@ from typing import Any
 
 from kafka_chaos.checkers.cli import answer_line
 from kafka_chaos.child_run import needs_own_process, run_in_child
-from kafka_chaos.forensics.replica_verify import RESULT, summary
+from kafka_chaos.forensics import replica_verify
 from kafka_chaos.harness import store as store_mod
+from kafka_chaos.harness import tansu_evidence
 from kafka_chaos.harness.errors import ConfigError, HarnessError
 from kafka_chaos.harness.rates import rate_text
 from kafka_chaos.harness.spec import TestSpec
@@ -101,9 +102,14 @@ def _print_outcome(outcome: RunOutcome, prefix: str = "") -> None:
 
 
 def _answer_lines(run: store_mod.RunDir) -> list[str]:
-    """The loss figures and what the replicas say, when the run got that far."""
+    """The loss figures and what the replicas (or, on Tansu, the storage) say, when the
+    run got that far."""
     lines = []
-    for name, say in ((store_mod.RESULTS, answer_line), (RESULT, summary)):
+    for name, say in (
+        (store_mod.RESULTS, answer_line),
+        (replica_verify.RESULT, replica_verify.summary),
+        (tansu_evidence.RESULT, tansu_evidence.summary),
+    ):
         try:
             lines.append(say(run.read_json(name)))
         except (OSError, ValueError, HarnessError):

@@ -27,6 +27,11 @@ def test_a_queue_run_verifies_replicas_then_reads_the_logs(tmp_path: Path) -> No
     assert _names(Moment.CHECKED, scene) == []  # no disk fault: nothing to trace
 
 
+def test_a_tansu_run_reads_its_storage_instead_of_replica_logs(tmp_path: Path) -> None:
+    tansu = TestSpec.from_dict({"cluster": {"broker": "tansu"}})
+    assert _names(Moment.LIVE, Scene(tmp_path, tansu, "t")) == ["read the storage's evidence"]
+
+
 def test_share_groups_and_coordinator_faults_keep_the_coordinators_state(tmp_path: Path) -> None:
     share = TestSpec.from_dict({"consumer": {"mode": "share"}})
     aimed = TestSpec.from_dict({"nemesis": {"targets": "group-coordinator"}})
