@@ -2,6 +2,7 @@
 
     python bench/run_diff.py BEFORE AFTER [--rounds 1] [--cluster-name rdiff]
                              [--store DIR] [-- RUN ARGS...]
+    python bench/run_diff.py --runs RUN_DIR RUN_DIR    (two runs made already)
 
 ``bench/check_diff.py`` holds a check's output fixed on the same history; this
 holds the rest of a run fixed: the lines the workload writes, the run
@@ -16,7 +17,7 @@ only cause of a difference:
 * the run directory's file names (``logs/`` and per-node copies as patterns);
 * results.json: the checks' names, each check's keys, and the verdict;
 * config.json: every key path, and every value but the run's name and seed;
-* report.html: its section headings in order, digits folded.
+* report.html: its section headings in order, digits folded (a sequence diff).
 
 Each revision is exported with check_diff's ``export`` and brings up its own
 cluster with its own CLI (``cluster up``), runs once per round (``run`` with
@@ -30,6 +31,7 @@ and BEFORE on both sides tell them apart.  Exit 1 when any shape differs.
 from __future__ import annotations
 
 import argparse
+import difflib
 import fcntl
 import json
 import re
@@ -50,7 +52,7 @@ DEFAULT_RUN = ("--time-limit", "30", "--seed", "4747")
 # timing made them (a send whose outcome the client never learned).
 BY_TIMING = frozenset({"rebalanced", "stalled_s", "closed"})
 BY_TIMING_LINES = frozenset({("send", "info", ("error", "key", "topic", "value"))})
-CONFIG_VOLATILE = frozenset({"name", "seed", "started", "run_id"})
+CONFIG_VOLATILE = frozenset({"name", "seed", "started_at", "topic_name_used", "run_id"})
 
 
 @contextmanager
@@ -86,9 +88,9 @@ def one_run(tree: Tree, cluster: str, store: Path, run_args: list[str]) -> Path:
     return Path(reports[-1]).parent
 
 
-def history_shapes(history: Path) -> set[str]:
+def history_shapes(run: Path) -> set[str]:
     out = set()
-    for line in history.read_text().splitlines():
+    for line in (run / "history.jsonl").read_text().splitlines():
         op = json.loads(line)
         value = op.get("value")
         keys = (tuple(sorted(set(value) - BY_TIMING)) if isinstance(value, dict)
@@ -163,11 +165,11 @@ class _Headings(HTMLParser):
             self.found[-1] += data
 
 
-def report_shapes(run: Path) -> set[str]:
+def report_shapes(run: Path) -> list[str]:
     parser = _Headings()
     parser.feed((run / "report.html").read_text())
     headings = [re.sub(r"\d[\d,.]*", "#", " ".join(h.split())) for h in parser.found]
-    return {f"{i:03d} {h}" for i, h in enumerate(dict.fromkeys(headings))}
+    return list(dict.fromkeys(headings))  # in order: a section moved is a difference too
 
 
 ASPECTS = {
@@ -184,9 +186,26 @@ def compare(before: Path, after: Path) -> dict[str, tuple[list[str], list[str]]]
     diffs = {}
     for aspect, shapes in ASPECTS.items():
         a, b = shapes(before), shapes(after)
-        if a != b:
+        if isinstance(a, list) and a != b:  # an order: the lines the sequences do not share
+            changed = [d for d in difflib.ndiff(a, b) if d[:1] in "+-"]
+            diffs[aspect] = ([d[2:] for d in changed if d[0] == "-"],
+                             [d[2:] for d in changed if d[0] == "+"])  # fmt: skip
+        elif isinstance(a, set) and a != b:
             diffs[aspect] = (sorted(a - b), sorted(b - a))
     return diffs
+
+
+def report(r: int, before: Path, after: Path, labels: tuple[str, str]) -> bool:
+    """Print round ``r``'s comparison; whether anything differed."""
+    diffs = compare(before, after)
+    print(f"round {r}: {before} vs {after}: "
+          f"{'same shapes' if not diffs else 'DIFFERENT: ' + ', '.join(diffs)}")  # fmt: skip
+    for aspect, (only_a, only_b) in diffs.items():
+        for line in only_a:
+            print(f"  {aspect}: only {labels[0]}: {line}")
+        for line in only_b:
+            print(f"  {aspect}: only {labels[1]}: {line}")
+    return bool(diffs)
 
 
 def main() -> int:
@@ -196,8 +215,15 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--cluster-name", default="rdiff")
     parser.add_argument("--store", type=Path)
+    parser.add_argument(
+        "--runs",
+        action="store_true",
+        help="BEFORE and AFTER are run directories already made: compare them",
+    )
     parser.add_argument("run_args", nargs="*", help="after --: extra `run` arguments")
     args = parser.parse_args()
+    if args.runs:
+        return report(0, Path(args.before), Path(args.after), ("before", "after"))
     work = Path(tempfile.mkdtemp(prefix="run-diff-"))
     store = args.store or work / "store"
     trees = [export(rev, work / side) for rev, side in ((args.before, "a"), (args.after, "b"))]
@@ -210,15 +236,7 @@ def main() -> int:
         runs = {t.label: one_run(t, args.cluster_name, store / f"r{r}-{i}", run_args)
                 for i, t in enumerate(order)}  # fmt: skip
         before, after = runs[trees[0].label], runs[trees[1].label]
-        diffs = compare(before, after)
-        print(f"round {r}: {before} vs {after}: "
-              f"{'same shapes' if not diffs else 'DIFFERENT: ' + ', '.join(diffs)}")  # fmt: skip
-        for aspect, (only_a, only_b) in diffs.items():
-            for line in only_a:
-                print(f"  {aspect}: only {trees[0].label}: {line}")
-            for line in only_b:
-                print(f"  {aspect}: only {trees[1].label}: {line}")
-        differed |= bool(diffs)
+        differed |= report(r, before, after, (trees[0].label, trees[1].label))
     return 1 if differed else 0
 
 
