@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from kafka_chaos.checkers.ingest.null_columns import nulls
 from kafka_chaos.checkers.ingest.op_codes import ACK
 from kafka_chaos.checkers.ingest.sorted_runs import run_bounds, run_starts
 
@@ -52,7 +53,7 @@ class AckOrder:
         self.last.update(zip(self._streams(s, last_rows), ends, strict=True))
         back = pc.sort_indices(order)  # sorted order -> the acks' file order
         for name, values in (("prev_offset", prev_offset), ("prev_index", prev_index)):
-            full = pc.replace_with_mask(pa.nulls(len(lines), pa.int64()), is_ack, values.take(back))
+            full = pc.replace_with_mask(nulls(len(lines), pa.int64()), is_ack, values.take(back))
             lines = lines.set_column(lines.schema.get_field_index(name), name, full)
         return lines
 

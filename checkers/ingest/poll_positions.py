@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from kafka_chaos.checkers.ingest.null_columns import nulls
 from kafka_chaos.checkers.ingest.sorted_runs import run_bounds, run_starts
 
 PREVIOUS = "prev_offset"  # a column of STORED (ack rows use it for their own pairing)
@@ -66,7 +67,7 @@ def _summaries(
     broken_so_far = pc.cumulative_sum(broken.fill_null(False).cast(pa.int64()))
     straight = pc.equal(broken_so_far.take(ends), broken_so_far.take(first_rows))
     m = len(first_rows)
-    columns = {field.name: pa.nulls(m, field.type) for field in schema}
+    columns = {field.name: nulls(m, field.type) for field in schema}
     columns.update({name: grouped[name].take(first_rows) for name in KEPT})
     columns.update(
         first_offset=offset.take(first_rows), last_offset=offset.take(ends), straight=straight

@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 from kafka_chaos.checkers.ingest import op_codes
 from kafka_chaos.checkers.ingest.ack_order import COLUMNS as ACK_ORDER
 from kafka_chaos.checkers.ingest.line_rows import COLUMNS, ROWS, pair_lists
+from kafka_chaos.checkers.ingest.null_columns import nulls
 from kafka_chaos.checkers.ingest.poll_positions import SUMMARY
 
 _PAIR, _TRIPLE = pair_lists(pa.int32())
@@ -74,7 +75,7 @@ class TopicIds:
         )
         known = pa.array(list(self.ids), pa.string())
         # Names and ingest's annotations stay null.
-        columns = {field.name: pa.nulls(len(table), field.type) for field in STORED}
+        columns = {field.name: nulls(len(table), field.type) for field in STORED}
         columns.update((name, table[name]) for name in ROWS.names)
         columns["topic"] = pc.index_in(topic, value_set=known).cast(pa.int32())
         for name, col in lists.items():

@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from kafka_chaos.checkers.ingest import pair_lists
 from kafka_chaos.checkers.ingest.line_rows import ROWS, TXN_PENDING
+from kafka_chaos.checkers.ingest.null_columns import nulls
 from kafka_chaos.checkers.ingest.sorted_runs import row_numbers, run_starts
 from kafka_chaos.harness.errors import HistoryError
 from kafka_chaos.harness.history import NEMESIS
@@ -74,7 +75,7 @@ def _rows(n: int, columns: dict[str, Any]) -> pa.Table:
     for field in ROWS:
         col = columns.get(field.name)
         if col is None:
-            full[field.name] = pa.nulls(n, field.type)
+            full[field.name] = nulls(n, field.type)
         elif isinstance(col, (pa.Array, pa.ChunkedArray)):
             full[field.name] = col.cast(field.type)
         else:
