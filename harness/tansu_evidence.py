@@ -20,14 +20,18 @@ EXAMPLES = 10
 RESULT = "storage-evidence.json"  # in the run directory, beside replica verification's
 
 
-def acknowledged(history: Path, topic: str) -> list[tuple[int, int, str]]:
-    """(partition, offset, value) of every send of ``topic`` the broker acknowledged."""
-    found = []
+def acknowledged(history: Path, topic: str) -> list[tuple[int, int | None, str]]:
+    """(partition, offset, value) of every send of ``topic`` the broker acknowledged;
+    ``offset`` None when the delivery report named no place (a DUPLICATE_SEQUENCE_NUMBER
+    answer, ``workloads/delivery_offsets.py``): it still counts for "stored nowhere"."""
+    found: list[tuple[int, int | None, str]] = []
     for op in read_history(history):
         value = op.get("value")
         if op["type"] == "ok" and op["f"] == "send" and isinstance(value, dict):
-            if value.get("topic") == topic and value.get("offset") is not None:
-                found.append((int(value["partition"]), int(value["offset"]), str(value["value"])))
+            if value.get("topic") == topic and value.get("partition") is not None:
+                off = value.get("offset")
+                at = None if off is None else int(off)
+                found.append((int(value["partition"]), at, str(value["value"])))
     return found
 
 
@@ -37,18 +41,25 @@ def stored_value(text: str) -> str:
     return text.split(" ", 1)[0]
 
 
-def compare(acked: list[tuple[int, int, str]], rows: list[tuple[int, int, str]]) -> dict[str, Any]:
-    """Each acknowledged send against the row at its partition and offset."""
+def compare(
+    acked: list[tuple[int, int | None, str]], rows: list[tuple[int, int, str]]
+) -> dict[str, Any]:
+    """Each acknowledged send against the row at its partition and offset (an ack
+    without an offset only against every row: stored somewhere or nowhere)."""
     stored = {(p, o): stored_value(v) for p, o, v in rows}
-    missing = [a for a in acked if (a[0], a[1]) not in stored]
-    other = [(p, o, v, stored[(p, o)]) for p, o, v in acked
+    placed = [a for a in acked if a[1] is not None]
+    missing = [a for a in placed if (a[0], a[1]) not in stored]
+    other = [(p, o, v, stored[(p, o)]) for p, o, v in placed
              if (p, o) in stored and stored[(p, o)] != v]  # fmt: skip
     where: dict[str, list[tuple[int, int]]] = defaultdict(list)
     for (p, o), v in stored.items():
         where[v].append((p, o))
     duplicated = {v: sorted(at) for v, at in where.items() if len(at) > 1}
     absent = [a for a in acked if a[2] not in where]  # acknowledged, stored nowhere
-    unacked = len(stored.keys() - {(p, o) for p, o, _ in acked})
+    unplaced = {v for _, o, v in acked if o is None}  # acked, so their rows are not "never acked"
+    unacked = sum(
+        1 for at in stored.keys() - {(p, o) for p, o, _ in placed} if stored[at] not in unplaced
+    )
     return {
         "acknowledged": len(acked),
         "stored": len(stored),

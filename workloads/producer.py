@@ -24,6 +24,7 @@ from kafka_chaos.harness.kafka_clients import CLIENT_LOGGER
 from kafka_chaos.harness.spec import ProducerSpec, TestSpec
 from kafka_chaos.workloads import client_logs
 from kafka_chaos.workloads.delivery_errors import classify, error_name
+from kafka_chaos.workloads.delivery_offsets import DuplicateBatchOffsets
 from kafka_chaos.workloads.send_lines import SendLines
 from kafka_chaos.workloads.values import (
     KEYS_PER_PARTITION,
@@ -49,7 +50,6 @@ UNLIMITED_MAX_OUTSTANDING = 90_000
 SOCKET_TIMEOUT_MS = 10_000
 UNKNOWN_AT_SHUTDOWN = "unknown at shutdown"
 NO_ACK = "NO_ACK (acks=0: sent, never acknowledged)"
-ACKED_NO_OFFSET = "ACKED_WITHOUT_OFFSET (a retry found the batch already written)"
 
 
 class Pacer:
@@ -179,7 +179,8 @@ class ProducerWorker:
         self.stats = ProducerStats()
         self.topic = spec.topic.name
         self.single_attempt = single_attempt(spec.producer)
-        self._no_offset_reason = NO_ACK if spec.producer.acks == "0" else ACKED_NO_OFFSET
+        self._acks0 = spec.producer.acks == "0"  # a report without an offset acknowledges nothing
+        self._positions = DuplicateBatchOffsets()
         # A value's key and partition depend only on value % len(routes).
         partitions = spec.topic.partitions
         self._routes = [
@@ -296,12 +297,16 @@ class ProducerWorker:
                 self._complete_other(classify(err, self.single_attempt), value, error_name(err))
                 return
             offset = msg.offset()
-            if offset is None or offset < 0:
-                # No offset, so no "ok" (the contract needs one).  With acks=0
-                # the broker never answers; with acks>=1 librdkafka reports a
-                # retried batch the broker had already written (duplicate
-                # sequence) as delivered but without its offset.
-                self._complete_other("info", value, self._no_offset_reason)
+            if offset is None or offset < 0 or self._positions.waiting:
+                offset = self._positions.position(self.topic, msg.partition(), offset)
+            if offset is None:
+                if self._acks0:
+                    # acks=0: the broker never answered, so nothing was acknowledged.
+                    self._complete_other("info", value, NO_ACK)
+                    return
+                # acks>=1: the broker acknowledged it (a DUPLICATE_SEQUENCE_NUMBER
+                # answer), but the report does not say where it is (delivery_offsets).
+                self._complete_unplaced(value, msg.partition())
                 return
             key = self._routes[value % len(self._routes)][0]  # what produce() was given
             # SendLines.ok, inlined
@@ -310,6 +315,13 @@ class ProducerWorker:
         except Exception as e:
             log.exception("recording the delivery of %s failed", value)
             self._complete_other("info", value, f"recorder error: {type(e).__name__}: {e}")
+
+    def _complete_unplaced(self, value: int, partition: int) -> None:
+        """An acknowledgement without a known offset: ``ok`` with ``offset`` null."""
+        key = self._routes[value % len(self._routes)][0].decode()
+        line = self._lines.other("ok", key, value, partition=partition, offset=None)
+        self._completed.append(line)
+        self.stats.ok += 1
 
     def _complete_other(self, type_: str, value: int, error: str) -> None:
         """Queue a fail/info completion; the general (orjson) path, for the rare lines."""

@@ -264,10 +264,19 @@ def check_value(lineno: int, op: dict[str, Any], path: Path) -> None:
             isinstance(value.get("topic"), str), path, lineno, "send value.topic must be a string"
         )
         if typ == "ok":
-            for key in ("partition", "offset"):
-                _need(
-                    _is_int(value.get(key)), path, lineno, f"send ok value.{key} must be an integer"
-                )
+            _need(
+                _is_int(value.get("partition")),
+                path,
+                lineno,
+                "send ok value.partition must be an integer",
+            )
+            # null: acknowledged without a place (DUPLICATE_SEQUENCE_NUMBER, docs/history.md)
+            _need(
+                value.get("offset") is None or _is_int(value["offset"]),
+                path,
+                lineno,
+                "send ok value.offset must be an integer or null",
+            )
     elif f == "poll" and typ == "ok":
         records = value.get("records")
         _need(isinstance(records, list), path, lineno, "poll ok value.records must be a list")

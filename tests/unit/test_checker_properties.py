@@ -480,7 +480,29 @@ def build(kind: str, rnd: random.Random) -> Case:
                 m.expect("unseen", (v,))
     case = Case(kind, m.b.ops, m.expected, config(kind), drain)
     mutate(case, m, d, rnd)
+    if kind in UNPLACED_KINDS and rnd.random() < 0.5:
+        unplace_acks(case, rnd)
     return case
+
+
+# Kinds whose expectations hold when some acks carry no offset (``unplace_acks``).
+UNPLACED_KINDS = ("valid", "acked-lost")
+
+
+def unplace_acks(case: Case, rnd: random.Random) -> None:
+    """Acks without an offset, as the recorder writes a batch the broker answered
+    DUPLICATE_SEQUENCE_NUMBER (workloads/delivery_offsets.py): acknowledged, so
+    acked-lost still judges them (from the drain of every partition), but never a
+    position.  In acked-lost histories, the lost values' own acks; in valid ones,
+    about one ack in ten."""
+    acks = [op for op in case.ops if op["f"] == "send" and op["type"] == "ok"]
+    if case.kind == "acked-lost":
+        lost = {key[0] for key in case.expected.get("acked-lost", [])}
+        chosen = [op for op in acks if op["value"]["value"] in lost]
+    else:
+        chosen = [op for op in acks if rnd.random() < 0.1]
+    for op in chosen:
+        op["value"]["offset"] = None
 
 
 def final_drain(kind: str, m: Model, rnd: random.Random) -> int:

@@ -102,11 +102,17 @@ class FakeProducer:
         return len(self.queue)
 
 
-def run_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rate: float, limit: int) -> list:
+def run_worker(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    rate: float,
+    limit: int,
+    fake: type[FakeProducer] = FakeProducer,
+) -> list:
     path = tmp_path / "history.jsonl"
     stop = threading.Event()
-    FakeProducer.path, FakeProducer.stop, FakeProducer.limit = path, stop, limit
-    monkeypatch.setattr(producer_module, "Producer", FakeProducer)
+    fake.path, fake.stop, fake.limit = path, stop, limit
+    monkeypatch.setattr(producer_module, "Producer", fake)
     spec = TestSpec(name="t", seed=1)
     spec.topic.name = "t"
     with HistoryWriter(path) as history:
@@ -141,6 +147,42 @@ def test_every_send_has_an_invoke_then_exactly_one_completion(tmp_path, monkeypa
                 assert op["value"]["error"] in ("_QUEUE_FULL", "_MSG_TIMED_OUT")
     assert len(invoked) >= 1500
     assert set(completions) == set(invoked) and set(completions.values()) == {1}
+
+
+class DuplicateAnsweringProducer(FakeProducer):
+    """Every third poll answers partition 0's batch DUPLICATE_SEQUENCE_NUMBER as librdkafka
+    reports it: delivered, the first message at offset -1 (None), the others at 0, 1, ..."""
+
+    duplicated: set[int]
+
+    def poll(self, timeout: float) -> int:
+        if self.polls % 3 == 1:
+            # One batch has one outcome: leave out what the fake times out (value % 7 == 3).
+            batch = [
+                m for m in self.queue if m.partition() == 0 and decode_payload(m.value()) % 7 != 3
+            ]
+            for i, m in enumerate(batch):
+                topic, value, key, partition, _ = m._fields
+                m._fields = (topic, value, key, partition, None if i == 0 else i - 1)
+                self.duplicated.add(decode_payload(value))
+        return super().poll(timeout)
+
+
+def test_a_duplicate_answer_is_acknowledged_without_an_offset(tmp_path, monkeypatch):
+    """Acknowledged (``ok``: acked-lost counts it) but at no offset: librdkafka's
+    -1, 0, 1, ... would otherwise be taken for places in the log."""
+    DuplicateAnsweringProducer.duplicated = set()
+    ops = run_worker(tmp_path, monkeypatch, 0.0, limit=1500, fake=DuplicateAnsweringProducer)
+    oks = {op["value"]["value"]: op["value"] for op in ops if op["type"] == "ok"}
+    answered = DuplicateAnsweringProducer.duplicated & set(oks)
+    assert len(answered) > 20
+    for v in answered:
+        assert oks[v]["partition"] == 0 and oks[v]["offset"] is None
+    placed = [v for v in oks if v not in answered]
+    assert placed and all(oks[v]["offset"] is not None for v in placed)
+    # Partition 0's other acks keep the fake's real offsets, strictly growing.
+    zero = [oks[v]["offset"] for v in sorted(placed) if oks[v]["partition"] == 0]
+    assert zero == sorted(zero) and len(set(zero)) == len(zero)
 
 
 def test_an_unpaced_worker_writes_bursts(tmp_path, monkeypatch):

@@ -22,8 +22,22 @@ def test_acknowledged_sends_of_the_topic_only(tmp_path: Path) -> None:
         {"type": "ok", "f": "send", "value": {**sent, "partition": 2, "offset": 5}},
         {"type": "ok", "f": "send", "value": elsewhere},
         {"type": "info", "f": "send", "value": {**sent, "value": 8}},
+        {"type": "ok", "f": "send", "value": {**sent, "value": 9, "partition": 3, "offset": None}},
     ])  # fmt: skip
-    assert tansu_evidence.acknowledged(history, "t") == [(2, 5, "7")]
+    assert tansu_evidence.acknowledged(history, "t") == [(2, 5, "7"), (3, None, "9")]
+
+
+def test_an_ack_without_an_offset_is_judged_by_whether_it_is_stored_at_all() -> None:
+    """A DUPLICATE_SEQUENCE_NUMBER answer: acknowledged, its place unknown (the Tansu
+    debug run's batch 45879/45891 was stored nowhere; its predecessor twice)."""
+    acked = [(3, 7650, "45771"), (3, None, "45879"), (3, None, "45891"), (3, None, "45855")]
+    rows = [(3, 7640, "45855 x"), (3, 7648, "45771 x"), (3, 7650, "45771 x")]
+    found = tansu_evidence.compare(acked, rows)
+    assert found["acked_stored_nowhere"] == 2
+    assert found["examples"]["acked_stored_nowhere"] == [[3, None, "45879"], [3, None, "45891"]]
+    assert (found["acked_without_row"], found["acked_with_other_value"]) == (0, 0)
+    assert found["stored_more_than_once"] == 1
+    assert found["stored_not_acknowledged"] == 1  # 7648: the copy no ack names
 
 
 def test_a_missing_row_another_value_and_a_duplicate_are_each_counted() -> None:

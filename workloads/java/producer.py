@@ -34,6 +34,7 @@ from kafka_chaos.workloads.producer import (
     MAX_BURST,
     MAX_POLL_WAIT_S,
     MIN_POLL_WAIT_S,
+    NO_ACK,
     UNKNOWN_AT_SHUTDOWN,
     Pacer,
     ProducerWorker,
@@ -181,8 +182,10 @@ class JavaProducerWorker(ProducerWorker):
             if error is not None:
                 j = judge(error)
                 self._complete_other(j.send_outcome(self.single_attempt), value, j.name)
-            elif offset < 0:
-                self._complete_other("info", value, self._no_offset_reason)
+            elif offset < 0 and self._acks0:  # acks=0: nothing was acknowledged
+                self._complete_other("info", value, NO_ACK)
+            elif offset < 0:  # acknowledged (a DUPLICATE_SEQUENCE_NUMBER answer), place unknown
+                self._complete_unplaced(value, partition)
             else:
                 key = self._routes[value % len(self._routes)][0]
                 self._completed.append(self._lines.ok_format % (key, value, partition, offset))
