@@ -154,7 +154,8 @@ def test_bad_line_is_named_and_no_cache_is_left(tmp_path, monkeypatch, fast):
     lines[5] = lines[5].replace('"offset":2', '"offset":"two"')
     path = tmp_path / "h.jsonl"
     path.write_text("\n".join(lines) + "\n")
-    with pytest.raises(HistoryError, match="line 6: send ok value.offset must be an integer or null"):
+    bad = "line 6: send ok value.offset must be an integer or null"
+    with pytest.raises(HistoryError, match=bad):
         ingest.convert(path, tmp_path / "h.parquet")
     assert list(tmp_path.iterdir()) == [path]
 
