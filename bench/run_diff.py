@@ -220,8 +220,9 @@ def main() -> int:
         action="store_true",
         help="BEFORE and AFTER are run directories already made: compare them",
     )
-    parser.add_argument("run_args", nargs="*", help="after --: extra `run` arguments")
-    args = parser.parse_args()
+    argv = sys.argv[1:]
+    extra = argv[argv.index("--") + 1 :] if "--" in argv else []  # `run` arguments, as given
+    args = parser.parse_args(argv[: len(argv) - len(extra) - (1 if "--" in argv else 0)])
     if args.runs:
         return report(0, Path(args.before), Path(args.after), ("before", "after"))
     work = Path(tempfile.mkdtemp(prefix="run-diff-"))
@@ -229,7 +230,7 @@ def main() -> int:
     trees = [export(rev, work / side) for rev, side in ((args.before, "a"), (args.after, "b"))]
     for tree in trees:
         imports_own(tree)
-    run_args = [*DEFAULT_RUN, *args.run_args]
+    run_args = [*DEFAULT_RUN, *extra]
     differed = False
     for r in range(args.rounds):
         order = trees if r % 2 == 0 else trees[::-1]
