@@ -115,12 +115,13 @@ def file_shapes(run: Path) -> set[str]:
     return names
 
 
-def key_paths(node: Any, prefix: str = "") -> Iterator[str]:
+def leaves(node: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+    """Every (key path, value) of a JSON document (keys may hold dots: a tuple)."""
     if isinstance(node, dict):
         for k, v in node.items():
-            yield from key_paths(v, f"{prefix}.{k}" if prefix else str(k))
+            yield from leaves(v, (*path, str(k)))
     else:
-        yield prefix
+        yield path, node
 
 
 def results_shapes(run: Path) -> set[str]:
@@ -135,13 +136,9 @@ def results_shapes(run: Path) -> set[str]:
 def config_shapes(run: Path) -> set[str]:
     config = json.loads((run / "config.json").read_text())
     out = set()
-    for path in key_paths(config):
-        value: Any = config
-        for part in path.split("."):
-            value = value[part]
-        last = path.rsplit(".", 1)[-1]
-        shown = "<volatile>" if last in CONFIG_VOLATILE else json.dumps(value, sort_keys=True)
-        out.add(f"{path} = {shown}")
+    for path, value in leaves(config):
+        shown = "<volatile>" if path[-1] in CONFIG_VOLATILE else json.dumps(value, sort_keys=True)
+        out.add(f"{'.'.join(path)} = {shown}")
     return out
 
 
