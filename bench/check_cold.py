@@ -9,8 +9,8 @@ A history without recorded rows (a crashed run's, an imported one, one a
 bench generated) pays the JSONL -> Parquet conversion inside its check.
 So each round measures, in fresh processes:
 
-- ``recorded``: the history fed through the recorder as a run feeds it
-  (``python -m ...recorded_rows HISTORY``, timed on its own: a run pays it
+- ``recorded``: the history fed through the recorder in bursts of lines, as
+  a run's writer feeds it (``RECORD``; timed on its own: a run pays it
   while recording, spread over the run), then ``kafka-chaos check`` from
   those rows;
 - ``bare``: ``kafka-chaos check`` of the bare JSONL, conversion included;
@@ -108,13 +108,41 @@ def fresh_copy(history: Path, config: Path | None, into: Path) -> Path:
     return dest
 
 
+# A run's writer feeds the recorder bursts of lines at the run's pace, which
+# it keeps up with.  Fed a 1e7-op file as fast as it reads, the recorder fell
+# more than its 512 MB limit behind and dropped the Parquet (as it must: a
+# run's memory is not the Parquet's to take); so the feeder here waits while
+# 256 MB are queued, like a fast run.
+RECORD = """
+import sys, time
+from importlib import import_module
+recorder = import_module(sys.argv[1]).RowsRecorder(sys.argv[2])
+with open(sys.argv[2], "rb") as fh:
+    rest = b""
+    while block := fh.read(1 << 16):
+        cut = block.rfind(b"\\n") + 1
+        if not cut:
+            rest += block
+            continue
+        recorder.feed(rest + block[:cut])
+        rest = block[cut:]
+        while recorder._fed - recorder._taken > (256 << 20) and recorder.failed is None:
+            time.sleep(0.01)
+recorder.close()
+recorder.wait()
+if recorder.failed or rest:
+    print(f"recording failed: {recorder.failed or 'a line cut short'}", file=sys.stderr)
+    sys.exit(3)
+"""
+
+
 def spark_step(tree: Tree, mode: str, history: Path, config: Path | None,
                work: Path, timeout: float) -> Step:  # fmt: skip
     """``tree``'s check of a private copy of ``history``, ``bare`` or from ``recorded`` rows."""
     run = fresh_copy(history, config, work)
     env, rec = tree_env(tree), None
     if mode == "recorded":
-        rec = measured([sys.executable, "-m", tree.rows, str(run)], tree.path, env, timeout)
+        rec = measured([sys.executable, "-c", RECORD, tree.rows, str(run)], tree.path, env, timeout)
     cmd = [sys.executable, "-m", tree.cli, "check", str(run), "--json"]
     if config:
         cmd += ["--config", str(run.parent / "config.json")]
