@@ -33,6 +33,7 @@ import logging
 import os
 import sys
 import threading
+import time
 from collections import deque
 from pathlib import Path
 
@@ -80,6 +81,11 @@ class RowsRecorder:
             self._wake.set()
         if waiting > self.max_pending:
             self._fail(f"the Parquet writer fell {waiting >> 20} MB behind the history")
+
+    @property
+    def backlog(self) -> int:
+        """Bytes fed but not yet turned into rows."""
+        return self._fed - self._taken
 
     def drop(self, why: str) -> None:
         """Give up on the Parquet (the check will rebuild it from the JSON)."""
@@ -174,11 +180,15 @@ def _finish_all() -> None:
         recorder.wait()
 
 
-def record_file(history: Path, burst_bytes: int = 64 << 10) -> None:
+def record_file(
+    history: Path, burst_bytes: int = 64 << 10, max_pending: int = MAX_PENDING_BYTES
+) -> None:
     """Feed a finished ``history`` to a recorder in bursts of whole lines, as a
     run's writer would (bench/check_diff.py --record: the check then starts
-    from these rows)."""
-    recorder = RowsRecorder(history)
+    from these rows), waiting while half of ``max_pending`` is queued."""
+    recorder = RowsRecorder(
+        history, batch_bytes=min(BATCH_BYTES, max_pending // 4), max_pending=max_pending
+    )
     with open(history, "rb") as fh:
         rest = b""
         while block := fh.read(burst_bytes):
@@ -188,6 +198,10 @@ def record_file(history: Path, burst_bytes: int = 64 << 10) -> None:
                 continue
             recorder.feed(rest + block[:cut])
             rest = block[cut:]
+            # A run feeds at its own pace; a file is read far faster than rows are
+            # made, and a 1e7-op one passed max_pending and lost its Parquet.
+            while recorder.backlog > recorder.max_pending // 2 and recorder.failed is None:
+                time.sleep(0.01)
     if rest:
         recorder.drop("the history ends in a line cut short")
     recorder.close()

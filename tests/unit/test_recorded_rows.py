@@ -184,6 +184,15 @@ def test_a_writer_left_behind_gives_up_without_blocking(tmp_path, caplog):
     assert load.why_stale(history, tmp_path / "history.parquet") == "is missing"
 
 
+def test_recording_a_whole_file_waits_for_the_rows_instead_of_dropping_them(tmp_path):
+    # A file is read far faster than its rows are made: fed without waiting, a
+    # 1e7-op history passed max_pending and its Parquet was dropped.
+    history, _ = _queue_history(tmp_path)
+    (tmp_path / "source.jsonl").rename(history)
+    recorded_rows.record_file(history, burst_bytes=4096, max_pending=32 << 10)
+    assert load.why_stale(history, tmp_path / "history.parquet") is None
+
+
 def test_a_history_that_already_held_lines_is_not_mirrored(tmp_path):
     history, lines = _queue_history(tmp_path, 300)
     with HistoryWriter(history) as writer:
