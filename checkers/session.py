@@ -46,7 +46,11 @@ JVM_LOG_TO_STDERR = "-Xlog:disable -Xlog:all=warning:stderr"
 # compiler alone, side by side, 1e5 ops took 17.3 s instead of 22.5 s and 1e6
 # ops 22.7 s instead of 28.4 s, but 1e7 ops 72.5 s instead of 62.5 s.
 QUICK_JIT_MAX_OPS = 2_000_000
-QUICK_JIT = "-XX:TieredStopAtLevel=1"
+# With C1 alone the JVM reserves a client VM's 48 MB of code cache, not the 240 MB
+# of tiered compilation.  A warm engine keeps CODEGEN_CACHE_ENTRIES generated
+# classes alive, and a suite's second Tansu check died with "Out of space in
+# CodeCache for adapters" (bench/brokers.py, 2026-11-28); so the full size back.
+QUICK_JIT = ["-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m"]
 # Above it, methods must run three times as often as the JVM's default before
 # they are compiled.  Spark makes the JIT compilers busy: in the 15 s per-value
 # job alone, C2 spent 11 s compiling 1,766 methods, on a machine with 2 cores.
@@ -81,7 +85,7 @@ def _overrides() -> dict[str, str]:
 
 
 def _java_options(expected_ops: int) -> list[str]:
-    jit = [QUICK_JIT] if expected_ops < QUICK_JIT_MAX_OPS else [FEWER_COMPILES, *LATER_C2]
+    jit = QUICK_JIT if expected_ops < QUICK_JIT_MAX_OPS else [FEWER_COMPILES, *LATER_C2]
     return [THROUGHPUT_GC, JVM_LOG_TO_STDERR, *jit]
 
 
