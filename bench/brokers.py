@@ -155,8 +155,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kafka-version", default="4.4.0")
     p.add_argument("--store", type=Path, default=Path("store-bench"))
     p.add_argument("--out", type=Path, default=None, help="runs as JSON lines (appended)")
-    p.add_argument("--first-round", type=int, default=0,
-                   help="number of the first round (its seed is 7000 + round), to add rounds")
+    p.add_argument(
+        "--first-round",
+        type=int,
+        default=0,
+        help="number of the first round (its seed is 7000 + round), to add rounds",
+    )
     p.add_argument("--only", default="", help="comma-separated brokers to run (tansu,kafka)")
     p.add_argument("--table-only", action="store_true", help="print the table of --out, run none")
     args = p.parse_args(argv)
@@ -176,18 +180,30 @@ def main(argv: list[str] | None = None) -> int:
                 for name in TANSU_SCENARIOS:
                     for on in only:
                         layer = cell_layer(
-                            name, on, clusters[on], args.time_limit, 7000 + round_no,
+                            name,
+                            on,
+                            clusters[on],
+                            args.time_limit,
+                            7000 + round_no,
                             args.kafka_version,
                         )
                         if layer is None:
                             continue
-                        record = {"scenario": name, "broker": on, "round": round_no,
-                                  "time_limit_s": args.time_limit, **one_run(layer, args.store)}
+                        record = {
+                            "scenario": name,
+                            "broker": on,
+                            "round": round_no,
+                            "time_limit_s": args.time_limit,
+                            **one_run(layer, args.store),
+                        }
                         with out.open("a") as f:
                             f.write(json.dumps(record) + "\n")
-                        print(f"{name} on {on}, round {round_no}: {record['verdict']} "
-                              f"acked={record.get('acked')} lost={record.get('lost')} "
-                              f"{record.get('run_dir', '')}", flush=True)
+                        print(
+                            f"{name} on {on}, round {round_no}: {record['verdict']} "
+                            f"acked={record.get('acked')} lost={record.get('lost')} "
+                            f"{record.get('run_dir', '')}",
+                            flush=True,
+                        )
     print(table(read_records(out), args.kafka_version))
     return 0
 

@@ -47,11 +47,19 @@ def test_a_row_counts_verdicts_loss_and_the_wilson_interval() -> None:
 
 def test_records_are_grouped_by_scenario_and_broker() -> None:
     def run(on: str, verdict: str, acked: int, lost: int) -> dict[str, object]:
-        return {"scenario": "tansu-broker-kill", "broker": on, "verdict": verdict,
-                "acked": acked, "lost": lost}
+        return {
+            "scenario": "tansu-broker-kill",
+            "broker": on,
+            "verdict": verdict,
+            "acked": acked,
+            "lost": lost,
+        }
 
-    records = [run("kafka", "valid", 9, 0), run("tansu", "valid", 5, 0),
-               run("tansu", "invalid", 7, 1)]
+    records = [
+        run("kafka", "valid", 9, 0),
+        run("tansu", "valid", 5, 0),
+        run("tansu", "invalid", 7, 1),
+    ]
     lines = bench.table(records, "4.4.0").splitlines()
     tansu = next(x for x in lines if x.startswith("| tansu-broker-kill | tansu"))
     kafka = next(x for x in lines if x.startswith("| tansu-broker-kill | kafka"))

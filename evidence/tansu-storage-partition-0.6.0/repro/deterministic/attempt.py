@@ -40,23 +40,30 @@ def log(msg: str) -> None:
 
 def sql(psql: str, query: str) -> list[str]:
     """Rows of one query, run in a psql session of its own."""
-    out = subprocess.run([*shlex.split(psql), "-c", query], check=True, capture_output=True,
-                         text=True)
+    out = subprocess.run(
+        [*shlex.split(psql), "-c", query], check=True, capture_output=True, text=True
+    )
     return [line for line in out.stdout.splitlines() if line]
 
 
 def lock_waiters(psql: str) -> list[str]:
     """Backends (other than psql's) waiting on a lock, with the start of their query."""
-    return sql(psql, "select pid || ' ' || left(regexp_replace(query, '\\s+', ' ', 'g'), 60) "
-                     "from pg_stat_activity where wait_event_type = 'Lock' "
-                     "and application_name <> 'psql'")
+    return sql(
+        psql,
+        "select pid || ' ' || left(regexp_replace(query, '\\s+', ' ', 'g'), 60) "
+        "from pg_stat_activity where wait_event_type = 'Lock' "
+        "and application_name <> 'psql'",
+    )
 
 
 def stored(psql: str, topic: str) -> Counter:
     """How many rows of the record table hold each value of the topic."""
-    rows = sql(psql, "select encode(r.v, 'escape') from record r join topition tp "
-                     "on r.topition = tp.id join topic t on tp.topic = t.id "
-                     f"where t.name = '{topic}'")
+    rows = sql(
+        psql,
+        "select encode(r.v, 'escape') from record r join topition tp "
+        "on r.topition = tp.id join topic t on tp.topic = t.id "
+        f"where t.name = '{topic}'",
+    )
     return Counter(rows)
 
 
@@ -92,22 +99,24 @@ def main() -> None:
     client_log = logging.getLogger("librdkafka")
     client_log.addHandler(logging.FileHandler(args.client_log))
     client_log.setLevel(logging.DEBUG)
-    p = Producer({
-        "bootstrap.servers": args.broker,
-        "client.id": "det",
-        "acks": "all",
-        "enable.idempotence": True,
-        "max.in.flight.requests.per.connection": 1,
-        "linger.ms": 0,
-        # librdkafka times a ProduceRequest out locally after socket.timeout.ms (the runs
-        # that found the bug timed out 10.7 s after the send, with socket.timeout.ms=10000);
-        # request.timeout.ms is the ack timeout sent to the broker.
-        "request.timeout.ms": args.timeout_ms,
-        "socket.timeout.ms": args.timeout_ms,
-        "delivery.timeout.ms": 120000,
-        "debug": "msg,protocol,eos,broker",
-        "logger": client_log,
-    })
+    p = Producer(
+        {
+            "bootstrap.servers": args.broker,
+            "client.id": "det",
+            "acks": "all",
+            "enable.idempotence": True,
+            "max.in.flight.requests.per.connection": 1,
+            "linger.ms": 0,
+            # librdkafka times a ProduceRequest out locally after socket.timeout.ms (the runs
+            # that found the bug timed out 10.7 s after the send, with socket.timeout.ms=10000);
+            # request.timeout.ms is the ack timeout sent to the broker.
+            "request.timeout.ms": args.timeout_ms,
+            "socket.timeout.ms": args.timeout_ms,
+            "delivery.timeout.ms": 120000,
+            "debug": "msg,protocol,eos,broker",
+            "logger": client_log,
+        }
+    )
     reports = Reports()
     w, va, vb = f"{args.topic}:W", f"{args.topic}:A", f"{args.topic}:B"
     result: dict = {"attempt": args.attempt, "topic": args.topic}
@@ -116,13 +125,15 @@ def main() -> None:
     result["w_report"] = reports.by_value.get(w)
 
     # Hold the watermark row of partition 0 (FOR UPDATE conflicts with FOR NO KEY UPDATE).
-    holder = subprocess.Popen([*shlex.split(args.psql)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [*shlex.split(args.psql)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     assert holder.stdin and holder.stdout
     holder.stdin.write(
         "begin;\nselect 'locked ' || w.id from watermark w join topition tp on w.topition = tp.id"
         f" join topic t on tp.topic = t.id where t.name = '{args.topic}' and tp.partition = 0"
-        " for update of w;\n")
+        " for update of w;\n"
+    )
     holder.stdin.flush()
     result["holder"] = holder.stdout.readline().strip()
     log(f"psql holds the watermark row: {result['holder']}")
@@ -161,16 +172,18 @@ def main() -> None:
     for handler in client_log.handlers:
         handler.flush()
     with open(args.client_log, encoding="utf-8", errors="replace") as f:
-        dup = [line.strip() for line in f if "DUPLICATE_SEQUENCE_NUMBER" in line
-               or "duplicate sequence number" in line]
+        dup = [
+            line.strip()
+            for line in f
+            if "DUPLICATE_SEQUENCE_NUMBER" in line or "duplicate sequence number" in line
+        ]
     result["client_dupseq_lines"] = len(dup)
     result["client_dupseq_example"] = dup[0][:300] if dup else None
     with open(args.tansu_log, encoding="utf-8", errors="replace") as f:
         result["tansu_duplicate_lines"] = sum("DuplicateSequenceNumber" in line for line in f)
     b_acked = result["b_report"] is not None and result["b_report"][0] is None
     result["b_acked"] = b_acked
-    result["reproduced"] = bool(rows.get(va, 0) >= 2 and b_acked and rows.get(vb, 0) == 0
-                                and dup)
+    result["reproduced"] = bool(rows.get(va, 0) >= 2 and b_acked and rows.get(vb, 0) == 0 and dup)
     print(json.dumps(result), flush=True)
 
 
