@@ -37,11 +37,8 @@ import re
 import resource
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,7 +54,7 @@ from check_diff import (  # noqa: E402
     tree_env,
 )
 from check_reference import CHECKS  # noqa: E402
-from timed_check import POLL_S, _children_cpu_s  # noqa: E402
+from timed_check import watched  # noqa: E402
 
 
 @dataclass
@@ -74,25 +71,12 @@ class Step:
 def measured(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float) -> Step:
     """Run ``cmd``; its wall time and CPU (its own and its unreaped children's)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)  # fmt: skip
-    out: list[str] = []
-    reader = threading.Thread(target=lambda: out.extend(proc.communicate(timeout=timeout)))
-    reader.start()
-    jvm = 0.0
-    while reader.is_alive():
-        jvm = max(jvm, _children_cpu_s(proc.pid))
-        reader.join(POLL_S)
-    wall = time.monotonic() - t0
-    if not out:
-        proc.kill()
-        raise SystemExit(f"{' '.join(cmd[:4])} still running after {timeout:.0f} s: killed")
+    wall, jvm, (rc, stdout, stderr) = watched(cmd, env, timeout, cwd)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     own = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    if proc.returncode not in (0, 1, 2):
-        raise SystemExit(f"{' '.join(cmd[:4])} failed ({proc.returncode}): {out[1][-2000:]}")
-    return Step(wall, own + jvm, out[0], out[1], {"jvm_cpu": jvm})
+    if rc not in (0, 1, 2):
+        raise SystemExit(f"{' '.join(cmd[:4])} failed ({rc}): {stderr[-2000:]}")
+    return Step(wall, own + jvm, stdout, stderr, {"jvm_cpu": jvm})
 
 
 def fresh_copy(history: Path, config: Path | None, into: Path) -> Path:

@@ -57,10 +57,22 @@ def measured_check(
     if master:
         cmd += ["--spark-master", master]
     env = {**os.environ, "KC_SPARK_CONF": spark_conf}
+    took, cpu, (rc, stdout, stderr) = watched(cmd, env, timeout=3600)
+    if rc not in (0, 1, 2):
+        raise SystemExit(f"check failed ({rc}): {stderr[-2000:]}")
+    return Measured(took, cpu, json.loads(stdout))
+
+
+def watched(
+    cmd: list[str], env: dict[str, str], timeout: float, cwd: Path | None = None
+) -> tuple[float, float, tuple[int, str, str]]:
+    """Run ``cmd``: its wall seconds, its unreaped children's CPU seconds (read from /proc
+    while it runs) and (exit code, stdout, stderr); exits when it outlives ``timeout``."""
     t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
     out: list[str] = []
-    reader = threading.Thread(target=lambda: out.extend(proc.communicate(timeout=3600)))
+    reader = threading.Thread(target=lambda: out.extend(proc.communicate(timeout=timeout)))
     reader.start()
     cpu = 0.0
     while reader.is_alive():
@@ -69,11 +81,8 @@ def measured_check(
     took = time.monotonic() - t0
     if not out:  # communicate timed out
         proc.kill()
-        raise SystemExit(f"check of {history} still running after 3600 s: killed")
-    stdout, stderr = out
-    if proc.returncode not in (0, 1, 2):
-        raise SystemExit(f"check failed ({proc.returncode}): {stderr[-2000:]}")
-    return Measured(took, cpu, json.loads(stdout))
+        raise SystemExit(f"{' '.join(cmd[:4])} still running after {timeout:.0f} s: killed")
+    return took, cpu, (proc.returncode, out[0], out[1])
 
 
 def _children_cpu_s(pid: int) -> float:
