@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pyspark
-from kafka_chaos.checkers import session
+from kafka_chaos.checkers import remote, session
 from kafka_chaos.harness.backends import procs
 from kafka_chaos.harness.cluster import home
 from kafka_chaos.harness.errors import HarnessError
@@ -134,7 +134,9 @@ def _ours(pid: int, record: Path) -> bool:
 
 
 def stop(server: Server) -> None:
-    """End ``server`` (SIGTERM, SIGKILL after a grace) and remove its record and log."""
+    """End ``server`` (SIGTERM, SIGKILL after a grace) and remove its record and log;
+    this process's session on it is closed first (``remote.detach``)."""
+    remote.detach(server.url)
     if _ours(server.pid, server.record):
         procs.terminate([server.pid], grace_s=STOP_GRACE_S)
         log.info("engine stop: Spark Connect server pid %d", server.pid)

@@ -88,3 +88,20 @@ def connect(url: str) -> SparkSession:
 
 
 _SESSIONS: dict[str, SparkSession] = {}
+
+
+def detach(url: str) -> None:
+    """Close this process's session on ``url``, before its server stops.
+
+    Why: a DataFrame kept by a local checkpoint is a cached relation on the
+    server, and its ``__del__`` asks the server to drop it, through the Connect
+    client's retries, unless the session is closed.  After the server is gone
+    that is minutes of retrying at exit (bench/brokers.py hung there after its
+    table); a closed session drops nothing and returns at once.
+    """
+    session = _SESSIONS.pop(url, None)
+    if session is not None and not session.is_stopped:
+        try:
+            session.stop()
+        except Exception as e:  # noqa: BLE001  the server may be gone already: nothing to release
+            log.info("closing the Spark Connect session on %s: %s", url, e)

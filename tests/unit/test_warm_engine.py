@@ -128,6 +128,32 @@ def test_a_suite_of_three_starts_one_engine_and_stops_it(tmp_path, monkeypatch, 
     assert REMOTE_ENV not in os.environ
 
 
+KEEPER = """
+from kafka_chaos.checkers.session import get_spark
+from kafka_chaos.engine import shared_engine
+with shared_engine():
+    kept = get_spark().range(10).localCheckpoint(eager=True)  # a cached relation on the server
+print("stopped", flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_a_process_that_kept_a_table_exits_once_its_engine_stops(tmp_path: Path) -> None:
+    """The kept table outlives the server; at exit its ``__del__`` must not retry
+    against the stopped server for minutes (bench/brokers.py hung there)."""
+    env = {k: v for k, v in os.environ.items() if k not in (REMOTE_ENV, LOCAL_HERE_ENV)}
+    env["KAFKA_CHAOS_HOME"] = str(tmp_path / "home")
+    owner = subprocess.Popen([sys.executable, "-c", KEEPER], stdout=subprocess.PIPE,
+                             text=True, cwd=REPO, env=env)  # fmt: skip
+    try:
+        assert owner.stdout.readline().strip() == "stopped"  # type: ignore[union-attr]
+        waited = time.monotonic()
+        owner.wait(timeout=120)  # a hang, not a speed figure: the retries take minutes
+        print(f"exited {time.monotonic() - waited:.1f} s after its engine stopped")
+    finally:
+        owner.kill()
+
+
 OWNER = """
 from kafka_chaos.checkers import connect_server
 server = connect_server.start()
