@@ -80,7 +80,7 @@ class ShareTables:
             .agg(F.min("time").alias("crash_time"))
         )
         sent = F.from_json("value", "topic string, partition int, offset long, value long")
-        self.sends = self.lines.where((F.col("f") == "send") & (F.col("type") == "ok")).select(
+        sends = self.lines.where((F.col("f") == "send") & (F.col("type") == "ok")).select(
             sent["topic"].alias("topic"),
             sent["partition"].alias("partition"),
             sent["offset"].alias("offset"),
@@ -89,6 +89,7 @@ class ShareTables:
             F.col("time").alias("ack_time"),
         )
         self.deliveries = self._deliveries().cache()
+        self.sends = self._placed(sends)
         self.acks = self._acks().cache()
 
     def _tenures(self, spark: SparkSession, raw: DataFrame, cluster_state: Path | None) -> None:
@@ -149,6 +150,17 @@ class ShareTables:
             F.lag("value").over(by_process).alias("prev_value"),
             F.lead("type").over(by_process).alias("next_type"),
         )
+
+    def _placed(self, sends: DataFrame) -> DataFrame:
+        """Sends, each at its offset.  A send acknowledged without one (a batch answered
+        DUPLICATE_SEQUENCE_NUMBER: workloads/delivery_offsets.py) takes the offset its
+        value was delivered at; never delivered, it matches no ack and stays lost."""
+        unplaced = sends.where(F.col("offset").isNull()).drop("offset")
+        seen = self.deliveries.groupBy("topic", "partition", "value").agg(
+            F.min("offset").alias("offset")
+        )
+        placed = unplaced.join(seen, ["topic", "partition", "value"], "left")
+        return sends.where(F.col("offset").isNotNull()).unionByName(placed)
 
     def _deliveries(self) -> DataFrame:
         polls = self._paired("share-poll").where(F.col("type") == "ok")
