@@ -3,7 +3,9 @@
 Written as ``provenance.json`` of a run, from its files only:
 
 - the history: the ack (partition, offset, time) and the final drain's reads,
-  which make a value lost (as ``acked-lost`` counts it);
+  which make a value lost (as ``acked-lost`` counts it).  An ack without an
+  offset (a batch answered DUPLICATE_SEQUENCE_NUMBER: workloads/delivery_offsets.py)
+  is placed where a consumer read the value, else its offset stays unknown;
 - ``cluster-state.jsonl``: the leader and ISR sampled around the ack.  With
   acks=all Kafka acknowledges once every ISR member has the record, so a
   replica in the ISR of the samples just before *and* just after the ack
@@ -24,7 +26,7 @@ import gzip
 import json
 import logging
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,14 +43,21 @@ MAX_VALUES = 200  # values kept one by one; the tallies cover all of them
 class Ack:
     value: int
     partition: int
-    offset: int
+    offset: int | None  # None: acknowledged without one, and never read
     time_s: float
 
 
 def lost_acks(history: Path, topic: str) -> list[Ack]:
-    """Acked sends of ``topic`` the final drain did not read, at or above its log start."""
+    """Acked sends of ``topic`` the final drain did not read, at or above its log start.
+
+    An ack without an offset takes the offset a consumer read its value at
+    (``acked-lost`` places it so too); never read, it is lost only where the log
+    start is 0: above, retention may have removed it, which the checker leaves
+    undecided.
+    """
     acked: dict[int, Ack] = {}
     drained: set[int] = set()
+    read_at: dict[tuple[int, int], int] = {}  # (partition, value) -> lowest offset read
     log_start: dict[int, int] = {}
     for op in read_lines(history):
         if op.get("process") == NEMESIS:
@@ -56,21 +65,29 @@ def lost_acks(history: Path, topic: str) -> list[Ack]:
         v = op.get("value")
         f, kind = op.get("f"), op.get("type")
         if f == "send" and kind == "ok" and isinstance(v, dict) and v.get("topic") == topic:
-            if isinstance(v.get("offset"), int) and isinstance(v.get("partition"), int):
-                acked[v["value"]] = Ack(v["value"], v["partition"], v["offset"], op["time"] / 1e9)
-        elif f == "poll" and kind == "ok" and isinstance(v, dict) and v.get("final"):
-            drained.update(r["value"] for r in v.get("records") or [] if r.get("topic") == topic)
+            offset = v.get("offset")
+            if isinstance(v.get("partition"), int) and (offset is None or isinstance(offset, int)):
+                acked[v["value"]] = Ack(v["value"], v["partition"], offset, op["time"] / 1e9)
+        elif f == "poll" and kind == "ok" and isinstance(v, dict):
+            mine = [r for r in v.get("records") or [] if r.get("topic") == topic]
+            if v.get("final"):
+                drained.update(r["value"] for r in mine)
+            for r in mine:
+                key = (r["partition"], r["value"])
+                read_at[key] = min(r["offset"], read_at.get(key, r["offset"]))
         elif f == "drain" and isinstance(v, dict) and v.get("topic") == topic:
             if isinstance(v.get("log_start"), int):
                 log_start[v["partition"]] = v["log_start"]
-    return sorted(
-        (
-            a
-            for a in acked.values()
-            if a.value not in drained and a.offset >= log_start.get(a.partition, 0)
-        ),
-        key=lambda a: (a.partition, a.offset),
-    )
+    lost = []
+    for a in acked.values():
+        if a.value in drained:
+            continue
+        if a.offset is None:
+            a = replace(a, offset=read_at.get((a.partition, a.value)))
+        start = log_start.get(a.partition, 0)
+        if (a.offset is None and start == 0) or (a.offset is not None and a.offset >= start):
+            lost.append(a)
+    return sorted(lost, key=lambda a: (a.partition, a.offset is None, a.offset or 0))
 
 
 class StateSamples:
@@ -177,11 +194,13 @@ def provenance(run_dir: Path, topic: str) -> dict[str, Any]:
     for ack in lost:
         entry = _value(ack, samples, names, faults, logs, held_now, acks_all)
         part = by_partition.setdefault(
-            ack.partition, {"partition": ack.partition, "lost": 0, "first": ack.offset,
-                            "last": ack.offset, "nodes": defaultdict(Counter)}
+            ack.partition, {"partition": ack.partition, "lost": 0, "first": None,
+                            "last": None, "nodes": defaultdict(Counter)}
         )  # fmt: skip
         part["lost"] += 1
-        part["last"] = ack.offset
+        if ack.offset is not None:  # sorted: placed acks first, by offset
+            part["first"] = ack.offset if part["first"] is None else part["first"]
+            part["last"] = ack.offset
         for r in entry["replicas"]:
             for key in ("held_at_ack", "came_back_without", "holds_now"):
                 if r[key] is not None:
@@ -243,9 +262,13 @@ def _value(
                 "held_at_ack": held,
                 "cut": cut["id"] if cut else None,
                 "recovered_log_end": recovered,
-                "came_back_without": None if recovered is None else recovered <= ack.offset,
+                "came_back_without": (
+                    None if recovered is None or ack.offset is None else recovered <= ack.offset
+                ),
                 "holds_now": holds,
-                "now_at_offset": replica.records.get(ack.offset) if replica else None,
+                "now_at_offset": (
+                    replica.records.get(ack.offset) if replica and ack.offset is not None else None
+                ),
             }
         )
     return {

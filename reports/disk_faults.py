@@ -149,7 +149,10 @@ def lost_section(prov: dict[str, Any]) -> dict[str, Any]:
             {
                 "partition": p.get("partition"),
                 "lost": p.get("lost"),
-                "offsets": f"{p.get('first')}–{p.get('last')}",
+                # None: every lost value of it was acknowledged without an offset
+                "offsets": "unknown"
+                if p.get("first") is None
+                else f"{p.get('first')}–{p.get('last')}",
                 "nodes": [
                     {
                         "node": n,

@@ -229,3 +229,62 @@ def test_a_replica_cut_again_while_loading_came_back_from_the_next_cut() -> None
     cut, end = provenance.came_back(faults, "n1", 7, 1.0)
     assert (cut["id"], end) == (0, None)
     assert provenance.came_back(faults, "n2", 2, 1.0) == (None, None)
+
+
+def _unplace(run_dir: Path, values: set[int], read: dict[int, int], log_start: int = 0) -> None:
+    """Rewrite the run's history: the acks of ``values`` without an offset, as the
+    recorder writes a batch answered DUPLICATE_SEQUENCE_NUMBER (workloads/
+    delivery_offsets.py); a group member's poll reading ``read`` {value: offset} of
+    partition 3 before the drain; the drain's log start ``log_start``."""
+    path = run_dir / "history.jsonl"
+    ops = [json.loads(line) for line in path.read_text().splitlines()]
+    out = []
+    for op in ops:
+        v = op["value"]
+        if op["f"] == "send" and op["type"] == "ok" and v["value"] in values:
+            v["offset"] = None
+        if op["f"] == "drain":
+            v["log_start"] = log_start
+        if op["f"] == "poll" and v.get("final") and read:
+            records = [{"topic": TOPIC, "partition": 3, "offset": o, "key": None, "value": x}
+                       for x, o in read.items()]  # fmt: skip
+            out.append({**op, "process": 50, "value": {"records": records}})
+        out.append(op)
+    path.write_text("".join(json.dumps(op) + "\n" for op in out))
+
+
+def test_acks_without_an_offset_are_lost_too_and_placed_where_read(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Values 3, 1303 and 6919 (offsets 0, 100, 532 of the checker's 533 lost) acked
+    without an offset, 1303 read at 100 by a consumer: still 533 lost, 1303 at 100,
+    the other two at no offset (so nothing is said of their offset's fate)."""
+    monkeypatch.setattr(provenance, "MAX_VALUES", 1000)  # every value, not the first 200
+    _unplace(run_dir, {3, 1303, 6919}, read={1303: 100})
+    disk_account.write(run_dir, TOPIC)
+    result = provenance.provenance(run_dir, TOPIC)
+    (checked,) = json.loads((run_dir / "acked-lost-partition-3.json").read_text())
+    assert result["lost"] == checked["count"]
+    (part,) = result["partitions"]
+    assert (part["first"], part["last"]) == (1, 531)  # the placed ones
+    by_value = {v["value"]: v for v in result["values"]}
+    assert by_value[1303]["offset"] == 100
+    lost_last = provenance.lost_acks(run_dir / "history.jsonl", TOPIC)[-2:]
+    assert [(a.value, a.offset) for a in lost_last] == [(3, None), (6919, None)]
+    unplaced = by_value[3]
+    assert unplaced["offset"] is None and unplaced["replicas"]
+    for r in unplaced["replicas"]:
+        assert r["came_back_without"] is None and r["now_at_offset"] is None
+        assert r["holds_now"] is False  # by value: no replica holds it now
+
+
+def test_an_ack_without_an_offset_never_read_is_not_lost_above_a_log_start(
+    run_dir: Path,
+) -> None:
+    """With the log start at 1, retention may have removed 3 and 6919 (no offset, never
+    read): the checker leaves them undecided, so they are not among the lost; 1303,
+    read at 100, is."""
+    _unplace(run_dir, {3, 1303, 6919}, read={1303: 100}, log_start=1)
+    lost = {a.value for a in provenance.lost_acks(run_dir / "history.jsonl", TOPIC)}
+    (checked,) = json.loads((run_dir / "acked-lost-partition-3.json").read_text())
+    assert len(lost) == checked["count"] - 2 and 1303 in lost and not {3, 6919} & lost
