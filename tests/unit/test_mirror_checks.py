@@ -61,17 +61,28 @@ def test_spark_agrees_with_the_reference_on_every_history(spark, tmp_path) -> No
     ]
     assert not mismatches, mismatches[:5]
     assert sum(c["failover-reread"] for c in by_history.values()) > 0  # the legal kind is there
+    # Some acks carry no offset (testkit/synthetic_mirror.py's _acked_at), on both clusters.
+    acks = [op["value"] for h in histories for op in h if op["f"] == "send" and op["type"] == "ok"]
+    unplaced = {v["topic"].startswith("dc2/") for v in acks if v["offset"] is None}
+    assert unplaced == {False, True}
 
 
-def _small_run(dc2_ends: list | None = None) -> HistoryBuilder:
+def _small_run(
+    dc2_ends: list | None = None, unplaced: frozenset[int] = frozenset(), lost: bool = False
+) -> HistoryBuilder:
     """dc1 gets 0..5 (partition 0), the group reads 0..3, MirrorMaker copies 0..3 before
     the failover (dc2 ends at 4) and 4..5 after the heal; the group reads dc2 from 2.
-    ``dc2_ends``: what dc2 answered for its ends as the failover began."""
+    ``dc2_ends``: what dc2 answered for its ends as the failover began.  ``unplaced``:
+    values acked without an offset (a batch answered DUPLICATE_SEQUENCE_NUMBER,
+    workloads/delivery_offsets.py).  ``lost``: value 9 too, acked so before the
+    failover, then in no log."""
     b = HistoryBuilder()
     b.subscribe(1, "g", ["t"])
     for v in range(6):
-        b.send(0, v, partition=0, offset=v, topic="t")
+        b.send(0, v, partition=0, offset=None if v in unplaced else v, topic="t")
         b.advance(1.0)
+    if lost:
+        b.send(0, 9, partition=0, offset=None, topic="t")
     b.poll(1, [("t", 0, o, o) for o in range(4)])
     b.op(1, "info", "leave", {"group": "g"})
     b.fault("failover", 900, "start", [], planned_s=6.0, at_s=6.0)
@@ -134,3 +145,45 @@ def test_a_mirror_run_keeps_each_clusters_queue_verdict(spark, tmp_path) -> None
     assert "The group read 2 values again on dc2" in html
     assert "What did it skip? Nothing" in html
     assert "Were writes disrupted?" in html and "Were reads disrupted?" in html
+
+
+def _without(stats: dict, *keys: str) -> dict:
+    return {k: v for k, v in stats.items() if k not in keys}
+
+
+def test_acks_without_an_offset_change_no_mirror_finding(spark, tmp_path) -> None:
+    """dc1's sends of 1 and 4 acked without an offset: the mirror checks place values by
+    the drains, so every finding and figure is the placed run's; the whole check (the
+    queue family per cluster too) stays valid."""
+    placed = judge_mirror(spark, _small_run().write(tmp_path / "a.jsonl"), None)
+    path = _small_run(unplaced=frozenset({1, 4})).write(tmp_path / "history.jsonl")
+    assert judge_mirror(spark, path, None) == placed
+    config = TestSpec(workload="mirror", sections={"mirror": MirrorSpec(enabled=True)}).to_dict()
+    config["nemesis"]["faults"] = []
+    results = check_history(path, config, out=tmp_path / "results.json")
+    bad = {n: c for n, c in results["checks"].items() if c.get("count")}
+    assert results["verdict"] == "valid", json.dumps(bad)[:2000]
+    assert set(bad) == {"failover-reread"}
+
+
+def test_an_ack_without_an_offset_in_no_log_is_lost_on_dc1_and_missing_on_dc2(
+    spark, tmp_path
+) -> None:
+    """Value 9, acked on dc1 without an offset before the failover, is in neither drain:
+    not mirror-lost (dc1's log never held it where MirrorMaker copied from), but one more
+    value dc2 lacked at the failover, and acked-lost on dc1."""
+    path = _small_run(lost=True).write(tmp_path / "history.jsonl")
+    anomalies, stats = judge_mirror(spark, path, None)
+    _, placed = judge_mirror(spark, _small_run().write(tmp_path / "a.jsonl"), None)
+    assert set(anomalies) == {"failover-reread"}
+    assert (stats["rpo_values"], stats["acked_before"]) == (3, 7)
+    assert stats["copied_later"] == 2  # 4 and 5; 9 never reached dc2
+    moved = ("rpo_values", "acked_before", "rpo_seconds", "failover_at_s")  # 9's lines: 2 ms
+    assert _without(stats, *moved) == _without(placed, *moved)
+    config = TestSpec(workload="mirror", sections={"mirror": MirrorSpec(enabled=True)}).to_dict()
+    config["nemesis"]["faults"] = []
+    results = check_history(path, config, out=tmp_path / "results.json")
+    lost = results["checks"]["acked-lost"]
+    assert (lost["count"], lost["examples"][0]["value"]) == (1, 9), lost
+    assert results["checks"]["unseen"]["count"] == 1
+    assert results["checks"]["lost-write"]["count"] == 0  # no offset to be read past
