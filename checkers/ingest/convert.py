@@ -652,7 +652,8 @@ def _hot_rows(hot: pa.Table) -> Tables:
         valid(col["process"]),
         pc.is_in(typ, pa.array(TYPES)),
         pc.or_(pc.invert(send), pc.and_(valid(v["topic"]), valid(v["value"]))),
-        pc.or_(pc.invert(send_ok), pc.and_(valid(v["partition"]), valid(v["offset"]))),
+        # An ok send's offset may be null (a DUPLICATE_SEQUENCE_NUMBER answer: line_rows).
+        pc.or_(pc.invert(send_ok), valid(v["partition"])),
         pc.if_else(poll_ok, valid(v["records"]), pc.is_null(v["records"])),
         *(mask for name, fast in _FAST.items() for mask in fast.valid(own[name], v)),
         pc.or_(pc.not_equal(f, "seek"), valid(value)),

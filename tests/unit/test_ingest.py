@@ -336,3 +336,25 @@ def test_each_kind_is_written_without_the_columns_it_never_holds(tmp_path):
     with pytest.raises(RuntimeError, match="phase"):
         writer.write_table(table)
     writer.close()
+
+
+def test_an_ack_without_an_offset_stays_on_the_fast_path(tmp_path, monkeypatch):
+    """The recorder writes a batch answered DUPLICATE_SEQUENCE_NUMBER as ``ok`` with
+    ``offset`` null (workloads/delivery_offsets.py): the Arrow path takes such a chunk
+    (a 16 MB chunk sent to the Python path for one such line cost its speed) and makes
+    the Python path's rows."""
+    b = HistoryBuilder()
+    _every_kind_of_line(b)
+    b.send(1, 5, 0, None)
+    path = b.write(tmp_path / "h.jsonl")
+
+    def refuse(*_):
+        raise AssertionError("the Python path was asked")
+
+    with monkeypatch.context() as m:
+        m.setattr(ingest, "_slow_rows", refuse)
+        fast = _rows(path, tmp_path / "fast.parquet")
+    _slow_only(monkeypatch)
+    assert fast == _rows(path, tmp_path / "slow.parquet")
+    (ack,) = [r for r in fast if r["kind"] == "line" and r["val"] == 5 and r["type"] == "ok"]
+    assert (ack["partition"], ack["offset"], ack["prev_offset"]) == (0, None, None)
