@@ -31,6 +31,7 @@ from kafka_chaos.checkers.queue import (
     queue_checks,
     send_checks,
 )
+from kafka_chaos.checkers.queue.queue_tables import QueueTables
 from kafka_chaos.checkers.session import get_spark
 from kafka_chaos.checkers.spec_view import CheckedSpec
 from kafka_chaos.checkers.tables import Tables
@@ -81,9 +82,11 @@ def main() -> int:
     spec = CheckedSpec.of(config)
     t = Tables(read_rows(spark, rows), read_committed=spec.read_committed)
     print("shared tables:", flush=True)
-    for name in ("control", "commits", "polls", "per_value", "per_position", "partitions",
-                 "members", "member_ops", "meta"):  # fmt: skip
+    queue = QueueTables.of(t)
+    for name in ("control", "polls", "per_value", "per_position", "partitions", "members", "meta"):
         timed(name, lambda name=name: getattr(t, name).count())
+    for name in ("commits", "member_ops"):
+        timed(name, lambda name=name: getattr(queue, name).count())
     print("checks (rows found):", flush=True)
     timed("suspicious pairs", lambda: poll_checks.suspicious_pairs(t).count())
     ctx = Context(spark, t, spec, examples=10)

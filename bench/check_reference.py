@@ -65,7 +65,7 @@ FROM (
 """
 
 # An observation of a value at an offset: a read, or a send's completion with an offset
-# (checkers.tables.op_position).
+# (checkers.frames.op_position).
 POSITIONS = """
 CREATE TEMP TABLE positions AS
 SELECT val, topic, partition, "offset", false AS is_read, type = 'ok' AS is_ack FROM sends
@@ -179,7 +179,7 @@ def duckdb_counts(history: Path, read_committed: bool = True) -> tuple[float, di
     """Seconds and the four checks' counts of ``history``, computed by DuckDB.
 
     Under read_uncommitted a committed position is an acknowledged one
-    (checkers.tables.Tables._committed), and every known one counts for the
+    (checkers.queue.queue_tables.QueueTables._committed), and every known one counts for the
     run's own consumers.
     """
     import duckdb  # bench-only: pip install -e '.[bench]'

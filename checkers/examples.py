@@ -13,7 +13,8 @@ from collections import defaultdict
 from typing import Any
 
 from kafka_chaos.checkers.collect import Found
-from kafka_chaos.checkers.tables import TP, Tables, local_table
+from kafka_chaos.checkers.frames import TP, local_table
+from kafka_chaos.checkers.tables import Tables
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 

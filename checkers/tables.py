@@ -6,205 +6,46 @@ once and cached (``per_value``: everything known about one sent value,
 ``per_position``: everything known about one partition offset), and the small
 tables (membership lines, per-partition figures) are cached too, because many
 checks read them.  Each check then only filters and joins small or cached data.
+A family's own tables live in its package (``checkers.queue.queue_tables``),
+over these, reached with ``family``.
 Call ``release()`` when done, so a long-lived session (the tests) frees memory.
 """
 
 from __future__ import annotations
 
-import operator
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from dataclasses import dataclass, field
-from functools import cached_property, reduce
+from functools import cached_property
+from typing import Any, TypeVar
 
+from kafka_chaos.checkers.frames import (
+    BYPASS_PARTIAL_AGGREGATION,
+    POLL,
+    TP,
+    free_checkpoint,
+    is_position,
+    is_read,
+    is_send,
+    kind,
+    line_rows,
+    local_table,
+    op_is,
+    op_position,
+    own_row,
+    spark_setting,
+    tp_columns,
+    tp_key,
+)
 from kafka_chaos.checkers.ingest.convert import WRITTEN
-from kafka_chaos.checkers.ingest.op_codes import ACK, FAIL, INFO, INVOKE, READ, SEND_TYPES
+from kafka_chaos.checkers.ingest.op_codes import ACK, FAIL, INFO, INVOKE, READ
 from kafka_chaos.harness.errors import HistoryError
-from py4j.protocol import Py4JError
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-TP = ["hid", "topic", "partition"]
-POLL = ["hid", "process", "topic", "partition", "index"]  # one poll line's reads of a partition
+Family = TypeVar("Family")
+
 MAX_GROUPS = 63  # consumer groups per history: one bit each in a long
-BYPASS_PARTIAL_AGGREGATION = "spark.sql.execution.bypassPartialAggregation"
-
-
-def to_json(*cols: Column) -> Column:
-    """One example as a JSON string, so examples of every check share one column."""
-    return F.to_json(F.struct(*cols))
-
-
-def anomaly(df: DataFrame, check: str, sort_key: Column, *fields: Column) -> DataFrame:
-    """Normalise an anomaly table to (hid, check, k, ex) for the shared collection step."""
-    return df.select(
-        "hid", F.lit(check).alias("check"), sort_key.alias("k"), to_json(*fields).alias("ex")
-    )
-
-
-@dataclass(frozen=True)
-class Branch:
-    """One check's anomalies among the rows of a table several checks filter:
-    ``anomaly``'s arguments, with the filter (``where``) that picks them."""
-
-    check: str
-    where: Column
-    sort_key: Column
-    fields: tuple[Column | str, ...]
-
-
-def anomalies(df: DataFrame, *branches: Branch) -> DataFrame:
-    """The ``anomaly`` tables of several checks, from one pass over ``df``.
-
-    Why: each check's frame is one branch of the collection job's union, and
-    Spark scans its input once per branch.  The checks that filter
-    ``Tables.per_value`` scanned its 1e7 rows six times; at 1e7 ops, side by
-    side in one session (loaded machine), six filters took 11.0-20.2 s and
-    the one pass that tags each row with the checks it fails 1.9-4.4 s.  A
-    row a check's filter leaves out (false or null) gives it nothing, so each
-    check's rows, keys and examples are those of its own ``anomaly``.
-    """
-    if len(branches) == 1:
-        (b,) = branches
-        return anomaly(df.where(b.where), b.check, b.sort_key, *b.fields)
-    found = [
-        F.when(
-            b.where,
-            F.struct(
-                F.lit(b.check).alias("check"), b.sort_key.alias("k"), to_json(*b.fields).alias("ex")
-            ),
-        )
-        for b in branches
-    ]
-    hit = reduce(operator.or_, (b.where for b in branches))
-    tagged = F.filter(F.array(*found), lambda x: x.isNotNull())
-    return df.where(hit).select("hid", F.inline(tagged))
-
-
-def kind(name: str) -> Column:
-    """Rows of one Parquet partition (see checkers/ingest/convert.py): Spark reads only its
-    files."""
-    return F.col("kind") == name
-
-
-def line_rows() -> Column:
-    """Rows of history lines (not polled records, nor the topic names), and the
-    send, poll and commit rows a transaction line gives."""
-    return F.col("kind").isin("line", "control", "txn", "commit")
-
-
-def own_row() -> Column:
-    """Among ``line_rows``, true once per history line: a transaction line's own row."""
-    return F.col("txn").isNull() | (F.col("f") == "txn")
-
-
-def is_send(type_: str | None = None) -> Column:
-    """A send line; with ``type_`` ("invoke", "ok", ...) only that kind."""
-    op = F.col("op")
-    return kind("line") & (op < READ if type_ is None else op == SEND_TYPES[type_])
-
-
-def is_read() -> Column:
-    """A polled record (only ``ok`` polls have them)."""
-    return kind("record")
-
-
-def is_position() -> Column:
-    """An observation of a value at an offset: a delivery report that carries one
-    (``op_position``), or a read."""
-    return F.col("kind").isin("line", "record") & op_position()
-
-
-# A send or read row's kind is one small integer column, ``op``, stored by
-# ingest (checkers/ingest/op_codes.py): the big aggregations test it many times per
-# row, and one integer comparison is far cheaper than the partition and
-# string tests it stands for (per-value at 1e7 ops, side by side: 21-30 s
-# with the string tests, 13-15 s with an integer code).
-
-
-def op_is(code: int) -> Column:
-    return F.col("op") == code
-
-
-def op_position() -> Column:
-    """``is_position`` without the file pruning, for tables derived from the rows.
-
-    A delivery report names the record at its offset whatever became of the
-    send afterwards: an aborted or unknown-outcome transaction's record still
-    occupies it (Jepsen's version order leaves such a report out unless a
-    read proves the transaction committed; docs/results.md, "Delivery
-    reports place records", says why this differs).  Only acks and reads
-    prove that the offset holds committed data (``Tables._committed``).
-    """
-    return op_is(READ) | (F.col("op").isin(ACK, FAIL, INFO) & (F.col("offset") >= 0))
-
-
-# The per-value aggregation keeps a value's (topic, partition) as one long
-# (topic in the high half, partition + 2^31 in the low half: exact for every
-# int32 partition): one min/max pair and one "of the ack" slot instead of
-# two.  At 1e7 ops, side by side, warm: 9.2 s with two ints, 7.5 s with one long.
-_PARTITION_BIAS = 1 << 31
-
-
-def tp_key() -> Column:
-    """(topic, partition) packed into one long; null if either is."""
-    low = F.col("partition").cast("long") + F.lit(_PARTITION_BIAS)
-    return F.shiftleft(F.col("topic").cast("long"), 32) + low
-
-
-def tp_columns(key: str, topic: str, partition: str) -> list[Column]:
-    """``tp_key`` column ``key`` unpacked into int columns ``topic`` and ``partition``."""
-    low = F.col(key).bitwiseAND(F.lit(0xFFFFFFFF)) - F.lit(_PARTITION_BIAS)
-    return [
-        F.shiftright(F.col(key), 32).cast("int").alias(topic),
-        low.cast("int").alias(partition),
-    ]
-
-
-def local_table(spark: SparkSession, rows: list[tuple], schema: str) -> DataFrame:
-    """``rows`` as a DataFrame of ``schema`` ("name type, ..."), made in the JVM.
-
-    ``spark.createDataFrame`` of a Python list runs its first task in Python
-    worker processes, and starting them cost about 1 s of every check (the
-    consumer-group bits at 1e7 ops).  Here each column is one array literal,
-    zipped and exploded into rows by Spark itself.
-    """
-    fields = [field.split() for field in schema.split(",")]
-    names = [name for name, _ in fields]
-    columns = list(zip(*rows, strict=True)) if rows else [()] * len(fields)
-    arrays = [
-        F.lit(list(values)).cast(f"array<{type_}>")
-        for values, (_, type_) in zip(columns, fields, strict=True)
-    ]
-    return spark.range(1).select(F.inline(F.arrays_zip(*arrays))).toDF(*names)
-
-
-def _free_checkpoint(df: DataFrame) -> None:
-    """Drop a local checkpoint's blocks (a classic session; Spark Connect's server drops
-    them itself once the client lets go of the frame)."""
-    jdf = getattr(df, "_jdf", None)
-    if jdf is None:
-        return
-    try:
-        jdf.queryExecution().analyzed().rdd().unpersist(False)
-    except Py4JError:  # not a checkpoint's plan: nothing of ours to free
-        return
-
-
-@contextmanager
-def spark_setting(spark: SparkSession, key: str, value: str) -> Iterator[None]:
-    """``key`` set to ``value`` while a plan is made (a cached table's plan is fixed
-    when it is persisted), then put back."""
-    old = spark.conf.get(key, None)
-    spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        if old is None:
-            spark.conf.unset(key)
-        else:
-            spark.conf.set(key, old)
 
 
 @dataclass
@@ -216,9 +57,10 @@ class Tables:
     # read_committed consumers skip aborted records: an offset known to hold
     # an aborted transaction's value is not one they must read, even if a
     # committed value is known there too (Kafka contradicted itself, which
-    # inconsistent-offsets reports; ``known_positions``).
+    # inconsistent-offsets reports; ``QueueTables.known_positions``).
     read_committed: bool = True
     _cached: list[DataFrame] = field(default_factory=list, repr=False)
+    _families: dict[type, Any] = field(default_factory=dict, repr=False)
 
     def keep(self, df: DataFrame, small: bool = False, distinct_keys: bool = False) -> DataFrame:
         """``df`` computed once, now, for the checks that read it, until ``release()``.
@@ -247,8 +89,21 @@ class Tables:
     def release(self) -> None:
         """Free the kept tables now: a warm engine judges many histories."""
         for df in self._cached:
-            _free_checkpoint(df)
+            free_checkpoint(df)
         self._cached.clear()
+        self._families.clear()
+
+    def family(self, tables: type[Family]) -> Family:
+        """A check family's own tables over these (``tables(self)``), made once.
+
+        Why here: every check of a family gets the same ``Tables``, so the
+        family's cached tables are shared by its checks as the core ones are,
+        while the core knows no family.  They are kept with ``keep`` and go
+        with ``release``.
+        """
+        if tables not in self._families:
+            self._families[tables] = tables(self)
+        return self._families[tables]
 
     # -- plain views (filters of the rows table) --------------------------------------
 
@@ -291,82 +146,6 @@ class Tables:
     # -- small cached tables ----------------------------------------------------------
 
     @cached_property
-    def committed_positions(self) -> DataFrame:
-        """The offsets a read_committed consumer (the final drain, always) must read.
-
-        Not those whose only known values are from aborted transactions (read
-        by someone, which ``aborted-read`` judges); markers are never known.
-        In a read_uncommitted run, a read proves nothing about a commit (the
-        consumers read open transactions' records too, which may abort), so
-        only acknowledged offsets count.
-        """
-        return self.per_position.where(self._committed())
-
-    def _committed(self) -> Column:
-        """On ``per_position``: whether the offset is one of ``committed_positions``.
-
-        An offset known only from an unknown-outcome transaction's delivery
-        report may hold an aborted record, so only an ack or a read makes it one.
-        """
-        committed = ~F.col("aborted")
-        if not self.read_committed:
-            return committed & F.col("acked")
-        return committed & (F.col("acked") | (F.col("read") == 1))
-
-    @cached_property
-    def next_positions(self) -> DataFrame:
-        """(hid, topic, partition, offset, marker, next_any, next_committed): each
-        known offset with the next known offset above it (``per_position``), and
-        the next of ``committed_positions`` above it.
-
-        Also a ``marker`` row at o - 1 for each seek to an offset o >= 0 (where
-        a read after the seek starts from: ``checkers.queue.poll_checks``), with the
-        known offsets above it likewise; markers are never anyone's next
-        (without seeks the rows and values are exactly the known offsets').
-
-        One ordered pass that every skip check shares (``checkers.queue.poll_checks.skipping``):
-        each check made its own before, and at 1e7 transactional ops those
-        three passes took 15-18 s each.
-        """
-        known = self.per_position.select(
-            *TP, "offset", F.lit(False).alias("marker"), self._committed().alias("committed")
-        )
-        seeks = self.control.where(~F.col("nemesis") & (F.col("f") == "seek"))
-        seeks = seeks.select("hid", F.explode("offsets").alias("o")).where(F.col("o.offset") >= 0)
-        markers = seeks.select(
-            "hid",
-            F.col("o.topic").alias("topic"),
-            F.col("o.partition").alias("partition"),
-            (F.col("o.offset") - 1).alias("offset"),
-        ).distinct()
-        rows = known.unionByName(
-            markers.select("*", F.lit(True).alias("marker"), F.lit(False).alias("committed"))
-        )
-        # A marker comes before the known offset it sits on: that is not above it.
-        w = Window.partitionBy(*TP).orderBy(F.col("offset").desc(), F.col("marker").desc())
-        above = w.rowsBetween(Window.unboundedPreceding, -1)
-
-        def nearest(cond: Column) -> Column:
-            return F.last(F.when(cond, F.col("offset")), ignorenulls=True).over(above)
-
-        return self.keep(
-            rows.select(
-                *TP,
-                "offset",
-                "marker",
-                nearest(~F.col("marker")).alias("next_any"),
-                nearest(F.col("committed")).alias("next_committed"),
-            )
-        )
-
-    @cached_property
-    def known_positions(self) -> DataFrame:
-        """The offsets the run's consumers must read: ``committed_positions`` under
-        read_committed, every known one under read_uncommitted.  (The final
-        drain reads committed data whatever the run's isolation level.)"""
-        return self.committed_positions if self.read_committed else self.per_position
-
-    @cached_property
     def topic_names(self) -> dict[int, str]:
         """Topic id -> name (rows keep topics as integers: checkers/ingest/topic_ids.py)."""
         names = self.ops.where(kind("topic")).select("topic", "name").collect()
@@ -375,48 +154,13 @@ class Tables:
     @cached_property
     def control(self) -> DataFrame:
         """Every line that is neither a send, a poll, a transaction nor an offset
-        commit (``commits``): membership, rebalances, seeks, crashes, faults.
+        commit (``QueueTables.commits``): membership, rebalances, seeks, crashes, faults.
 
         Only the columns a control row can hold (``checkers.ingest.convert.WRITTEN``):
         the others are null in every control row, and caching them cost time.
         (Of those the rows table has: tests build tables of fewer columns.)"""
         held = [name for name in WRITTEN["control"] if name in self.ops.columns]
         return self.keep(self.ops.where(kind("control")).select(*held), small=True)
-
-    @cached_property
-    def commits(self) -> DataFrame:
-        """(hid, process, type, in_txn, topic, partition, committed, commit_index):
-        for each process, outcome (``type``) and partition its offset commits
-        name, the highest offset committed and the first line that committed it;
-        ``in_txn``: committed inside a transaction.
-
-        The checks want only each partition's highest commit, and a
-        transactional history commits once per transaction (1.8e6 lines at
-        1e7 transactional ops), so one aggregation over every core makes the
-        small table they read, instead of a cache of every commit line.
-        """
-        lines = self.ops.where(kind("commit"))
-        named = lines.select(
-            "hid",
-            "process",
-            "type",
-            F.col("txn").isNotNull().alias("in_txn"),
-            "index",
-            F.explode("offsets").alias("o"),
-        )
-        offset = F.col("o.offset")
-        by_partition = named.groupBy(
-            "hid",
-            "process",
-            "type",
-            "in_txn",
-            F.col("o.topic").alias("topic"),
-            F.col("o.partition").alias("partition"),
-        ).agg(
-            F.max(offset).alias("committed"),
-            F.min_by("index", F.struct(-offset, F.col("index"))).alias("commit_index"),
-        )
-        return self.keep(by_partition, small=True)
 
     @cached_property
     def txn_lines(self) -> DataFrame:
@@ -447,27 +191,6 @@ class Tables:
             ),
             small=True,
         )
-
-    @cached_property
-    def member_ops(self) -> DataFrame:
-        """Group members' lines that change what they own or name their topics
-        (rebalances, completed assigns, crashes, subscribes), each with the
-        member's group: all the group checks replay (checkers/queue/group_checks.py).
-
-        Not seeks nor assign invokes, and none of the columns they alone
-        hold: at 1e7 transactional ops those were 0.5e6 of the 0.9e6
-        control lines, and caching every control line of members (with its
-        list columns) took 11 s in one task.
-        """
-        owning = F.col("f").isin("rebalance", "crash", "subscribe") | (
-            (F.col("f") == "assign") & (F.col("type") == "ok")
-        )
-        ops = self.control.where(~F.col("nemesis") & owning).select(
-            "hid", "process", "index", "time", "f", "type",
-            "assigned", "revoked", "partitions", "topics",
-        )  # fmt: skip
-        groups = F.broadcast(self.members.select("hid", "process", "group"))
-        return self.keep(ops.join(groups, ["hid", "process"]), small=True)
 
     @cached_property
     def per_second(self) -> DataFrame:

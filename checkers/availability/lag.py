@@ -6,7 +6,8 @@ import math
 from collections import defaultdict
 from typing import Any
 
-from kafka_chaos.checkers.tables import Tables, local_table
+from kafka_chaos.checkers.frames import local_table
+from kafka_chaos.checkers.tables import Tables
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 

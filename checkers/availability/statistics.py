@@ -21,8 +21,9 @@ from typing import Any
 from kafka_chaos.checkers import fault_plan, sources
 from kafka_chaos.checkers.check import Basis, Check, Context, Findings
 from kafka_chaos.checkers.collect import Found
+from kafka_chaos.checkers.frames import local_table
 from kafka_chaos.checkers.spec_view import CheckedSpec
-from kafka_chaos.checkers.tables import Tables, local_table
+from kafka_chaos.checkers.tables import Tables
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from kafka_chaos.checkers import sources
 from kafka_chaos.checkers.check import Basis, Check
-from kafka_chaos.checkers.tables import Tables, anomaly, kind
+from kafka_chaos.checkers.frames import anomaly, kind
+from kafka_chaos.checkers.tables import Tables
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from kafka_chaos.checkers import hints, sources
 from kafka_chaos.checkers.check import Basis, Check
+from kafka_chaos.checkers.frames import TP, anomaly
 from kafka_chaos.checkers.queue.commit_checks import committed_reads
-from kafka_chaos.checkers.tables import TP, Tables, anomaly
+from kafka_chaos.checkers.queue.queue_tables import QueueTables
+from kafka_chaos.checkers.tables import Tables
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -27,7 +29,7 @@ def _tp(col: str) -> F.Column:
 
 def ownership_intervals(t: Tables) -> DataFrame:
     """One row per ownership run: KEY + (s_index, s_time, e_index, e_time)."""
-    ops = t.member_ops
+    ops = QueueTables.of(t).member_ops
     base = ["hid", "group", "process", "index", "time"]
     rebal = ops.where(F.col("f") == "rebalance")
     gained = rebal.select(*base, _tp("assigned"), F.lit(True).alias("owned"))
@@ -130,13 +132,13 @@ def _liveness(t: Tables) -> DataFrame:
 
 def _universe(t: Tables, intervals: DataFrame) -> DataFrame:
     """(hid, group, topic, partition) the group is meant to cover."""
-    subs = t.member_ops.where(F.col("f") == "subscribe")
+    subs = QueueTables.of(t).member_ops.where(F.col("f") == "subscribe")
     topics = subs.select("hid", "group", F.explode("topics").alias("topic"))
     topics = topics.unionByName(intervals.select("hid", "group", "topic")).distinct()
     parts = (
         t.partitions.select(*TP)
         .unionByName(intervals.select(*TP))
-        .unionByName(t.commits.select(*TP))
+        .unionByName(QueueTables.of(t).commits.select(*TP))
         .distinct()
     )
     return topics.join(parts, ["hid", "topic"])
@@ -225,7 +227,7 @@ def external_starts(t: Tables, commits: DataFrame) -> DataFrame:
 
 def commit_past_unread(t: Tables) -> DataFrame:
     members = F.broadcast(t.members.select("hid", "process", "group"))
-    every = t.commits.join(members, ["hid", "process"])
+    every = QueueTables.of(t).commits.join(members, ["hid", "process"])
     commits = every.where(F.col("type") == "ok")
     c, first = F.col("committed"), F.col("commit_index")
     top = commits.groupBy(*GTP).agg(
@@ -234,7 +236,7 @@ def commit_past_unread(t: Tables) -> DataFrame:
     )
     top = top.join(F.broadcast(t.group_bits), "group")
     top = top.join(F.broadcast(external_starts(t, every)), GTP, "left")
-    read = t.known_positions.where(F.col("read") == 1)
+    read = QueueTables.of(t).known_positions.where(F.col("read") == 1)
     unread = read.join(F.broadcast(top), TP).where(
         (F.col("offset") < F.col("committed_offset"))
         & (F.col("offset") >= F.coalesce("start", F.lit(0)))

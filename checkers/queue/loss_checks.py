@@ -23,9 +23,10 @@ from typing import Any
 
 from kafka_chaos.checkers import examples, hints, sources
 from kafka_chaos.checkers.check import Basis, Check, Context
+from kafka_chaos.checkers.frames import TP, Branch
 from kafka_chaos.checkers.queue.send_checks import LOSS_ALLOWS, LOSS_SEVERITY_DOC, loss_severity
 from kafka_chaos.checkers.results import LossTally
-from kafka_chaos.checkers.tables import TP, Branch, Tables
+from kafka_chaos.checkers.tables import Tables
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 

@@ -28,8 +28,10 @@ from __future__ import annotations
 
 from kafka_chaos.checkers import examples, hints, sources
 from kafka_chaos.checkers.check import Basis, Check
+from kafka_chaos.checkers.frames import POLL, TP, anomaly, is_read, is_send
+from kafka_chaos.checkers.queue.queue_tables import QueueTables
 from kafka_chaos.checkers.spec_view import CheckedSpec
-from kafka_chaos.checkers.tables import POLL, TP, Tables, anomaly, is_read, is_send
+from kafka_chaos.checkers.tables import Tables
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -193,20 +195,20 @@ def _fields() -> list:
 
 def skipping(jumps: DataFrame, t: Tables, committed: bool) -> DataFrame:
     """The ``jumps`` (``prev_offset`` -> ``offset``) over a known offset: one of
-    ``Tables.committed_positions`` if ``committed``, else any known one.
+    ``QueueTables.committed_positions`` if ``committed``, else any known one.
 
     Every jump starts at a known offset: a read's (a read is an observation)
     or an acknowledged send's with its offset, which is where ingest pairs
     acks (checkers/ingest/ack_order.py); or, ``after_seek`` (a column the int-*
     checks' jumps lack: false), one below a seek's offset, which
-    ``Tables.next_positions`` holds as a marker row.  So the next offset
+    ``QueueTables.next_positions`` holds as a marker row.  So the next offset
     above its start is looked up there, one ordered pass for all checks,
     made only once some check has a jump at all.
     """
     if jumps.isEmpty():  # the same columns as a found skip, for unions
         return jumps.withColumn("next_known", F.lit(None).cast("long"))
     column = "next_committed" if committed else "next_any"
-    nexts = t.next_positions.select(
+    nexts = QueueTables.of(t).next_positions.select(
         *TP, F.col("offset").alias("prev_offset"), "marker", F.col(column).alias("next_known")
     )
     if "after_seek" in jumps.columns:
@@ -225,7 +227,7 @@ def poll_checks(t: Tables, pairs: DataFrame) -> list[DataFrame]:
     the consumer was lies before where it landed.  The ordered pass over every
     known offset that this needs only runs when some read jumped at all.
     Which offsets a consumer must read depends on its isolation level
-    (``Tables.known_positions``); the final drain's is read_committed.
+    (``QueueTables.known_positions``); the final drain's is read_committed.
     """
     reads = pairs.where(~F.col("send"))
     backwards = reads.where(F.col("offset") <= F.col("prev_offset"))

@@ -11,6 +11,7 @@ from typing import Any
 
 from kafka_chaos.checkers.check import Context, Findings
 from kafka_chaos.checkers.collect import Found
+from kafka_chaos.checkers.frames import TP, anomalies
 from kafka_chaos.checkers.queue.commit_checks import COMMIT_REGRESSION, commit_regression
 from kafka_chaos.checkers.queue.group_checks import (
     GROUP_COMMIT_PAST_UNREAD,
@@ -46,7 +47,6 @@ from kafka_chaos.checkers.queue.send_checks import (
 )
 from kafka_chaos.checkers.results import LossTally, acked_lost_result
 from kafka_chaos.checkers.spec_view import CheckedSpec
-from kafka_chaos.checkers.tables import TP, anomalies
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from kafka_chaos.checkers import examples, hints, sources
 from kafka_chaos.checkers.check import Basis, Check
+from kafka_chaos.checkers.frames import Branch, anomaly
 from kafka_chaos.checkers.spec_view import CheckedSpec
-from kafka_chaos.checkers.tables import Branch, Tables, anomaly
+from kafka_chaos.checkers.tables import Tables
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 

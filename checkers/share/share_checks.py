@@ -15,9 +15,9 @@ from typing import Any
 
 from kafka_chaos.checkers.check import Basis, Check, Context, Findings, always
 from kafka_chaos.checkers.collect import Found, collect_anomalies
+from kafka_chaos.checkers.frames import anomaly
 from kafka_chaos.checkers.share import share_tenures
 from kafka_chaos.checkers.spec_view import CheckedSpec
-from kafka_chaos.checkers.tables import anomaly
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 

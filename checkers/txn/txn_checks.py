@@ -18,9 +18,11 @@ from __future__ import annotations
 
 from kafka_chaos.checkers import hints, sources
 from kafka_chaos.checkers.check import Basis, Check, Context, Group, always
+from kafka_chaos.checkers.frames import POLL, TP, anomaly, is_read, is_send, tp_columns
 from kafka_chaos.checkers.ingest.op_codes import ACK, INFO
 from kafka_chaos.checkers.queue.poll_checks import skipping, suspicious
-from kafka_chaos.checkers.tables import POLL, TP, Tables, anomaly, is_read, is_send, tp_columns
+from kafka_chaos.checkers.queue.queue_tables import QueueTables
+from kafka_chaos.checkers.tables import Tables
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -219,7 +221,7 @@ def exactly_once(t: Tables) -> DataFrame:
     """Consume-transform-produce: every input below the offsets the pipeline's
     committed transactions sent to the group appears in the output exactly
     once (read there, under read_committed: committed)."""
-    commits = t.commits.where((F.col("type") == "ok") & F.col("in_txn"))
+    commits = QueueTables.of(t).commits.where((F.col("type") == "ok") & F.col("in_txn"))
     committed = commits.groupBy(*TP).agg(F.max("committed").alias("committed"))
     inputs = (
         t.positions.where(F.col("ack") | F.col("read"))  # committed data, not mere reports

@@ -39,8 +39,9 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+from kafka_chaos.checkers.frames import tp_columns
 from kafka_chaos.checkers.ingest.op_codes import ACK, INFO
-from kafka_chaos.checkers.tables import Tables, tp_columns
+from kafka_chaos.checkers.tables import Tables
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 

@@ -9,7 +9,7 @@ after its send was invoked.
 from __future__ import annotations
 
 from kafka_chaos.checkers.check import Check, Context, always
-from kafka_chaos.checkers.tables import anomaly
+from kafka_chaos.checkers.frames import anomaly
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 

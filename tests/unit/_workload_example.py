@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_chaos.checkers.check import Check, Context, Group, always
-from kafka_chaos.checkers.tables import anomaly, kind
+from kafka_chaos.checkers.frames import anomaly, kind
 from kafka_chaos.harness.errors import ConfigError
 from kafka_chaos.harness.history import HistoryWriter
 from kafka_chaos.harness.option import Option

@@ -65,7 +65,8 @@ def test_expected_ops_from_sizes(tmp_path: Path) -> None:
 def test_per_value_alone_skips_partial_aggregation(spark) -> None:
     """The bypass is fixed into per-value's cached plan, and the session's own
     setting is put back for every other query."""
-    from kafka_chaos.checkers.tables import BYPASS_PARTIAL_AGGREGATION, Tables
+    from kafka_chaos.checkers.frames import BYPASS_PARTIAL_AGGREGATION
+    from kafka_chaos.checkers.tables import Tables
 
     rows = spark.createDataFrame(
         [("line", "send", "ok", 1, 0, 1, 1, 0, 0, 5, 7, 1, False, None, None, None)],
@@ -86,7 +87,7 @@ def test_per_value_alone_skips_partial_aggregation(spark) -> None:
 def test_packed_topic_partition_round_trips_every_int32(spark) -> None:
     """Distinct (topic, partition) pairs pack to distinct longs and unpack exactly."""
 
-    from kafka_chaos.checkers.tables import tp_columns, tp_key
+    from kafka_chaos.checkers.frames import tp_columns, tp_key
 
     pairs = [(t, p) for t in (0, 1, 2**31 - 1) for p in (-(2**31), -1, 0, 1, 2**31 - 1)]
     df = spark.createDataFrame(pairs, "topic int, partition int").select(
@@ -140,3 +141,33 @@ def test_a_warm_session_compiles_a_checks_code_once(spark, tmp_path: Path) -> No
     again = check_history(history, config)
     assert again["checks"] == first["checks"]
     assert _compiled(jvm) - before < 30
+
+
+def test_a_family_s_tables_are_made_once_per_tables_and_go_with_release(spark) -> None:
+    """Every check of a family gets the same ``Tables``: the family's kept tables
+    must be computed once for all of them, and freed with the core's."""
+    from dataclasses import dataclass
+    from functools import cached_property
+
+    from kafka_chaos.checkers.queue.queue_tables import QueueTables
+    from kafka_chaos.checkers.tables import Tables
+
+    made: list[int] = []
+
+    @dataclass(eq=False)
+    class Counted:
+        t: Tables
+
+        @cached_property
+        def kept(self):
+            made.append(1)
+            return self.t.keep(spark.range(3))
+
+    t = Tables(spark.range(1))
+    first = t.family(Counted)
+    assert first is t.family(Counted)
+    assert first.kept.count() == 3 and first.kept.count() == 3
+    assert made == [1] and len(t._cached) == 1
+    assert QueueTables.of(t) is t.family(QueueTables) and QueueTables.of(t).t is t
+    t.release()
+    assert t._cached == [] and t.family(Counted) is not first
