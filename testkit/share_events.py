@@ -105,6 +105,7 @@ def share_events(ops: Iterable[dict[str, Any]]) -> ShareEvents:
             ev.drains[v["group"]] = bool(v.get("complete"))
         elif p == "nemesis":
             ev.faults.append(op)
+    _place_sends(ev)
     for invoke in pending_acks.values():  # never completed: outcome unknown
         v = invoke["value"]
         for a in v.get("acks", []):
@@ -115,3 +116,20 @@ def share_events(ops: Iterable[dict[str, Any]]) -> ShareEvents:
                 )
             )  # fmt: skip
     return ev
+
+
+def _place_sends(ev: ShareEvents) -> None:
+    """A send acknowledged without an offset (a batch answered DUPLICATE_SEQUENCE_NUMBER:
+    workloads/delivery_offsets.py) takes the lowest offset any group was delivered its
+    value at in its partition, as the Spark checks place it; never delivered, it stays
+    at no offset, which no acknowledgement names."""
+    seen: dict[tuple[str, int, int], int] = {}
+    for d in ev.deliveries:
+        if d.value is not None:
+            key = (d.record[0], d.record[1], d.value)
+            seen[key] = min(d.record[2], seen.get(key, d.record[2]))
+    for value, op in ev.sends.items():
+        v = op["value"]
+        if v.get("offset") is None:
+            at = seen.get((v["topic"], v["partition"], value))
+            ev.sends[value] = {**op, "value": {**v, "offset": at}}
