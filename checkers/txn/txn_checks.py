@@ -20,7 +20,7 @@ from kafka_chaos.checkers import hints, sources
 from kafka_chaos.checkers.check import Basis, Check, Context, Group, always
 from kafka_chaos.checkers.frames import POLL, TP, anomaly, is_read, is_send, tp_columns
 from kafka_chaos.checkers.ingest.op_codes import ACK, INFO
-from kafka_chaos.checkers.queue.poll_checks import skipping, suspicious
+from kafka_chaos.checkers.queue.poll_checks import suspicious
 from kafka_chaos.checkers.queue.queue_tables import QueueTables
 from kafka_chaos.checkers.tables import Tables
 from pyspark.sql import Column, DataFrame
@@ -160,7 +160,7 @@ def torn_transaction(t: Tables, cand: DataFrame, any_found: bool) -> DataFrame:
 
 
 # _int_pairs: each int-* pair table is kept, because two checks and
-# ``skipping``'s emptiness probe read it: uncached, each of the three scanned
+# ``int_skips``' emptiness probe read it: uncached, each of the three scanned
 # the history's sends or polled records (1e7 rows at 1e7 ops) again.
 
 
@@ -173,10 +173,10 @@ def _int_fields() -> list:
     ]
 
 
-def inside_sends(t: Tables) -> list[DataFrame]:
-    """int-nonmonotonic-send and int-send-skip over committed transactions'
-    consecutive acks to one partition (paired at ingest); a skip is over any
-    known offset, whoever wrote it."""
+def inside_sends(t: Tables) -> tuple[DataFrame, DataFrame]:
+    """int-send-skip's jumps (``int_skips``) and int-nonmonotonic-send's anomalies,
+    over committed transactions' consecutive acks to one partition (paired at
+    ingest)."""
     pairs = t.ops.where(
         is_send("ok")
         & F.col("txn").isNotNull()
@@ -185,18 +185,15 @@ def inside_sends(t: Tables) -> list[DataFrame]:
     ).select(*TP, "txn", "process", "index", "offset", "prev_offset")
     pairs = t.keep(pairs)  # ``_int_pairs``
     backwards = pairs.where(F.col("offset") <= F.col("prev_offset"))
-    jumps = pairs.where(F.col("offset") > F.col("prev_offset") + 1)
-    skips = skipping(jumps, t, committed=False)
-    return [
-        anomaly(backwards, "int-nonmonotonic-send", F.col("index"), *_int_fields()),
-        anomaly(skips, "int-send-skip", F.col("index"), *_int_fields()),
-    ]
+    return pairs.where(F.col("offset") > F.col("prev_offset") + 1), anomaly(
+        backwards, "int-nonmonotonic-send", F.col("index"), *_int_fields()
+    )
 
 
-def inside_polls(t: Tables) -> list[DataFrame]:
-    """int-nonmonotonic-poll and int-poll-skip: a transaction's reads of one
-    partition, in the order its polls returned them, except the partitions
-    it lists as ``rebalanced``."""
+def inside_polls(t: Tables) -> tuple[DataFrame, DataFrame]:
+    """int-poll-skip's jumps (``int_skips``) and int-nonmonotonic-poll's
+    anomalies: a transaction's reads of one partition, in the order its polls
+    returned them, except the partitions it lists as ``rebalanced``."""
     rebalanced = t.txn_lines.where(F.col("rebalanced").isNotNull()).select(
         "hid", "index", F.explode("rebalanced").alias("tp")
     )
@@ -210,11 +207,36 @@ def inside_polls(t: Tables) -> list[DataFrame]:
     )
     pairs = t.keep(pairs)  # ``_int_pairs``
     backwards = pairs.where(F.col("offset") <= F.col("prev_offset"))
-    skips = skipping(pairs.where(F.col("offset") > F.col("prev_offset")), t, t.read_committed)
-    return [
-        anomaly(backwards, "int-nonmonotonic-poll", F.col("index"), *_int_fields()),
-        anomaly(skips, "int-poll-skip", F.col("index"), *_int_fields()),
-    ]
+    return pairs.where(F.col("offset") > F.col("prev_offset")), anomaly(
+        backwards, "int-nonmonotonic-poll", F.col("index"), *_int_fields()
+    )
+
+
+def int_skips(t: Tables, sends: DataFrame, polls: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """int-send-skip and int-poll-skip: the ``sends`` and ``polls`` jumps
+    (``prev_offset`` -> ``offset``) over a known offset, in one join (kept).
+
+    A send skips any known offset, whoever wrote it; a read under
+    read_committed only one of ``QueueTables.committed_positions``.  Why one join:
+    each check joined its jumps with ``QueueTables.next_positions`` on its own
+    (``checkers.queue.poll_checks.skipping``), so that 1e7-row table was
+    shuffled and sorted twice at 1e7 ops (1.8e5 send jumps, 1.8e6 read
+    jumps, nearly all over a transaction marker).
+    """
+    cols = [*TP, "prev_offset", "offset", *INT_FIELDS[:2], "index"]
+    jumps = sends.select(*cols, F.lit(True).alias("send")).unionByName(
+        polls.select(*cols, F.lit(False).alias("send"))
+    )
+    if jumps.isEmpty():
+        return sends.limit(0), polls.limit(0)
+    poll_next = "next_committed" if t.read_committed else "next_any"
+    known = QueueTables.of(t).next_positions.where(~F.col("marker"))
+    nexts = known.select(
+        *TP, F.col("offset").alias("prev_offset"), "next_any", F.col(poll_next).alias("next_poll")
+    )
+    next_known = F.when(F.col("send"), F.col("next_any")).otherwise(F.col("next_poll"))
+    found = t.keep(jumps.join(nexts, [*TP, "prev_offset"]).where(next_known < F.col("offset")))
+    return found.where("send"), found.where(~F.col("send"))
 
 
 def exactly_once(t: Tables) -> DataFrame:
@@ -261,7 +283,15 @@ def txn_checks(t: Tables, ctp: bool) -> list[DataFrame]:
         precommitted_read(t, cand, early),
         torn_transaction(t, cand, past),
     ]
-    frames += inside_sends(t) + inside_polls(t)
+    send_jumps, backward_sends = inside_sends(t)
+    poll_jumps, backward_polls = inside_polls(t)
+    send_skips, poll_skips = int_skips(t, send_jumps, poll_jumps)
+    frames += [
+        backward_sends,
+        anomaly(send_skips, "int-send-skip", F.col("index"), *_int_fields()),
+        backward_polls,
+        anomaly(poll_skips, "int-poll-skip", F.col("index"), *_int_fields()),
+    ]
     if ctp:
         frames.append(exactly_once(t))
     return frames
