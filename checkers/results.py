@@ -76,6 +76,9 @@ class LossTally:
     excused: int = 0  # below the log start: removed by retention
     undecided: int = 0  # the drain did not prove it read their partition to the end
     unproven: tuple[str, ...] = ()  # those partitions, as "topic-partition"
+    # Of ``undecided``: acked without an offset (workloads/delivery_offsets.py), never
+    # read, in a partition whose log start is above 0: removed or lost, no offset says.
+    unplaced: int = 0
 
     @classmethod
     def of(cls, check: dict[str, Any]) -> LossTally:
@@ -84,6 +87,7 @@ class LossTally:
             check.get("excused_retention", 0),
             check.get("undecided", 0),
             tuple(check.get("unproven_partitions", ())),
+            check.get("undecided_unplaced", 0),
         )
 
 
@@ -93,6 +97,7 @@ def acked_lost_result(check: dict[str, Any], tally: LossTally, final_drain: bool
     check["excused_retention"] = tally.excused
     check["undecided"] = tally.undecided
     check["unproven_partitions"] = list(tally.unproven)
+    check["undecided_unplaced"] = tally.unplaced
     check["reason"] = None
     if check["count"] or not tally.undecided:
         check["valid"] = check["count"] == 0
@@ -104,11 +109,20 @@ def acked_lost_result(check: dict[str, Any], tally: LossTally, final_drain: bool
             "to be in the log or gone from it"
         )
     else:
-        where = ", ".join(tally.unproven) or "the partition(s) of sends without a known offset"
-        check["reason"] = (
-            f"{tally.undecided} acknowledged value(s) are absent from a final drain that did "
-            f"not prove it read {where} up to the high watermark"
-        )
+        said = []
+        if tally.undecided > tally.unplaced:
+            where = ", ".join(tally.unproven) or "the partition(s) of sends without a known offset"
+            said.append(
+                f"{tally.undecided - tally.unplaced} acknowledged value(s) are absent from a final"
+                f" drain that did not prove it read {where} up to the high watermark"
+            )
+        if tally.unplaced:
+            said.append(
+                f"{tally.unplaced} acknowledged value(s) without an offset, never read, are "
+                "absent from a partition whose log start is above 0: removed by retention or "
+                "lost, which cannot be told"
+            )
+        check["reason"] = "; ".join(said)
 
 
 def summary(checks: dict[str, dict[str, Any]], evidence: dict[str, int]) -> dict[str, Any]:

@@ -100,6 +100,12 @@ def acked_lost(ops: list[dict[str, Any]]) -> tuple[Anomalies, LossTally]:
     lines prove it read the partition from log start to high watermark (excused
     below the log start), undecided elsewhere (docs/results.md, ``acked-lost``)."""
     drained = {r["value"] for op, _, r in reads_of(ops) if is_final_poll(op)}
+    # Where each value was read: an ack without an offset is placed there when that
+    # is one place (seen at two, it is a duplicate, and stays unplaced).
+    read_at: dict[int, set[int]] = defaultdict(set)
+    for _, _, r in reads_of(ops):
+        if r["value"] is not None:
+            read_at[r["value"]].add((r["topic"], r["partition"], r["offset"]))
     bounds = {}
     for op in ops:
         if op["f"] == "drain" and op["process"] != "nemesis":
@@ -115,25 +121,31 @@ def acked_lost(ops: list[dict[str, Any]]) -> tuple[Anomalies, LossTally]:
 
     whole = bool(bounds) and all(complete(b) for b in bounds.values())
     out: Anomalies = defaultdict(list)
-    excused, undecided, unproven = 0, 0, set()
+    excused, undecided, unplaced, unproven = 0, 0, 0, set()
     for _, topic, part, off, val in acks_of(ops):
         if val in drained:
             continue
-        if part is None or off < 0:
+        if off < 0 and len(read_at[val]) == 1:
+            (_, _, off), *_ = read_at[val]
+        if part is None:
             decided, b = whole, None
         else:
             b = bounds.get((topic, part))
             decided = complete(b)
+        start = (b or {}).get("log_start") or 0
         if not decided:
             undecided += 1
             if part is not None:
                 unproven.add((topic, part))
-        elif b is not None and b["log_start"] is not None and off < b["log_start"]:
+        elif off >= 0 and off < start:
             excused += 1
+        elif off < 0 and start > 0:
+            undecided += 1
+            unplaced += 1
         else:
             out["acked-lost"].append((val,))
     names = tuple(f"{t}-{p}" for t, p in sorted(unproven))
-    return out, LossTally(excused, undecided, names)
+    return out, LossTally(excused, undecided, names, unplaced)
 
 
 def poll_anomalies(ops: list[dict[str, Any]], read_committed: bool = True) -> Anomalies:

@@ -15,6 +15,11 @@ partition: log start, high watermark, how far it read).  A missing value is
 - **excused** (retention) when its offset is below the log start;
 - **undecided** when the drain did not provably reach its partition's high
   watermark, or no drain ran: the check is then ``unknown``, never ``valid``.
+
+An ack without an offset (a batch the broker answered DUPLICATE_SEQUENCE_NUMBER:
+workloads/delivery_offsets.py) is placed where its value was read, when that
+is one place.  Never read, it is lost where the log start is 0, and
+**unplaced** (undecided) above: retention may have removed it.
 """
 
 from __future__ import annotations
@@ -65,18 +70,23 @@ def with_status(values: DataFrame, bounds: DataFrame) -> DataFrame:
 
     A value acknowledged without a partition (a committed transaction's send
     whose delivery report never came) has no bounds of its own: it is decided
-    only when every drained partition of its history was complete.
+    only when every drained partition of its history was complete.  ``place``:
+    the ack's offset, or for one acknowledged without an offset the one place
+    it was read (seen at two, it is a duplicate and stays unplaced).
     """
     whole = bounds.groupBy("hid").agg(F.bool_and("complete").alias("all_complete"))
     rows = values.join(F.broadcast(bounds), TP, "left").join(F.broadcast(whole), "hid", "left")
-    known = F.col("partition").isNotNull() & F.col("offset").isNotNull()
-    decided = F.when(known, F.col("complete")).otherwise(F.col("all_complete"))
+    place = F.coalesce(F.col("offset"), F.when(~F.col("dup"), F.col("pos_offset")))
+    decided = F.when(F.col("partition").isNotNull(), F.col("complete")).otherwise(
+        F.col("all_complete")
+    )
     status = (
         F.when(~F.coalesce(decided, F.lit(False)), "undecided")
-        .when(known & (F.col("offset") < F.col("log_start")), "excused")
+        .when(place < F.col("log_start"), "excused")
+        .when(place.isNull() & (F.col("log_start") > 0), "unplaced")
         .otherwise("lost")
     )
-    return rows.withColumn("status", status)
+    return rows.select("*", place.alias("place"), status.alias("status"))
 
 
 def missing(t: Tables, bounds: DataFrame) -> DataFrame:
@@ -94,7 +104,7 @@ def acked_lost() -> Branch:
             F.col("val").alias("value"),
             "topic",
             "partition",
-            "offset",
+            F.col("place").alias("offset"),
             "invoke_index",
             "ack_index",
             "ack_time",
@@ -113,13 +123,15 @@ def tallies(rows: DataFrame, topic_names: dict[int, Any]) -> dict[int, LossTally
     """{hid: LossTally} of the values not counted as lost, in one small job."""
     undecided = F.col("status") == "undecided"
     unproven_tp = F.when(undecided & F.col("partition").isNotNull(), F.struct(*TP[1:]))
+    unplaced = F.col("status") == "unplaced"
     found = (
         rows.where(F.col("status") != "lost")
         .groupBy("hid")
         .agg(
             F.count(F.when(F.col("status") == "excused", 1)).alias("excused"),
-            F.count(F.when(undecided, 1)).alias("undecided"),
+            F.count(F.when(undecided | unplaced, 1)).alias("undecided"),
             F.slice(F.array_sort(F.collect_set(unproven_tp)), 1, MAX_UNPROVEN).alias("tps"),
+            F.count(F.when(unplaced, 1)).alias("unplaced"),
         )
         .collect()
     )
@@ -128,6 +140,7 @@ def tallies(rows: DataFrame, topic_names: dict[int, Any]) -> dict[int, LossTally
             r["excused"],
             r["undecided"],
             tuple(f"{topic_names[tp['topic']]}-{tp['partition']}" for tp in r["tps"]),
+            r["unplaced"],
         )
         for r in found
     }

@@ -142,6 +142,99 @@ def unseen_without_drain(b):
     b.poll(10, [("t", 0, 0, 0)])
 
 
+# Acks without an offset: the recorder writes a batch the broker answered
+# DUPLICATE_SEQUENCE_NUMBER as ``ok`` with ``offset`` null (workloads/delivery_offsets.py).
+# Acknowledged, so lost if absent from a complete drain; placed where it was read.
+
+
+@case({}, "valid")
+def acked_without_an_offset_and_read(b):
+    """Value 1 read at offset 1 by the group and the drain: nothing to report (no
+    order anomaly either: the ack names no offset to compare)."""
+    b.subscribe(10, "g", ["t"])
+    b.rebalance(10, "g", assigned=[("t", 0)])
+    b.send(1, 0, 0, 0)
+    b.send(1, 1, 0, None)
+    b.send(1, 2, 0, 2)
+    b.poll(10, [("t", 0, o, o) for o in range(3)])
+    drain(b, [("t", 0, o, o) for o in range(3)])
+
+
+@case({"nonmonotonic-send": 1}, "invalid")
+def acks_around_one_without_an_offset_still_go_backwards(b):
+    """5 then 4: the ack between them without an offset neither hides nor makes the step back."""
+    b.send(1, 0, 0, 5)
+    b.send(1, 1, 0, None)
+    b.send(1, 2, 0, 4)
+    drain(b, [("t", 0, 4, 2), ("t", 0, 5, 0), ("t", 0, 6, 1)])
+
+
+@case({"acked-lost": 1, "inconsistent-offsets": 1}, "invalid")
+def acked_without_an_offset_read_then_truncated(b):
+    """read_then_truncated with value 2 acked without an offset: read at 2, then the new
+    leader wrote 3 there; 2 is placed where it was read."""
+    b.subscribe(10, "g", ["t"])
+    b.rebalance(10, "g", assigned=[("t", 0)])
+    for v in range(3):
+        b.send(1, v, 0, None if v == 2 else v)
+    b.poll(10, [("t", 0, 0, 0), ("t", 0, 1, 1), ("t", 0, 2, 2)])
+    b.send(2, 3, 0, 2)
+    drain(b, [("t", 0, 0, 0), ("t", 0, 1, 1), ("t", 0, 2, 3)])
+
+
+@case({"unseen": 1, "acked-lost": 1}, "invalid")
+def acked_without_an_offset_never_read(b):
+    """Never read, absent from a complete drain: lost; unseen, not lost-write, as no
+    offset says later offsets were read past it."""
+    b.send(1, 0, 0, 0)
+    b.send(1, 1, 0, None)
+    b.send(1, 2, 0, 2)
+    drain(b, [("t", 0, 0, 0), ("t", 0, 2, 2)])
+
+
+@case({"unseen": 1}, "unknown")
+def acked_without_an_offset_never_read_by_an_incomplete_drain(b):
+    b.send(1, 0, 0, 0)
+    b.send(1, 1, 0, None)
+    drain(b, [("t", 0, 0, 0)], bounds={0: (0, 3, 1)})
+
+
+@case({"unseen": 1}, "unknown")
+def acked_without_an_offset_in_a_partition_never_drained(b):
+    """Its ack names partition 1, which has no drain line: partition 0 read to the end
+    proves nothing of it."""
+    b.send(1, 0, 0, 0)
+    b.send(1, 1, 1, None)
+    b.assign(99, None, [("t", 0)])
+    b.poll(99, [("t", 0, 0, 0)], final=True)
+    b.drain_bounds(99, "t", 0, 0, 1, 1)
+
+
+@case({}, "valid")
+def acked_without_an_offset_read_then_removed_by_retention(b):
+    """below_the_log_start_is_retention with value 0 acked without an offset: read at
+    0, below the log start 2, so removed by retention like value 1."""
+    b.subscribe(10, "g", ["t"])
+    b.rebalance(10, "g", assigned=[("t", 0)])
+    for v in range(3):
+        b.send(1, v, 0, None if v == 0 else v)
+    b.poll(10, [("t", 0, 0, 0), ("t", 0, 1, 1), ("t", 0, 2, 2)])
+    drain(b, [("t", 0, 2, 2)], bounds={0: (2, 3, 3)})
+
+
+@case({"unseen": 1}, "unknown")
+def acked_without_an_offset_never_read_above_a_log_start(b):
+    """Never read, and retention moved the log start to 1: removed or lost cannot be
+    told, so acked-lost leaves it undecided, and the drain proves no unseen value gone."""
+    b.subscribe(10, "g", ["t"])
+    b.rebalance(10, "g", assigned=[("t", 0)])
+    b.send(1, 0, 0, None)
+    b.send(1, 1, 0, 1)
+    b.send(1, 2, 0, 2)
+    b.poll(10, [("t", 0, 1, 1), ("t", 0, 2, 2)])
+    drain(b, [("t", 0, 1, 1), ("t", 0, 2, 2)], bounds={0: (1, 3, 3)})
+
+
 @case({"duplicate": 1}, "invalid")
 def duplicate_with_idempotence(b):
     b.send(1, 7, 0, 1)
@@ -513,6 +606,23 @@ def test_acked_lost_example_shows_who_read_it_and_what_is_there_now(judged):
         "acked-lost: 1 acknowledged value(s) are absent from a final drain that did not prove "
         "it read t-0 up to the high watermark"
     ]
+
+
+def test_acks_without_an_offset_are_placed_where_read_or_left_undecided(judged):
+    truncated, _ = judged["acked_without_an_offset_read_then_truncated"]
+    (ex,) = truncated["checks"]["acked-lost"]["examples"]
+    assert (ex["value"], ex["offset"], ex["now_values"]) == (2, 2, [3])
+    removed, _ = judged["acked_without_an_offset_read_then_removed_by_retention"]
+    assert removed["checks"]["acked-lost"]["excused_retention"] == 2
+    kept, _ = judged["acked_without_an_offset_never_read_above_a_log_start"]
+    lost = kept["checks"]["acked-lost"]
+    assert (lost["valid"], lost["undecided"], lost["unproven_partitions"]) == ("unknown", 1, [])
+    assert lost["reason"] == (
+        "1 acknowledged value(s) without an offset, never read, are absent from a partition "
+        "whose log start is above 0: removed by retention or lost, which cannot be told"
+    )
+    undrained, _ = judged["acked_without_an_offset_in_a_partition_never_drained"]
+    assert undrained["checks"]["acked-lost"]["unproven_partitions"] == ["t-1"]
 
 
 def test_runs_of_consecutive_offsets_are_reported_as_ranges(judged):
