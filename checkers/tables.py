@@ -171,6 +171,12 @@ class Tables:
         return self.ops.where(kind("txn"))
 
     @cached_property
+    def has_txns(self) -> bool:
+        """Whether the history has transaction lines (a quick probe of their own
+        Parquet files): without them no row belongs to a transaction."""
+        return not self.txn_lines.isEmpty()
+
+    @cached_property
     def drain_processes(self) -> DataFrame:
         """Processes of the final drain: they are not members of any group."""
         polls = self.ops.where(kind("line") & (F.col("f") == "poll") & F.col("final"))
@@ -332,10 +338,11 @@ class Tables:
         whole session it cost 3 s (60.8 s against 57.8 s), as grouping polled
         records by poll line (``polls``) needs the partial step.
         """
+        txns = self.has_txns
         seen = self.ops.where((is_send() | is_read()) & F.col("val").isNotNull())
         seen = self._with_reader_bit(seen).select(
-            "hid", "val", "index", "time", tp_key().alias("tp"), "offset", "bit", "op",
-            F.col("txn").isNotNull().alias("in_txn"), "txn", "source", "final",
+            "hid", "val", "index", "time", tp_key().alias("tp"), "offset", "bit", "op", "final",
+            *([F.col("txn").isNotNull().alias("in_txn"), "txn", "source"] if txns else []),
         )  # fmt: skip
 
         def of_the(code: int, col: str) -> Column:
@@ -345,6 +352,8 @@ class Tables:
             """Index of a definitely failed send outside transactions, or of an
             aborted transaction's send (``in_txn``): ``failed-write-read``
             judges the first, ``aborted-read`` the second."""
+            if not txns:  # every send is outside one
+                return F.min(F.when(op_is(FAIL), F.col("index")))
             txn = F.col("in_txn") if in_txn else ~F.col("in_txn")
             return F.min(F.when(op_is(FAIL) & txn, F.col("index")))
 
@@ -355,6 +364,28 @@ class Tables:
             return F.min(at_position(col)) != F.max(at_position(col))
 
         done = F.col("op").isin(ACK, FAIL, INFO)
+        # Transactions (checkers/txn/txn_checks.py): the sending transaction, its
+        # completion's send row (any outcome: ACK, FAIL or INFO), the input
+        # a consume-transform-produce send copies.  Only the transactional
+        # checks read them, for values with a ``txn``: without transaction
+        # lines they are nulls, not seven more aggregates of every row.
+        of_txns = {
+            "abort_index": failed(in_txn=True),
+            "txn": F.min(F.when(done, F.col("txn"))),
+            "done_index": F.min(F.when(done, F.col("index"))),
+            "done_op": F.min(F.when(done, F.col("op"))),
+            "done_tp": F.min(F.when(done, F.col("tp"))),
+            "done_offset": F.min(F.when(done, F.col("offset"))),
+            "source": F.max(F.when(done, F.col("source"))),
+        }
+        if not txns:
+            types = dict(self.ops.dtypes)
+            nulls = {
+                "abort_index": "bigint", "txn": types["txn"], "done_index": "bigint",
+                "done_op": types["op"], "done_tp": "bigint", "done_offset": types["offset"],
+                "source": types["source"],
+            }  # fmt: skip
+            of_txns = {name: F.lit(None).cast(type_) for name, type_ in nulls.items()}
         per_value = seen.groupBy("hid", "val").agg(
             of_the(INVOKE, "index").alias("invoke_index"),
             of_the(INVOKE, "time").alias("invoke_time"),
@@ -363,7 +394,6 @@ class Tables:
             of_the(ACK, "tp").alias("ack_tp"),
             of_the(ACK, "offset").alias("offset"),
             failed(in_txn=False).alias("fail_index"),
-            failed(in_txn=True).alias("abort_index"),
             of_the(READ, "index").alias("read_index"),
             # The final drain's first read of it: ``acked-lost`` (checkers/queue/loss_checks.py).
             F.min(F.when(op_is(READ) & F.col("final"), F.col("index"))).alias("drain_index"),
@@ -373,15 +403,7 @@ class Tables:
             F.min(at_position("offset")).alias("pos_offset"),
             F.min(at_position("index")).alias("pos_first"),
             F.bit_or("bit").alias("readers"),
-            # Transactions (checkers/txn/txn_checks.py): the sending transaction, its
-            # completion's send row (any outcome: ACK, FAIL or INFO), the input
-            # a consume-transform-produce send copies.
-            F.min(F.when(done, F.col("txn"))).alias("txn"),
-            F.min(F.when(done, F.col("index"))).alias("done_index"),
-            F.min(F.when(done, F.col("op"))).alias("done_op"),
-            F.min(F.when(done, F.col("tp"))).alias("done_tp"),
-            F.min(F.when(done, F.col("offset"))).alias("done_offset"),
-            F.max(F.when(done, F.col("source"))).alias("source"),
+            *[agg.alias(name) for name, agg in of_txns.items()],
         )
         return self.keep(
             per_value.select(
