@@ -36,6 +36,7 @@ from testkit.reference_reads import (
     groups_of,
     is_final_poll,
     known_offsets,
+    read_places,
     reads_of,
     reports_of,
 )
@@ -100,12 +101,7 @@ def acked_lost(ops: list[dict[str, Any]]) -> tuple[Anomalies, LossTally]:
     lines prove it read the partition from log start to high watermark (excused
     below the log start), undecided elsewhere (docs/results.md, ``acked-lost``)."""
     drained = {r["value"] for op, _, r in reads_of(ops) if is_final_poll(op)}
-    # Where each value was read: an ack without an offset is placed there when that
-    # is one place (seen at two, it is a duplicate, and stays unplaced).
-    read_at: dict[int, set[int]] = defaultdict(set)
-    for _, _, r in reads_of(ops):
-        if r["value"] is not None:
-            read_at[r["value"]].add((r["topic"], r["partition"], r["offset"]))
+    read_at = read_places(ops)  # an ack without an offset is placed where its value was
     bounds = {}
     for op in ops:
         if op["f"] == "drain" and op["process"] != "nemesis":

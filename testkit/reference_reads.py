@@ -100,6 +100,16 @@ def reports_of(ops: list[dict[str, Any]]):
                 yield op, v["topic"], v["partition"], off, v["value"]
 
 
+def read_places(ops: list[dict[str, Any]]) -> dict[Any, set[tuple]]:
+    """value -> every (topic, partition, offset) a poll read it at: where an ack
+    without an offset is placed, when that is one place (at two it is a duplicate)."""
+    places: dict[Any, set[tuple]] = defaultdict(set)
+    for _, _, r in reads_of(ops):
+        if r["value"] is not None:
+            places[r["value"]].add((r["topic"], r["partition"], r["offset"]))
+    return places
+
+
 def known_offsets(ops: list[dict[str, Any]], read_committed: bool = True) -> tuple[dict, dict]:
     """(every known offset, those a committed reader must read) per partition.
 
@@ -108,15 +118,20 @@ def known_offsets(ops: list[dict[str, Any]], read_committed: bool = True) -> tup
     report may name an aborted one), and read_committed consumers (and the
     final drain, always) may skip aborted data, so the second leaves out
     offsets known to hold an aborted value; in a read_uncommitted run only
-    acks prove that an offset is committed.
+    acks prove that an offset is committed.  An ack without an offset proves it
+    of the one place its value was read (``QueueTables._committed`` says why).
     """
     known: dict[tuple, set] = defaultdict(set)
     acked: dict[tuple, set] = defaultdict(set)
     read: dict[tuple, set] = defaultdict(set)
     for _, topic, part, off, _ in reports_of(ops):
         known[(topic, part)].add(off)
-    for _, topic, part, off, _ in acks_of(ops):
+    places = read_places(ops)
+    for _, topic, part, off, val in acks_of(ops):
         if off >= 0:
+            acked[(topic, part)].add(off)
+        elif len(places[val]) == 1:  # acked without an offset: where it was read
+            (topic, part, off), *_ = places[val]
             acked[(topic, part)].add(off)
     for _, _, r in reads_of(ops):
         known[(r["topic"], r["partition"])].add(r["offset"])

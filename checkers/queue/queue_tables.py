@@ -46,6 +46,10 @@ class QueueTables:
 
         An offset known only from an unknown-outcome transaction's delivery
         report may hold an aborted record, so only an ack or a read makes it one.
+        An ack without an offset (a DUPLICATE_SEQUENCE_NUMBER batch) whose value
+        was read at one place acknowledges that place: the ack proves the value
+        committed, the read proves where, and a value is sent once
+        (``per_position``'s ``acked``; the reference's ``known_offsets`` too).
         """
         committed = ~F.col("aborted")
         if not self.t.read_committed:

@@ -654,3 +654,41 @@ def test_every_check_is_reported(judged):
     results, _ = judged["indeterminate_sends_may_or_may_not_appear"]
     assert set(results["checks"]) == set(names("queue"))
     assert all(c["valid"] is True and c["count"] == 0 for c in results["checks"].values())
+
+
+READ_UNCOMMITTED = {**IDEMPOTENT, "txn": {"isolation_level": "read_uncommitted"}}
+
+
+def drain_skips_an_ack_without_an_offset_a_consumer_read(b: HistoryBuilder) -> None:
+    """Value 1's batch was answered DUPLICATE_SEQUENCE_NUMBER (acked, offset null);
+    member 10 read it at offset 1, and the final drain jumped from 0 to 2 over it."""
+    b.subscribe(10, "g", ["t"])
+    b.rebalance(10, "g", assigned=[("t", 0)])
+    b.send(1, 0, 0, 0)
+    b.send(1, 1, 0, None)
+    b.send(1, 2, 0, 2)
+    b.poll(10, [("t", 0, 0, 0), ("t", 0, 1, 1), ("t", 0, 2, 2)])
+    drain(b, [("t", 0, 0, 0), ("t", 0, 2, 2)], bounds={0: (0, 3, 3)})
+
+
+def test_an_ack_without_an_offset_read_at_one_place_is_acknowledged_there(spark, tmp_path):
+    """Under read_uncommitted only acknowledged offsets are data the drain must read:
+    the ack proves value 1 committed, the read proves it sits at 1, so the drain's
+    jump over 1 is a poll-skip (Spark and the reference alike), as under read_committed."""
+    from kafka_chaos.checkers.api import analyse
+    from kafka_chaos.checkers.ingest.load import load_history
+
+    b = HistoryBuilder()
+    drain_skips_an_ack_without_an_offset_a_consumer_read(b)
+    path = tmp_path / "h.jsonl"
+    path.write_text("".join(line + "\n" for line in b.lines(0)))
+    want = {"poll-skip": [(99, "t", 0, 0, 2)], "acked-lost": [(1,)]}
+    for config in (IDEMPOTENT, READ_UNCOMMITTED):
+        results = analyse(spark, load_history(spark, path), config, examples=None, stats=False)
+        got = {
+            name: [reference.key_of(name, ex) for ex in c["examples"]]
+            for name, c in results[0]["checks"].items()
+            if c["count"]
+        }
+        ref = {name: keys for name, keys in reference.check(b.ops, config).items() if keys}
+        assert (got, ref) == (want, want), config
