@@ -28,6 +28,7 @@ the check ignores and removes.
 
 from __future__ import annotations
 
+import argparse
 import atexit
 import logging
 import os
@@ -208,7 +209,20 @@ def record_file(
     recorder.wait()
 
 
-if __name__ == "__main__":
+def main(argv: list[str] | None = None) -> int:
+    """Record each named history's rows beside it; a path that is not a file is one line."""
+    ap = argparse.ArgumentParser(description="Write history.parquet beside each history.jsonl.")
+    ap.add_argument("history", nargs="+", type=Path)
+    args = ap.parse_args(argv)
+    missing = [str(h) for h in args.history if not h.is_file()]
+    if missing:
+        print(f"recorded_rows: no such history file: {', '.join(missing)}", file=sys.stderr)
+        return 2
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    for arg in sys.argv[1:]:
-        record_file(Path(arg))
+    for history in args.history:
+        record_file(history)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

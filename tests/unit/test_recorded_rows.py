@@ -266,3 +266,15 @@ def test_check_output_is_the_same_from_recorded_rows_and_from_json(tmp_path, spa
     from_json = analyse(spark, load.read_rows(spark, rebuilt), {})
     assert recorded == from_json
     assert recorded[0]["summary"]["acked"] > 1000  # a real verdict, not an empty one
+
+
+def test_the_command_refuses_a_missing_history_in_one_line(tmp_path, capsys, monkeypatch) -> None:
+    """``--help`` or a wrong path was taken for a history: a traceback, and a stray
+    ``.NAME.parquet.*.tmp`` directory left where the command ran."""
+    from kafka_chaos.checkers.ingest import recorded_rows
+
+    monkeypatch.chdir(tmp_path)
+    assert recorded_rows.main(["no-such-history.jsonl"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no-such-history.jsonl" in err
+    assert list(tmp_path.iterdir()) == []
