@@ -21,10 +21,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from kafka_chaos.checkers import catalog, tables
+from kafka_chaos.checkers import catalog, frames
 from kafka_chaos.checkers.check import Context
 from kafka_chaos.checkers.ingest.load import expected_ops, read_rows, rows_dir
 from kafka_chaos.checkers.queue import (
+    commit_checks,
     group_checks,
     loss_checks,
     poll_checks,
@@ -37,7 +38,7 @@ from kafka_chaos.checkers.spec_view import CheckedSpec
 from kafka_chaos.checkers.tables import Tables
 from kafka_chaos.checkers.txn import txn_checks
 
-_MODULES = (send_checks, poll_checks, group_checks, txn_checks, loss_checks)
+_MODULES = (send_checks, poll_checks, group_checks, commit_checks, txn_checks, loss_checks)
 
 
 def timed(label: str, work: Callable[[], object]) -> object:
@@ -49,8 +50,8 @@ def timed(label: str, work: Callable[[], object]) -> object:
 
 def named_anomalies() -> None:
     """Make every check module's ``anomaly`` tag its frame with the check's name (and
-    a frame of several checks, ``tables.anomalies``, with all their names)."""
-    original = tables.anomaly
+    a frame of several checks, ``frames.anomalies``, with all their names)."""
+    original = frames.anomaly
 
     def tagged(df, check, *args, **kwargs):
         frame = original(df, check, *args, **kwargs)
@@ -59,7 +60,7 @@ def named_anomalies() -> None:
 
     for module in _MODULES:
         module.anomaly = tagged
-    fused = tables.anomalies
+    fused = frames.anomalies
 
     def tagged_fused(df, *branches):
         frame = fused(df, *branches)
@@ -83,15 +84,24 @@ def main() -> int:
     t = Tables(read_rows(spark, rows), read_committed=spec.read_committed)
     print("shared tables:", flush=True)
     queue = QueueTables.of(t)
-    for name in ("control", "polls", "per_value", "per_position", "partitions", "members", "meta"):
+    for name in (
+        "control",
+        "polls",
+        "per_value",
+        "per_position",
+        "partitions",
+        "members",
+        "per_second",
+        "meta",
+    ):
         timed(name, lambda name=name: getattr(t, name).count())
     for name in ("commits", "member_ops"):
         timed(name, lambda name=name: getattr(queue, name).count())
     print("checks (rows found):", flush=True)
     timed("suspicious pairs", lambda: poll_checks.suspicious_pairs(t).count())
     ctx = Context(spark, t, spec, examples=10)
-    frames = [f for family in catalog.families_for(spec) for f in family.frames(ctx)]
-    for frame in frames:
+    check_frames = [f for family in catalog.families_for(spec) for f in family.frames(ctx)]
+    for frame in check_frames:
         n = [0]
         timed(getattr(frame, "kc_check", "?"), lambda f=frame, n=n: n.__setitem__(0, f.count()))
         print(f"             {n[0]} found", flush=True)
