@@ -6,7 +6,10 @@ alternating the variants round by round so that machine noise hits them alike.
 
 A variant is a KC_SPARK_CONF value ("key=value,...", see checkers/session.py);
 "" is the defaults.  --cold removes the Parquet cache before every run, so
-the conversion is timed too; --config judges under that run config.  Prints
+the conversion is timed too; --config judges under that run config;
+--threads prints the JVM's CPU by thread kind too (tasks, the JIT compilers,
+the collector, the driver's planning: bench/timed_check.py), which tells a
+setting that saves work from one that moves it.  Prints
 every run (and whether its output is the first variant's, by
 bench/check_diff.py's rule), then each variant's mean and its ratio to the
 first variant's.
@@ -32,6 +35,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--cold", action="store_true", help="convert afresh every run")
     parser.add_argument("--config", type=Path, help="the run config to judge under")
+    parser.add_argument(
+        "--threads", action="store_true", help="also each run's JVM CPU by thread kind"
+    )
     args = parser.parse_args()
     times: dict[str, list[float]] = {v: [] for v in args.variants}
     cpus: dict[str, list[float]] = {v: [] for v in args.variants}
@@ -49,6 +55,9 @@ def main() -> None:
             print(f"round {round_} {took:7.1f} s  JVM {done.jvm_cpu_s:6.1f} CPU-s  "
                   f"{results['verdict']:8} "
                   f"{'same' if same else 'DIFFERENT'} [{variant}]", flush=True)  # fmt: skip
+            if args.threads:
+                kinds = sorted(done.by_thread.items(), key=lambda kv: -kv[1])
+                print("        " + ", ".join(f"{k} {v:.1f}" for k, v in kinds), flush=True)
     base = statistics.mean(times[args.variants[0]])
     base_cpu = statistics.mean(cpus[args.variants[0]]) or 1.0
     for variant, runs in times.items():

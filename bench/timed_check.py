@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 TICKS_PER_S = os.sysconf("SC_CLK_TCK")
@@ -33,6 +35,19 @@ class Measured:
     seconds: float
     jvm_cpu_s: float  # user + system of the CLI's child JVM, as last seen before it ended
     results: dict
+    by_thread: dict[str, float] = field(default_factory=dict)  # ``thread_kinds``
+
+
+# What a Spark JVM's threads do, by their names: a kind's CPU seconds say
+# whether a setting saved the tasks' work or only moved it (to the collector,
+# say, or to the JIT compilers).
+THREAD_KINDS = (
+    ("tasks", r"^Executor task"),
+    ("C2 compiler", r"^C2 CompilerThre"),
+    ("C1 compiler", r"^C1 CompilerThre"),
+    ("collector", r"^(GC Thread|ParGC|PSYoung|VM Thread)"),
+    ("driver (planning)", r"^Thread-\d"),  # py4j's: analysis, planning, code generation
+)
 
 
 def timed_check(
@@ -57,17 +72,23 @@ def measured_check(
     if master:
         cmd += ["--spark-master", master]
     env = {**os.environ, "KC_SPARK_CONF": spark_conf}
-    took, cpu, (rc, stdout, stderr) = watched(cmd, env, timeout=3600)
+    by_thread: dict[str, float] = {}
+    took, cpu, (rc, stdout, stderr) = watched(cmd, env, timeout=3600, by_thread=by_thread)
     if rc not in (0, 1, 2):
         raise SystemExit(f"check failed ({rc}): {stderr[-2000:]}")
-    return Measured(took, cpu, json.loads(stdout))
+    return Measured(took, cpu, json.loads(stdout), by_thread)
 
 
 def watched(
-    cmd: list[str], env: dict[str, str], timeout: float, cwd: Path | None = None
+    cmd: list[str],
+    env: dict[str, str],
+    timeout: float,
+    cwd: Path | None = None,
+    by_thread: dict[str, float] | None = None,
 ) -> tuple[float, float, tuple[int, str, str]]:
     """Run ``cmd``: its wall seconds, its unreaped children's CPU seconds (read from /proc
-    while it runs) and (exit code, stdout, stderr); exits when it outlives ``timeout``."""
+    while it runs) and (exit code, stdout, stderr); exits when it outlives ``timeout``.
+    ``by_thread`` is filled with the children's CPU seconds by ``THREAD_KINDS``."""
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)  # fmt: skip
@@ -75,14 +96,50 @@ def watched(
     reader = threading.Thread(target=lambda: out.extend(proc.communicate(timeout=timeout)))
     reader.start()
     cpu = 0.0
+    threads: dict[tuple[int, str], tuple[str, float]] = {}
     while reader.is_alive():
         cpu = max(cpu, _children_cpu_s(proc.pid))
+        if by_thread is not None:
+            _read_threads(proc.pid, threads)
         reader.join(POLL_S)
+    if by_thread is not None:
+        by_thread.update(thread_kinds(threads.values()))
     took = time.monotonic() - t0
     if not out:  # communicate timed out
         proc.kill()
         raise SystemExit(f"{' '.join(cmd[:4])} still running after {timeout:.0f} s: killed")
     return took, cpu, (proc.returncode, out[0], out[1])
+
+
+def _read_threads(pid: int, into: dict[tuple[int, str], tuple[str, float]]) -> None:
+    """Every live child thread's (name, CPU seconds so far), by (child pid, thread id):
+    a thread's last reading stands for it once it has ended."""
+    try:
+        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return
+    for kid in kids:
+        try:
+            tasks = list(Path(f"/proc/{kid}/task").iterdir())
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                stat = (task / "stat").read_text()
+            except OSError:
+                continue
+            name = stat[stat.index("(") + 1 : stat.rindex(")")]
+            fields = stat.rsplit(") ", 1)[1].split()
+            into[(int(kid), task.name)] = (name, (int(fields[11]) + int(fields[12])) / TICKS_PER_S)
+
+
+def thread_kinds(threads: Iterable[tuple[str, float]]) -> dict[str, float]:
+    """CPU seconds by ``THREAD_KINDS`` (the rest as "other") of (thread name, seconds)."""
+    out: dict[str, float] = {}
+    for name, seconds in threads:
+        kind = next((k for k, pattern in THREAD_KINDS if re.match(pattern, name)), "other")
+        out[kind] = out.get(kind, 0.0) + seconds
+    return out
 
 
 def _children_cpu_s(pid: int) -> float:

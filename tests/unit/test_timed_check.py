@@ -42,3 +42,42 @@ def test_a_gone_process_has_no_children() -> None:
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
     assert timed_check._children_cpu_s(gone.pid) == 0.0
+
+
+# A parent whose child names a thread as the JVM names its optimising compiler's
+# and burns 0.5 CPU-s in it, while the child's main thread sleeps.
+NAMED_THREAD_CHILD = """
+import subprocess, sys
+subprocess.run([sys.executable, "-c", '''
+import ctypes, threading, time
+def busy():
+    ctypes.CDLL(None).prctl(15, b"C2 CompilerThre")  # PR_SET_NAME
+    t = time.process_time()
+    while time.process_time() - t < 0.5:
+        pass
+    time.sleep(1.0)
+threading.Thread(target=busy).start()
+'''])
+"""
+
+
+def test_a_threads_cpu_is_counted_by_its_kind() -> None:
+    by_thread: dict[str, float] = {}
+    cmd = [sys.executable, "-c", NAMED_THREAD_CHILD]
+    _, _, (rc, _, _) = timed_check.watched(cmd, {}, timeout=60, by_thread=by_thread)
+    assert rc == 0
+    assert 0.4 <= by_thread["C2 compiler"] < 5
+    assert by_thread.get("other", 0.0) < 0.4  # the sleeping main thread and the interpreter's start
+
+
+def test_thread_names_map_to_kinds() -> None:
+    kinds = timed_check.thread_kinds(
+        [("Executor task launch worker for task 3.0 in stage 1.0 (TID 7)", 2.0),
+         ("Executor task launch worker for task 4.0 in stage 1.0 (TID 8)", 1.0),
+         ("C1 CompilerThre", 0.5), ("ParGC Thread#1", 0.25), ("Thread-3", 0.125),
+         ("dag-scheduler-e", 0.0625)]
+    )  # fmt: skip
+    assert kinds == {
+        "tasks": 3.0, "C1 compiler": 0.5, "collector": 0.25, "driver (planning)": 0.125,
+        "other": 0.0625,
+    }  # fmt: skip
