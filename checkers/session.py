@@ -11,7 +11,8 @@ The JVMs use the parallel garbage collector, built for throughput rather
 than short pauses, and cached tables are kept uncompressed (memory is
 plentiful here, CPU is not).  Side by side at 1e7 ops: 86-87 s with the
 default collector, 72-76 s with the parallel one; the cache setting is worth
-about 2 s more.  Small histories get the quick JIT compiler only
+about 2 s more; kept tables are written with Kryo, not Java's serializer
+(``KRYO``).  Small histories get the quick JIT compiler only
 (``QUICK_JIT_MAX_OPS``).  The driver maps the Spark classes from a
 class-data-sharing archive when setup.sh made one (checkers/class_archive.py).
 Spark keeps the classes it generates for plans and expressions
@@ -68,6 +69,22 @@ LATER_C2 = [
     "-XX:Tier4CompileThreshold=45000",
     "-XX:Tier4BackEdgeThreshold=120000",
 ]
+# And C2 inlines less: calls at most 6 deep (JDK 17: 15), hot callees of at
+# most 100 bytecodes (325), none already compiled to more than 500 bytes of
+# code (2500).  C2's compiles of Spark's code were still 14-15 of a 1e7-op
+# check's 82-86 JVM CPU-seconds (per-thread CPU from /proc), and most of a
+# compile is the inlined code; Spark's hot loops are generated code calling
+# through interfaces, which gains little from deep inlining.  Side by side,
+# recorded rows of a 1e7-op queue history, cold, alternating: C2 6.4-6.9
+# CPU-s, the tasks' threads unchanged (49.8-51.3 against 49.3-50.6), the
+# JVM 75-79 CPU-s against 82-86 (bench/check_ab.py: 0.84x).  Three deep,
+# 250 and 50 made the tasks' own code slow (70 CPU-s); 9 deep, 1000 and 150
+# saved less (0.88x); with C2's default thresholds it saved less too.
+SHALLOW_C2_INLINING = [
+    "-XX:MaxInlineLevel=6",
+    "-XX:InlineSmallCode=500",
+    "-XX:FreqInlineSize=100",
+]
 
 # Generated classes Spark keeps (its default is 100).  One queue check
 # compiles about 490 (whole-stage and expression code), so with the default
@@ -77,6 +94,31 @@ LATER_C2 = [
 # transactional and share-group checks' classes too.
 CODEGEN_CACHE_ENTRIES = 5000
 
+# Kept tables (``Tables.keep``) are stored serialized, as every storage level
+# PySpark offers is, and Spark's default serializer is Java's: a Java-flight-
+# recorder profile of a 1e7-op check put a fifth of the tasks' samples in
+# ObjectInputStream and ObjectOutputStream, reading and writing those rows.
+# Kryo reads and writes an UnsafeRow as its bytes.  Side by side, recorded
+# rows of a 1e7-op queue history, cold, alternating: the JVM 71.0-75.5 CPU-s
+# against 76.2-79.3, the tasks' threads 46-50 against 50-53, the same
+# memory.  (Keeping them deserialized saved the tasks more, 37-41 CPU-s, but
+# the collector spent 8-14 CPU-s on the rows, and 1.4 GiB more.)  Without
+# reference tracking: Kryo otherwise remembers every object it writes, to
+# write a repeated one as a back-reference; rows share no objects, and
+# clearing its identity maps after each row was 5 % of the tasks' samples.
+KRYO = {
+    "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
+    "spark.kryo.referenceTracking": "false",
+}
+# Aggregations that collect lists (the availability timeline's ack times per
+# second) keep a hash map of at most 128 groups by default, then sort every
+# row instead; a history has a group per second, thousands.  Side by side as
+# above, with the settings before it: the JVM 69.2-70.4 CPU-s against
+# 74.3-78.7, the tasks' threads 42.1-43.5 against 47.4-50.7, of which Kryo's
+# reference tracking is at most a CPU-second or two (bench/check_ab.py
+# --threads).
+HASHED_COLLECTS = {"spark.sql.objectHashAggregate.sortBased.fallbackThreshold": "65536"}
+
 
 def _overrides() -> dict[str, str]:
     """Extra Spark settings from KC_SPARK_CONF="key=value,key=value" (for tuning runs)."""
@@ -85,7 +127,11 @@ def _overrides() -> dict[str, str]:
 
 
 def _java_options(expected_ops: int) -> list[str]:
-    jit = QUICK_JIT if expected_ops < QUICK_JIT_MAX_OPS else [FEWER_COMPILES, *LATER_C2]
+    jit = (
+        QUICK_JIT
+        if expected_ops < QUICK_JIT_MAX_OPS
+        else [FEWER_COMPILES, *LATER_C2, *SHALLOW_C2_INLINING]
+    )
     return [THROUGHPUT_GC, JVM_LOG_TO_STDERR, *jit]
 
 
@@ -108,6 +154,8 @@ def settings(expected_ops: int = 0) -> dict[str, str]:
         "spark.driver.bindAddress": "127.0.0.1",
         "spark.sql.parquet.compression.codec": "snappy",
         "spark.sql.codegen.cache.maxEntries": str(CODEGEN_CACHE_ENTRIES),
+        **KRYO,
+        **HASHED_COLLECTS,
     }
     return {**conf, **_overrides()}
 

@@ -26,6 +26,8 @@ def test_quick_jit_only_below_the_threshold() -> None:
     assert session.FEWER_COMPILES not in session._java_options(0)
     assert set(session.LATER_C2) <= set(big)
     assert not set(session.LATER_C2) & set(session._java_options(0))
+    assert set(session.SHALLOW_C2_INLINING) <= set(big)
+    assert not set(session.SHALLOW_C2_INLINING) & set(session._java_options(0))
     assert session.THROUGHPUT_GC in big
 
 
