@@ -114,11 +114,7 @@ def watched(
 def _read_threads(pid: int, into: dict[tuple[int, str], tuple[str, float]]) -> None:
     """Every live child thread's (name, CPU seconds so far), by (child pid, thread id):
     a thread's last reading stands for it once it has ended."""
-    try:
-        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    except OSError:
-        return
-    for kid in kids:
+    for kid in child_pids(pid):
         try:
             tasks = list(Path(f"/proc/{kid}/task").iterdir())
         except OSError:
@@ -129,8 +125,7 @@ def _read_threads(pid: int, into: dict[tuple[int, str], tuple[str, float]]) -> N
             except OSError:
                 continue
             name = stat[stat.index("(") + 1 : stat.rindex(")")]
-            fields = stat.rsplit(") ", 1)[1].split()
-            into[(int(kid), task.name)] = (name, (int(fields[11]) + int(fields[12])) / TICKS_PER_S)
+            into[(int(kid), task.name)] = (name, stat_cpu_s(stat))
 
 
 def thread_kinds(threads: Iterable[tuple[str, float]]) -> dict[str, float]:
@@ -145,15 +140,25 @@ def thread_kinds(threads: Iterable[tuple[str, float]]) -> dict[str, float]:
 def _children_cpu_s(pid: int) -> float:
     """User + system CPU seconds of ``pid``'s live children (the CLI's one child is Spark's
     JVM; the JVM is never waited for, so the kernel's rusage of children misses it)."""
-    try:
-        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    except OSError:
-        return 0.0
     total = 0.0
-    for kid in kids:
-        try:  # fields after the command's closing parenthesis: utime and stime are 12th, 13th
-            fields = Path(f"/proc/{kid}/stat").read_text().rsplit(") ", 1)[1].split()
+    for kid in child_pids(pid):
+        try:
+            total += stat_cpu_s(Path(f"/proc/{kid}/stat").read_text())
         except OSError:
             continue
-        total += (int(fields[11]) + int(fields[12])) / TICKS_PER_S
     return total
+
+
+def child_pids(pid: int) -> list[str]:
+    """The pids of ``pid``'s live children; none once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return []
+
+
+def stat_cpu_s(stat: str) -> float:
+    """User + system CPU seconds of a /proc ``stat`` line (of a process or a thread):
+    after the command's closing parenthesis, utime and stime are the 12th and 13th fields."""
+    fields = stat.rsplit(") ", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS_PER_S

@@ -37,7 +37,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from check_diff import Tree, differences, export, normalized, tree_env  # noqa: E402
 from kafka_chaos.checkers import connect_server  # noqa: E402
-from timed_check import POLL_S, TICKS_PER_S, _children_cpu_s  # noqa: E402
+from timed_check import POLL_S, _children_cpu_s, child_pids, stat_cpu_s  # noqa: E402
 
 
 def cpu_s(pid: int) -> float:
@@ -46,11 +46,10 @@ def cpu_s(pid: int) -> float:
     while todo:
         p = todo.pop()
         try:
-            fields = Path(f"/proc/{p}/stat").read_text().rsplit(") ", 1)[1].split()
-            todo += Path(f"/proc/{p}/task/{p}/children").read_text().split()
+            total += stat_cpu_s(Path(f"/proc/{p}/stat").read_text())
         except OSError:
             continue
-        total += (int(fields[11]) + int(fields[12])) / TICKS_PER_S
+        todo += [int(kid) for kid in child_pids(p)]
     return total
 
 
