@@ -77,9 +77,9 @@ LATER_C2 = [
 # through interfaces, which gains little from deep inlining.  Side by side,
 # recorded rows of a 1e7-op queue history, cold, alternating: C2 6.4-6.9
 # CPU-s, the tasks' threads unchanged (49.8-51.3 against 49.3-50.6), the
-# JVM 75-79 CPU-s against 82-86 (bench/check_ab.py: 0.84x).  Three deep,
-# 250 and 50 made the tasks' own code slow (70 CPU-s); 9 deep, 1000 and 150
-# saved less (0.88x); with C2's default thresholds it saved less too.
+# JVM 75-79 CPU-s against 82-86 (about 0.91x).  Three deep, 250 and 50
+# made the tasks' own code slow (64-70 CPU-s); 9 deep, 1000 and 150 saved
+# less; with C2's default thresholds it saved less too.
 SHALLOW_C2_INLINING = [
     "-XX:MaxInlineLevel=6",
     "-XX:InlineSmallCode=500",
